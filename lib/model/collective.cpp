@@ -1,0 +1,74 @@
+#include "model/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+std::string_view comm_type_name(CommType type) {
+  switch (type) {
+    case CommType::None: return "none";
+    case CommType::AllReduce: return "allreduce";
+    case CommType::AllGather: return "allgather";
+    case CommType::ReduceScatter: return "reducescatter";
+    case CommType::Reduce: return "reduce";
+    case CommType::Broadcast: return "broadcast";
+    case CommType::P2P: return "p2p";
+  }
+  return "none";
+}
+
+double compute_seconds(const System& system, double tflop, bool tensor_cores) {
+  double peak = tensor_cores ? system.matrix_flops_fp16 : system.vector_flops_fp16;
+  peak *= 0.8;  // average achievable efficiency (reference constant)
+  return 20 * 1E-6 + tflop / peak;
+}
+
+double memory_seconds(const System& system, double gigabytes) { return gigabytes / system.hbm_bandwidth; }
+
+double collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
+                          std::int64_t fast_domain) {
+  if (std::isnan(volume_gb) || volume_gb == 0) return 0;
+  if (fast_domain > system.nvlink_size) {
+    throw ConfigError("collective over " + std::to_string(fast_domain) + " GPUs of an NVLink domain of " +
+                      std::to_string(system.nvlink_size));
+  }
+  if (n_gpus == 1) return 0;
+
+  const double slow_latency = system.ib_latency;
+  const double fast_latency = system.nvlink_latency;
+  const double slow_bw = system.ib_bandwidth * system.ib_eff;
+  const double fast_bw = system.nvlink_bandwidth * system.nvlink_eff;
+  // "nodes" are NVLink domains: fast_domain GPUs of the group sit in each.
+  const std::int64_t domains = n_gpus / fast_domain;
+
+  if (type == CommType::P2P) {
+    if (n_gpus != 2) throw ConfigError("p2p communication is between a pair of GPUs, got " + std::to_string(n_gpus));
+    if (fast_domain == 1) return slow_latency * static_cast<double>(n_gpus - 1) + volume_gb / slow_bw;
+    return fast_latency * static_cast<double>(n_gpus - 1) + volume_gb / fast_bw;
+  }
+
+  // Ring: each GPU moves (n-1)/n of the buffer; reduce and broadcast are pipelined chains.
+  const bool chain = type == CommType::Reduce || type == CommType::Broadcast;
+  const double correction = chain ? 1.0 : static_cast<double>(n_gpus - 1) / static_cast<double>(n_gpus);
+
+  if (fast_domain == 1) return slow_latency * static_cast<double>(n_gpus - 1) + correction * volume_gb / slow_bw;
+  if (domains == 1) return fast_latency * static_cast<double>(n_gpus - 1) + correction * volume_gb / fast_bw;
+
+  // Several domains: one ring per NIC of a domain runs over the slow network while the domain's
+  // share moves over NVLink; the slower of the two bounds the collective.
+  const double rings = system.nic_factor * static_cast<double>(fast_domain);
+  const double t_slow = correction * volume_gb / (rings * slow_bw);
+  const double t_fast = correction * volume_gb / fast_bw;
+  double t = std::max(t_slow, t_fast);
+  if (type == CommType::AllReduce) t *= 2;  // reduce-scatter + all-gather
+  const double latency_slow = slow_latency * static_cast<double>(domains - 1);
+  const double latency_fast = fast_latency * static_cast<double>(n_gpus - domains);
+  t += (latency_slow + latency_fast);
+  return t;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,545 @@
+// Layer counts ported from the reference's layers.py. Integer products are formed exactly (as
+// Python's integers are) and converted to double where Python converts them: D(...) marks each
+// such point, so the order of floating-point operations, and the last digits, match.
+#include "model/layer.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+namespace {
+
+using I = std::int64_t;
+constexpr double D(I v) { return static_cast<double>(v); }
+
+// Per-operation flop weights: every multiply, add and exp counts one flop (in TFLOP units).
+struct Units {
+  double mult, add, exp, elem, mask;
+  explicit Units(const System& s)
+      : mult(s.flops_units), add(s.flops_units), exp(s.flops_units), elem(s.element_size),
+        mask(s.mask_element_size) {}
+};
+
+Collective coll(double volume, CommType type, I group, I fast) { return {volume, type, group, fast}; }
+
+CommSet one(Collective c) {
+  CommSet s;
+  s.items[0] = c;
+  s.count = 1;
+  s.is_list = false;
+  return s;
+}
+
+CommSet list(std::initializer_list<Collective> cs) {
+  CommSet s;
+  s.count = 0;
+  for (const Collective& c : cs) s.items[s.count++] = c;
+  s.is_list = true;
+  return s;
+}
+
+// A GEMM's flops: `rows` dot products of length k (k multiplies, k-1 adds).
+double dot_flops(I rows, I k, const Units& u) { return D(rows) * (D(k) * u.mult + D(k - 1) * u.add); }
+
+double time_collectives(const System& s, const CommSet& set, double volume_divisor) {
+  double t = 0;
+  for (std::uint8_t i = 0; i < set.count; ++i) {
+    const Collective& c = set.items[i];
+    t += collective_seconds(s, c.type, volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor, c.group,
+                            c.fast_domain);
+  }
+  return t;
+}
+
+PassTime time_pass(const System& s, const LayerCost& c, double flops, double mem, const CommSet& comms) {
+  PassTime p;
+  p.comp = compute_seconds(s, flops, c.tensor_cores);
+  const double t_mem = memory_seconds(s, mem);
+  p.intensity = p.comp / t_mem;
+  const double t_compute = std::max(p.comp, t_mem);
+  if (c.overlap == Overlap::Summa) {
+    // LinearSumma/LogitsSumma/AttendSumma.compute_time_summa: the collectives of one of nb blocks
+    // (each on 1/nb of the volume, so latencies count per block) are exposed; the other blocks'
+    // collectives hide behind the compute as far as it lasts.
+    const double nb = D(c.summa_nb);
+    const double one_block = time_collectives(s, comms, nb);
+    p.comm = one_block + std::max(one_block * nb - t_compute, 0.0);
+  } else {
+    p.comm = time_collectives(s, comms, 1.0);
+  }
+  p.t = t_compute + p.comm;
+  p.mem = std::max(t_mem - p.comp, 0.0);
+  return p;
+}
+
+void require_1d(I m1, I m2, const char* name) {
+  if (m1 != 1 && m2 != 1) {
+    throw ConfigError(std::string(name) + ": a 1D-parallel linear layer cannot shard both weight dimensions");
+  }
+}
+
+}  // namespace
+
+LayerResult time_layer(const System& system, const LayerCost& cost) {
+  LayerResult r;
+  r.cost = cost;
+  r.fwd = time_pass(system, cost, cost.flops_fwd, cost.mem_fwd, cost.comm_fwd);
+  r.bwd = time_pass(system, cost, cost.flops_bwd, cost.mem_bwd, cost.comm_bwd);
+  if (cost.recompute) r.bwd.t += r.fwd.t;
+  r.t = r.fwd.t + r.bwd.t;
+  return r;
+}
+
+// Linear: Y = XW, (b,l,f) = (b,l,e)(e,f). dim1 shards e (reduce-scatter after the forward), dim2
+// shards f (reduce-scatter of dX in the backward).
+LayerCost linear(const System& s, const char* name, I b, I l, I e, I f, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
+  require_1d(m1, m2, name);
+  const I f_local = f / m1, e_local = e / m2;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(b * l * f_local, e_local, u);
+  const double act_in = D(b * l * e_local) * u.elem;
+  const double act_out = D(b * l * f_local) * u.elem;
+  c.activation_buffer = D(b * l * e_local) * u.elem;
+  c.weights_mem = D(e_local * f_local) * u.elem;
+  c.mem_fwd = act_in + act_out + c.weights_mem;
+  c.comm_fwd = one(coll(m2 > 1 ? D(b * l * f) * u.elem : 0.0, CommType::ReduceScatter, m2, t2));
+
+  const double xgrad_flops = dot_flops(b * l * e_local, f_local, u);
+  const double wgrad_flops = dot_flops(e_local * f_local, b * l, u);
+  c.flops_bwd = xgrad_flops + wgrad_flops;
+  c.weights_grad_mem = D(e_local * f_local) * u.elem;
+  const double xgrad_mem = D(b * l * e_local) * u.elem;
+  const double ygrad_mem = D(b * l * f_local) * u.elem;
+  c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
+  c.comm_bwd = one(coll(m1 > 1 ? D(b * l * e) * u.elem : 0.0, CommType::ReduceScatter, m1, t1));
+  return c;
+}
+
+// Linear with the sequence split over dimseq GPUs on top of the 1D weight split.
+LayerCost linear_seqp(const System& s, const char* name, I b, I l, I e, I f, Split2 p, I dimseq, I /*tseq*/) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
+  require_1d(m1, m2, name);
+  const I f_local = f / m1, e_local = e / m2, l_local = l / dimseq;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(b * l_local * f_local, e_local, u);
+  const double act_in = D(b * l_local * e_local) * u.elem;
+  const double act_out = D(b * l_local * f_local) * u.elem;
+  c.activation_buffer = D(b * l_local * e_local) * u.elem;
+  c.weights_mem = D(e_local * f_local) * u.elem;
+  c.mem_fwd = act_in + act_out + c.weights_mem;
+  c.comm_fwd = one(coll(m2 > 1 ? D(b * l_local * f) * u.elem : 0.0, CommType::ReduceScatter, m2, t2));
+
+  const double xgrad_flops = dot_flops(b * l_local * e_local, f_local, u);
+  const double wgrad_flops = dot_flops(e_local * f_local, b * l_local, u);
+  c.flops_bwd = xgrad_flops + wgrad_flops;
+  c.weights_grad_mem = D(e_local * f_local) * u.elem;
+  const double xgrad_mem = D(b * l_local * e_local) * u.elem;
+  const double ygrad_mem = D(b * l_local * f_local) * u.elem;
+  c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
+  c.comm_bwd = one(coll(m1 > 1 ? D(b * l_local * e) * u.elem : 0.0, CommType::ReduceScatter, m1, t1));
+  return c;
+}
+
+// SUMMA linear: (b,l/m2,f/m1) = (b,l/m2,e/m1)(e/m2,f/m1) in nb rounds of broadcasts.
+LayerCost linear_summa(const System& s, const char* name, I b, I l, I e, I f, Split2 p, I nb) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
+  const bool m1_par = m1 > 1, m2_par = m2 > 1;
+  const I l_local = l / m2, f_local = f / m1, e_local_1 = e / m1, e_local_2 = e / m2;
+  LayerCost c;
+  c.name = name;
+  c.overlap = Overlap::Summa;
+  c.summa_nb = nb;
+  // e outer products and e additions across all SUMMA iterations
+  c.flops_fwd = D(b * l_local * f_local) * (D(e) * u.mult + D(e) * u.add);
+  c.activation_buffer = D(b * l_local * e_local_1) * u.elem;
+  c.weights_mem = D(e_local_2 * f_local) * u.elem;
+  c.mem_fwd = D(b * l_local * e + e * f_local + b * l_local * f_local * nb) * u.elem;
+  const double x_bcast = m1_par ? D(b * l_local * e) * u.elem : 0.0;
+  const double w_bcast = m2_par ? D(e * f_local) * u.elem : 0.0;
+  c.comm_fwd = list({coll(x_bcast, CommType::Broadcast, m1, t1), coll(w_bcast, CommType::Broadcast, m2, t2)});
+
+  const double xgrad_flops = dot_flops(b * l_local * e, f_local, u);
+  const double wgrad_flops = dot_flops(e * f_local, b * l_local, u);
+  c.flops_bwd = xgrad_flops + wgrad_flops;
+  c.weights_grad_mem = D(e_local_2 * f_local) * u.elem;
+  c.mem_bwd = D(f_local * e + b * l_local * f_local * nb + b * l_local * e) * u.elem;
+  c.mem_bwd += D(e * b * l_local + b * l_local * f_local * nb + e * f_local) * u.elem;
+  c.comm_bwd = list({coll(w_bcast, CommType::Broadcast, m2, t2), coll(x_bcast, CommType::Reduce, m1, t1),
+                     coll(x_bcast, CommType::Broadcast, m1, t1), coll(w_bcast, CommType::Reduce, m2, t2)});
+  return c;
+}
+
+LayerCost bias(const System& s, const char* name, I b, I l, I f, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2;
+  const I l_local = l / m2, f_local = f / m1;
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  c.weights_mem = D(1 * f_local) * u.elem;
+  c.flops_fwd = D(b * l_local) * (D(f_local) * u.add);
+  c.mem_fwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
+  c.weights_grad_mem = D(1 * f_local) * u.elem;
+  c.flops_bwd = D(b * l_local * f_local) * u.add;
+  c.mem_bwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
+  return c;
+}
+
+// GELU: 8 flops per element forward, 13 backward (electra's flop table).
+LayerCost activation(const System& s, const char* name, I m) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  c.flops_fwd = D(m) * u.mult * 8;
+  const double act_in = D(m) * u.elem;
+  const double act_out = D(m) * u.elem;
+  c.activation_buffer = D(m) * u.elem;
+  c.mem_fwd = act_in + act_out;
+  c.flops_bwd = D(m) * u.mult * 13;
+  c.mem_bwd = D(2 * m) * u.elem + c.activation_buffer;
+  return c;
+}
+
+LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool remat) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  c.recompute = recompute;
+  c.flops_fwd = D(m) * u.mult;
+  double act_in = D(m) * u.elem;
+  act_in += D(m) * u.mask;
+  const double act_out = D(m) * u.elem;
+  const double mask_buffer = D(m) * u.mask;
+  c.mem_fwd = act_in + act_out;
+  c.flops_bwd = D(m) * u.mult;
+  c.mem_bwd = D(2 * m) * u.elem + mask_buffer;
+  c.activation_buffer = remat ? 0.0 : mask_buffer;
+  return c;
+}
+
+LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, bool recompute, bool remat) {
+  const Units u(s);
+  const I h_local = h / m;
+  const I n = b * h_local * l1 * l2;
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  c.recompute = recompute;
+  c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
+  const double buffer = D(n) * u.elem;
+  c.mem_fwd = D(n) * u.elem + D(n) * u.elem;
+  c.flops_bwd = D(2 * b * h_local * l1 * l2) * u.mult + D(b * h_local * l1 * (l2 - 1)) * u.add + D(n) * u.add;
+  c.mem_bwd = D(2 * n) * u.elem + buffer;
+  c.activation_buffer = remat ? 0.0 : buffer;
+  return c;
+}
+
+// Softmax over a (l/m2, l/m1) block: row statistics are all-reduced across m1.
+LayerCost softmax_2d(const System& s, const char* name, I b, I h, I l1, I l2, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t1 = p.t2;
+  const I l_local_1 = l1 / m2, l_local_2 = l2 / m1;
+  const I n = b * h * l_local_1 * l_local_2;
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h * l_local_1 * (l_local_2 - 1)) * u.add;
+  c.activation_buffer = D(n) * u.elem;
+  c.mem_fwd = D(n) * u.elem + D(n) * u.elem;
+  const double stats = m1 > 1 ? D(b * h * l_local_1) * u.elem : 0.0;
+  c.comm_fwd = one(coll(stats, CommType::AllReduce, m1, t1));
+  c.flops_bwd =
+      D(2 * b * h * l_local_1 * l_local_2) * u.mult + D(b * h * l_local_1 * (l_local_2 - 1)) * u.add + D(n) * u.add;
+  c.mem_bwd = D(2 * n) * u.elem + c.activation_buffer;
+  c.comm_bwd = one(coll(stats, CommType::AllReduce, m1, t1));
+  return c;
+}
+
+namespace {
+// LayerNorm flop counts shared by the 1D and 2D variants (the reference's "rough" backward).
+void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u) {
+  const I n = b * l_local * e_local;
+  c.flops_fwd = D(2 * n) * u.add;                            // mean
+  c.flops_fwd += D(2 * n) * u.add + D(n) * u.mult;           // variance
+  c.flops_fwd += D(n) * u.add + D(n) * u.mult;               // normalize
+  c.flops_fwd += D(n) * u.mult + D(n) * u.add;               // scale and shift
+  c.flops_bwd = D(n) * u.mult + D(2 * n) * u.add;            // dgamma, dbeta
+  c.flops_bwd += D(5 * n) * u.mult + D(4 * b * l_local * (e_local - 1)) * u.add;
+}
+
+void layer_norm_memory(LayerCost& c, I b, I l_local, I e_local, const Units& u) {
+  const I n = b * l_local * e_local;
+  double act_in = D(n) * u.elem;
+  act_in += D(2 * (b * l_local)) * u.elem;  // mean and std
+  const double act_out = D(n) * u.elem;
+  c.activation_buffer = D(n) * u.elem;
+  c.weights_mem = D(2 * e_local) * u.elem;
+  c.mem_fwd = act_in + act_out + c.weights_mem;
+  c.weights_grad_mem = D(2 * e_local) * u.elem;
+  c.mem_bwd = D(4 * n) * u.elem + c.weights_grad_mem + c.activation_buffer;
+}
+}  // namespace
+
+// LayerNorm on a sequence-sharded input (l/m); all-gather forward, reduce-scatter backward.
+LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  layer_norm_flops(c, b, l / m, e, u);
+  layer_norm_memory(c, b, l / m, e, u);
+  const double full = m > 1 ? D(b * l * e) * u.elem : 0.0;
+  c.comm_fwd = one(coll(full, CommType::AllGather, m, t));
+  c.comm_bwd = one(coll(full, CommType::ReduceScatter, m, t));
+  return c;
+}
+
+// LayerNorm on a (l/m2, e/m1) block: statistics all-reduced across m1. The reference takes the
+// local embedding as l/m1 (not e/m1); kept, since its published numbers depend on it.
+LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t1 = p.t2;
+  const I l_local = l / m2, e_local = l / m1;
+  LayerCost c;
+  c.name = name;
+  c.tensor_cores = false;
+  layer_norm_flops(c, b, l_local, e_local, u);
+  layer_norm_memory(c, b, l_local, e_local, u);
+  c.comm_fwd = one(coll(m1 > 1 ? D(2 * b * l_local) * u.elem : 0.0, CommType::AllReduce, m1, t1));
+  c.comm_bwd = one(coll(m1 > 1 ? D(2 * e / m1 + 2 * b * l / m2) * u.elem : 0.0, CommType::AllReduce, m1, t1));
+  return c;
+}
+
+LayerCost logits(const System& s, const char* name, I b, I l, I q, I h, I m, bool recompute) {
+  const Units u(s);
+  const I h_local = h / m;
+  LayerCost c;
+  c.name = name;
+  c.recompute = recompute;
+  c.flops_fwd = dot_flops(b * h_local * l * l, q, u);
+  double act_in = D(b * h_local * l * q) * u.elem;
+  act_in += D(b * h_local * l * q) * u.elem;
+  const double act_out = D(b * h_local * l * l) * u.elem;
+  c.activation_buffer = D(2 * (b * h_local * l * q)) * u.elem;  // Q and K
+  c.mem_fwd = act_in + act_out;
+  c.flops_bwd = dot_flops(2 * b * h_local * l * q, l, u);
+  c.mem_bwd = D(2 * (b * h_local * l * q)) * u.elem + D(2 * (b * h_local * l * l)) * u.elem + c.activation_buffer;
+  return c;
+}
+
+LayerCost attend(const System& s, const char* name, I b, I l, I q, I h, I m, bool remat) {
+  const Units u(s);
+  const I h_local = h / m;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(b * h_local * l * q, l, u);
+  double act_in = D(b * h_local * l * l) * u.elem;
+  act_in += D(b * h_local * l * q) * u.elem;
+  const double act_out = D(b * h_local * l * q) * u.elem;
+  const double attention_buffer = D(b * h_local * l * l) * u.elem;
+  const double value_buffer = D(b * h_local * l * q) * u.elem;
+  c.mem_fwd = act_in + act_out;
+  c.flops_bwd = dot_flops(b * h_local * l * l, q, u);
+  c.flops_bwd += dot_flops(b * h_local * l * q, l, u);
+  c.mem_bwd = D(3 * (b * h_local * l * q)) * u.elem + D(b * h_local * l * l) * u.elem + attention_buffer + value_buffer;
+  c.activation_buffer = (remat ? 0.0 : attention_buffer) + value_buffer;
+  return c;
+}
+
+// SUMMA logits: (b,h,l/m2,l/m1) = (b,h,l/m2,q/m1)(b,h,l/m2,q/m1)^T.
+LayerCost logits_summa(const System& s, const char* name, I b, I l, I q, I h, Split2 p, I nb) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
+  const bool m1_par = m1 > 1, m2_par = m2 > 1;
+  const I l_local_2 = l / m2, q_local = q / m1;
+  LayerCost c;
+  c.name = name;
+  c.overlap = Overlap::Summa;
+  c.summa_nb = nb;
+  c.flops_fwd = dot_flops(b * h * l_local_2 * l, q_local, u);
+  c.activation_buffer = D(2 * (b * h * l_local_2 * q_local)) * u.elem;  // Q and K
+  c.mem_fwd = D(b * h * l * q_local + b * h * l_local_2 * q_local * nb + b * h * l_local_2 * l) * u.elem;
+  const double kv = m2_par ? D(b * h * l * q_local) * u.elem : 0.0;
+  const double scores = m1_par ? D(b * h * l_local_2 * l) * u.elem : 0.0;
+  c.comm_fwd = list({coll(kv, CommType::Broadcast, m2, t2), coll(scores, CommType::Reduce, m1, t1)});
+  c.flops_bwd = dot_flops(b * h * l_local_2 * q_local, l, u);
+  c.flops_bwd += dot_flops(b * h * l * q_local, l_local_2, u);
+  c.mem_bwd = D(2 * b * h * l_local_2 * l + 2 * b * h * l * q_local + 2 * b * h * l_local_2 * q_local * nb) * u.elem;
+  c.comm_bwd = list({coll(scores, CommType::Broadcast, m1, t1), coll(kv, CommType::Broadcast, m2, t2),
+                     coll(scores, CommType::Broadcast, m1, t1), coll(kv, CommType::Reduce, m2, t2)});
+  return c;
+}
+
+// SUMMA attend: (b,h,l/m2,q/m1) = (b,h,l/m2,l/m1)(b,h,l/m2,q/m1).
+LayerCost attend_summa(const System& s, const char* name, I b, I l, I q, I h, Split2 p, I nb) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
+  const bool m1_par = m1 > 1, m2_par = m2 > 1;
+  const I l_local_1 = l / m1, l_local_2 = l / m2, q_local = q / m1;
+  LayerCost c;
+  c.name = name;
+  c.overlap = Overlap::Summa;
+  c.summa_nb = nb;
+  c.flops_fwd = D(b * h * l_local_2 * q_local) * (D(l) * u.mult + D(l) * u.add);
+  c.activation_buffer = D(b * h * l_local_2 * l_local_1 + b * h * l_local_2 * q_local) * u.elem;
+  c.mem_fwd = D(b * h * l_local_2 * l + b * h * l * q_local + b * h * l_local_2 * q_local * nb) * u.elem;
+  const double scores = m1_par ? D(b * h * l_local_2 * l) * u.elem : 0.0;
+  const double values = m2_par ? D(b * h * l * q_local) * u.elem : 0.0;
+  c.comm_fwd = list({coll(scores, CommType::Broadcast, m1, t1), coll(values, CommType::Broadcast, m2, t2)});
+  const double agrad_flops = dot_flops(b * h * l_local_2 * l, q_local, u);
+  const double vgrad_flops = dot_flops(b * h * l * q_local, l_local_2, u);
+  c.flops_bwd = agrad_flops + vgrad_flops;
+  c.mem_bwd = D(b * h * (l_local_2 * q_local * nb + q_local * l + l_local_2 * l)) * u.elem;
+  c.mem_bwd += D(b * h * (l_local_2 * q_local * nb + l * l_local_2 + l * q_local)) * u.elem;
+  c.comm_bwd = list({coll(values, CommType::Broadcast, m2, t2), coll(scores, CommType::Reduce, m1, t1),
+                     coll(scores, CommType::Broadcast, m1, t1), coll(values, CommType::Reduce, m2, t2)});
+  return c;
+}
+
+// Context-parallel logits: heads over m1, queries over m2; keys all-gathered across m2.
+LayerCost logits_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
+  const I l_local = l / m2, h_local = h / m1;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(b * h_local * l_local * l, q, u);
+  double act_in = D(b * h_local * l_local * q) * u.elem;
+  act_in += D(b * h_local * l * q) * u.elem;
+  const double act_out = D(b * h_local * l_local * l) * u.elem;
+  c.activation_buffer = D(2 * (b * h_local * l_local * q)) * u.elem;
+  c.mem_fwd = act_in + act_out;
+  const double keys = m2 > 1 ? D(b * h_local * l * q) * u.elem : 0.0;
+  c.comm_fwd = one(coll(keys, CommType::AllGather, m2, t2));
+  c.flops_bwd = dot_flops(b * h_local * l_local * q, l, u);
+  c.flops_bwd += dot_flops(b * h_local * l * q, l_local, u);
+  const double grad_mem = D(b * h_local * l_local * q + b * h_local * l * q) * u.elem;
+  const double grad_att = D(2 * (b * h_local * l_local * l)) * u.elem;
+  c.mem_bwd = grad_mem + grad_att + c.activation_buffer;
+  c.comm_bwd = list({coll(keys, CommType::AllGather, m2, t2), coll(keys, CommType::ReduceScatter, m2, t2)});
+  return c;
+}
+
+LayerCost attend_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
+  const Units u(s);
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
+  const I l_local = l / m2, h_local = h / m1;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(b * h_local * l_local * q, l, u);
+  double act_in = D(b * h_local * l_local * l) * u.elem;
+  act_in += D(b * h_local * l * q) * u.elem;
+  const double act_out = D(b * h_local * l_local * q) * u.elem;
+  c.activation_buffer = D(b * h_local * l_local * l) * u.elem;
+  c.activation_buffer += D(b * h_local * l_local * q) * u.elem;
+  c.mem_fwd = act_in + act_out;
+  const double values = m2 > 1 ? D(b * h_local * l * q) * u.elem : 0.0;
+  c.comm_fwd = one(coll(values, CommType::AllGather, m2, t2));
+  c.flops_bwd = dot_flops(b * h_local * l_local * l, q, u);
+  c.flops_bwd += dot_flops(b * h_local * l * q, l_local, u);
+  const double grad_mem = D(2 * (b * h_local * l_local * q)) * u.elem + D(b * h_local * l_local * q) * u.elem;
+  const double grad_att = D(b * h_local * l_local * l) * u.elem;
+  const double gathered = D(b * h_local * (l_local * l + l * q)) * u.elem;
+  c.mem_bwd = grad_mem + grad_att + gathered;
+  c.comm_bwd = list({coll(values, CommType::AllGather, m2, t2), coll(values, CommType::ReduceScatter, m2, t2)});
+  return c;
+}
+
+namespace {
+// Flash attention on a (rows x l) score block per head: softmax and dropout run on vector units,
+// so the reference scales their flops by matrix/vector peak to time them at tensor-core rate.
+double softmax_fwd_flops(I bh, I rows, I l, const Units& u) {
+  return D(bh * rows * l) * (u.exp + u.mult) + D(bh * rows * (l - 1)) * u.add;
+}
+double softmax_bwd_flops(I bh, I rows, I l, const Units& u) {
+  return D(2 * bh * rows * l) * u.mult + D(bh * rows * (l - 1)) * u.add + D(bh * rows * l) * u.add;
+}
+}  // namespace
+
+LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m) {
+  const Units u(s);
+  const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
+  const I h_local = h / m;
+  const I bh = b * h_local;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
+  c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
+  c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;           // dropout
+  c.flops_fwd += dot_flops(bh * l * q, l, u);                           // attend
+
+  double act_in = D(bh * l * q) * u.elem;       // Q
+  act_in += D(2 * (bh * l * q)) * u.elem;       // K and V
+  act_in += D(bh * l) * u.elem;                 // softmax statistics
+  const double act_out = D(bh * l * q) * u.elem;
+  c.activation_buffer = D(3 * (bh * l * q)) * u.elem;  // Q, K, V
+  c.activation_buffer += D(bh * l) * u.elem;          // dropout RNG state
+  c.activation_buffer += D(bh * l) * u.elem;          // softmax statistics
+  c.activation_buffer += D(bh * l * q) * u.elem;      // output, for the backward pass
+  c.mem_fwd = act_in + act_out;
+
+  c.flops_bwd = dot_flops(2 * bh * l * q, l, u);                         // dQ, dK
+  c.flops_bwd += softmax_bwd_flops(bh, l, l, u) * tensor_core_factor;
+  c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;
+  c.flops_bwd += dot_flops(bh * l * l, q, u);                            // dA
+  c.flops_bwd += dot_flops(bh * l * q, l, u);                            // dV
+  c.flops_bwd += dot_flops(bh * l * l, q, u);                            // recomputed logits
+  c.flops_bwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // recomputed softmax
+  c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;           // recomputed dropout
+  c.mem_bwd = D(4 * (bh * l * q)) * u.elem + c.activation_buffer;      // dQ, dK, dV, dOut
+  return c;
+}
+
+// Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
+LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
+  const Units u(s);
+  const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
+  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
+  const I l_local = l / m2, h_local = h / m1;
+  const I bh = b * h_local;
+  LayerCost c;
+  c.name = name;
+  c.flops_fwd = dot_flops(bh * l_local * l, q, u);
+  c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
+  c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  c.flops_fwd += dot_flops(bh * l_local * q, l, u);
+
+  double act_in = D(bh * l_local * q) * u.elem;
+  act_in += D(2 * (bh * l * q)) * u.elem;  // gathered K and V
+  act_in += D(bh * l_local) * u.elem;
+  const double act_out = D(bh * l_local * q) * u.elem;
+  c.activation_buffer = D(3 * (bh * l_local * q)) * u.elem;
+  c.activation_buffer += D(bh * l_local) * u.elem;
+  c.activation_buffer += D(bh * l_local) * u.elem;
+  c.activation_buffer += D(bh * l_local * q) * u.elem;
+  c.mem_fwd = act_in + act_out;
+  const double kv = m2 > 1 ? D(2 * b * h_local * l * q) * u.elem : 0.0;
+  c.comm_fwd = one(coll(kv, CommType::AllGather, m2, t2));
+
+  c.flops_bwd = dot_flops(bh * l_local * q, l, u);
+  c.flops_bwd += dot_flops(bh * l * q, l_local, u);
+  c.flops_bwd += softmax_bwd_flops(bh, l_local, l, u) * tensor_core_factor;
+  c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  c.flops_bwd += dot_flops(bh * l_local * l, q, u);
+  c.flops_bwd += dot_flops(bh * l * q, l_local, u);
+  c.flops_bwd += dot_flops(bh * l_local * l, q, u);
+  c.flops_bwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
+  c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  double grad_mem = D(2 * (bh * l * q)) * u.elem;  // dK, dV before the reduce-scatter
+  grad_mem += D(2 * (bh * l_local * q)) * u.elem;  // dQ, dOut
+  c.mem_bwd = grad_mem + c.activation_buffer;
+  c.comm_bwd = list({coll(kv, CommType::AllGather, m2, t2), coll(kv, CommType::ReduceScatter, m2, t2)});
+  return c;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,113 @@
+#pragma once
+// One layer of a transformer block, forward and backward, on one GPU: the counts of the reference's
+// layers.py classes as plain data, and the one timing function that turns them into seconds.
+// Units: flops in TFLOP, memory in GB, time in s (the reference's units).
+#include <array>
+#include <cstdint>
+
+#include "model/collective.hpp"
+#include "model/system.hpp"
+
+namespace perfsweep {
+
+// One collective issued by a layer: volume, kind, group size, and how many of the group's GPUs
+// share an NVLink domain.
+struct Collective {
+  double volume_gb = 0;
+  CommType type = CommType::None;
+  std::int64_t group = 0;
+  std::int64_t fast_domain = 0;
+};
+
+// The collectives of one pass. Most layers issue one (printed as a scalar); SUMMA and
+// context-parallel layers issue several (printed as a list, as the reference does).
+struct CommSet {
+  std::array<Collective, 4> items{};
+  std::uint8_t count = 1;
+  bool is_list = false;
+};
+
+// How a layer's communication meets its computation.
+enum class Overlap : std::uint8_t {
+  Serial,  // t = max(compute, memory) + sum of collective times
+  Summa,   // nb blocks: one block's collectives exposed, the rest hidden behind compute
+};
+
+struct LayerCost {
+  const char* name = "";
+  bool tensor_cores = true;
+  double flops_fwd = 0;          // TFLOP
+  double mem_fwd = 0;            // GB moved through HBM
+  double activation_buffer = 0;  // GB kept for the backward pass (0 if rematerialized)
+  double weights_mem = 0;        // GB
+  double weights_grad_mem = 0;   // GB
+  double flops_bwd = 0;
+  double mem_bwd = 0;
+  CommSet comm_fwd;
+  CommSet comm_bwd;
+  Overlap overlap = Overlap::Serial;
+  std::int64_t summa_nb = 1;     // SUMMA blocks (Overlap::Summa only)
+  bool recompute = false;        // forward is run again in the backward pass
+};
+
+// Time of one pass (seconds) and its parts, as the reference reports them.
+struct PassTime {
+  double t = 0;          // total
+  double comm = 0;       // exposed communication
+  double comp = 0;       // compute (roofline flops term)
+  double mem = 0;        // memory time exposed beyond compute
+  double intensity = 0;  // compute time / memory time
+};
+
+struct LayerResult {
+  LayerCost cost;
+  PassTime fwd;
+  PassTime bwd;
+  double t = 0;  // fwd.t + bwd.t
+};
+
+LayerResult time_layer(const System& system, const LayerCost& cost);
+
+// Shape and parallel split of a layer. Degrees follow the reference's `parallelism` dicts and
+// fast-domain sizes its `topology` dicts: dim1/t1 and dim2/t2 as passed by the modules.
+struct Split2 {
+  std::int64_t dim1 = 1, dim2 = 1;  // parallel degrees
+  std::int64_t t1 = 1, t2 = 1;      // of which in the NVLink domain
+};
+
+// Layer constructors (layers.py). b = micro-batch, l = sequence, e/f = in/out features,
+// q = head dim, h = heads. nb = SUMMA block count.
+LayerCost linear(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t f,
+                 Split2 p);
+LayerCost linear_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e,
+                      std::int64_t f, Split2 p, std::int64_t dimseq, std::int64_t tseq);
+LayerCost linear_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e,
+                       std::int64_t f, Split2 p, std::int64_t nb);
+LayerCost bias(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t f, Split2 p);
+LayerCost activation(const System& s, const char* name, std::int64_t m);
+LayerCost dropout(const System& s, const char* name, std::int64_t m, bool recompute = false, bool remat = false);
+LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
+                  std::int64_t m, bool recompute = false, bool remat = false);
+LayerCost softmax_2d(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1,
+                     std::int64_t l2, Split2 p);
+LayerCost layer_norm(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t m,
+                     std::int64_t t);
+LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Split2 p);
+LayerCost logits(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
+                 std::int64_t m, bool recompute = false);
+LayerCost attend(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
+                 std::int64_t m, bool remat = false);
+LayerCost logits_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                       std::int64_t h, Split2 p, std::int64_t nb);
+LayerCost attend_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                       std::int64_t h, Split2 p, std::int64_t nb);
+LayerCost logits_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                      std::int64_t h, Split2 p);
+LayerCost attend_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                      std::int64_t h, Split2 p);
+LayerCost fused_la(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
+                   std::int64_t m);
+LayerCost fused_la_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                        std::int64_t h, Split2 p);
+
+}  // namespace perfsweep

@@ -1,0 +1,67 @@
+#pragma once
+// One training step of a parallel configuration: data- and pipeline-parallel communication and
+// the step totals (the reference's DataParallel and PipelineParallel layers and execution.totals).
+#include <cstdint>
+
+#include "model/module.hpp"
+
+namespace perfsweep {
+
+// How a step is laid out on n = dp x tp1 x tp2 x pp GPUs, and which GPUs of each group share an
+// NVLink domain (nv_* of the reference's search).
+struct Layout {
+  Strategy strategy = Strategy::OneD;
+  std::int64_t dp = 1, pp = 1, mbs = 1;
+  TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
+  std::int64_t nv_dp = 1, nv_pp = 1;
+  std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
+};
+
+// What a step needs of one block's modules.
+struct BlockSummary {
+  ModuleSums mlp;
+  ModuleSums sa;
+  double p2p_volume_gb = 0;  // activations sent between pipeline stages: ln1's input buffer
+};
+
+BlockSummary summarize(const Module& mlp, const Module& sa);
+
+// Weight all-gather (forward) and gradient reduce-scatter (backward) across the data-parallel
+// group, overlapped with the compute of the other layers of a stage: one collective is exposed,
+// and the rest only by what they exceed one layer's compute.
+LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64_t layers_per_stage,
+                          std::int64_t group, std::int64_t fast_domain, bool overlap = true);
+
+// Point-to-point activation transfers between pipeline stages, for every micro-batch. Links inside
+// the NVLink domain are fast; the reference times the others as free (its quirk, kept).
+LayerResult pipeline_parallel(const System& s, const BlockSummary& block, std::int64_t micro_batches,
+                              std::int64_t pp, std::int64_t fast_domain, bool overlap = false);
+
+// The reference's totals() stats, in its units (s, TFLOP, GB).
+struct Totals {
+  double t = 0, flops_per_gpu = 0, mem = 0;
+  double t_comp = 0, t_mem = 0, t_tp_comm = 0, t_dp_comm = 0, t_pp_comm = 0, t_bubble = 0;
+  double comp_frac = 0, tp_comm_frac = 0, dp_comm_frac = 0, pp_comm_frac = 0, bubble_frac = 0, mem_frac = 0;
+  double wts_mem = 0, wts_grad_mem = 0, wts_optimizer_states_mem = 0, acts_mem = 0;
+};
+
+// seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
+Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
+                   std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
+
+// Everything about one configuration: the per-layer tables, DP and PP rows and totals.
+struct Evaluation {
+  Module mlp, sa;
+  LayerResult dp_row, pp_row;
+  Totals totals;
+  double throughput = 0;  // samples/s = global batch / step time
+  bool fits = false;      // totals.mem <= hbm_capacity
+};
+
+// Checks the layout against the model (divisibility, NVLink sizes), throwing ConfigError with a
+// readable reason when the reference could not express it.
+void validate_layout(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
+
+Evaluation evaluate(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
+
+}  // namespace perfsweep

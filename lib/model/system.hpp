@@ -1,0 +1,31 @@
+#pragma once
+// Hardware description of one GPU system, with the reference's keys and units
+// (systems/config-*.json of transformer-perf-estimates).
+#include <cstdint>
+#include <string>
+
+namespace perfsweep {
+
+struct System {
+  std::string name;                  // label, e.g. "A100"; the file stem by default
+  double matrix_flops_fp16 = 0;      // TFLOP/s, tensor-core dense fp16/bf16
+  double vector_flops_fp32 = 0;      // TFLOP/s, CUDA-core fp32 (recorded, not used by the model)
+  double vector_flops_fp16 = 0;      // TFLOP/s, CUDA-core fp16
+  double hbm_bandwidth = 0;          // GB/s
+  double hbm_capacity = 0;           // GB
+  double nvlink_bandwidth = 0;       // GB/s per GPU, unidirectional, in the fast (NVLink) domain
+  double nvlink_eff = 0;             // achievable fraction of nvlink_bandwidth
+  double nvlink_latency = 0;         // s per ring step inside the fast domain
+  double ib_bandwidth = 0;           // GB/s per NIC on the slow network (InfiniBand, Slingshot)
+  double ib_eff = 0;                 // achievable fraction of ib_bandwidth
+  double ib_latency = 0;             // s per ring step across fast domains
+  std::int64_t nvlink_size = 1;      // GPUs per fast (NVLink) domain
+  double nic_factor = 1;             // NICs per GPU (may be fractional, e.g. 0.5)
+  bool empirical = false;            // reference switch for measured collectives (must be false)
+  std::int64_t summa_nb = 4;         // default SUMMA block count (the 2d search overrides it)
+  double element_size = 2e-9;        // GB per activation/weight element (fp16: 2 bytes)
+  double mask_element_size = 1e-9;   // GB per dropout-mask element (1 byte)
+  double flops_units = 1e-12;        // TFLOP per flop: all flop counts are in TFLOP
+};
+
+}  // namespace perfsweep
