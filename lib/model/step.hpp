@@ -1,6 +1,7 @@
 #pragma once
 // One training step of a parallel configuration: data- and pipeline-parallel communication and
 // the step totals (the reference's DataParallel and PipelineParallel layers and execution.totals).
+#include <array>
 #include <cstdint>
 
 #include "model/module.hpp"
@@ -44,6 +45,34 @@ struct Totals {
   double comp_frac = 0, tp_comm_frac = 0, dp_comm_frac = 0, pp_comm_frac = 0, bubble_frac = 0, mem_frac = 0;
   double wts_mem = 0, wts_grad_mem = 0, wts_optimizer_states_mem = 0, acts_mem = 0;
 };
+
+// The Totals fields in the reference's order, with their units, for writers of every format.
+struct TotalsField {
+  const char* name;
+  double Totals::*member;
+  const char* unit;
+};
+inline constexpr std::array<TotalsField, 19> kTotalsFields{{
+    {"t", &Totals::t, "s"},
+    {"flops_per_gpu", &Totals::flops_per_gpu, "TFLOP"},
+    {"mem", &Totals::mem, "GB"},
+    {"t_comp", &Totals::t_comp, "s"},
+    {"t_mem", &Totals::t_mem, "s"},
+    {"t_tp_comm", &Totals::t_tp_comm, "s"},
+    {"t_dp_comm", &Totals::t_dp_comm, "s"},
+    {"t_pp_comm", &Totals::t_pp_comm, "s"},
+    {"t_bubble", &Totals::t_bubble, "s"},
+    {"comp_frac", &Totals::comp_frac, "1"},
+    {"tp_comm_frac", &Totals::tp_comm_frac, "1"},
+    {"dp_comm_frac", &Totals::dp_comm_frac, "1"},
+    {"pp_comm_frac", &Totals::pp_comm_frac, "1"},
+    {"bubble_frac", &Totals::bubble_frac, "1"},
+    {"mem_frac", &Totals::mem_frac, "1"},
+    {"wts_mem", &Totals::wts_mem, "GB"},
+    {"wts_grad_mem", &Totals::wts_grad_mem, "GB"},
+    {"wts_optimizer_states_mem", &Totals::wts_optimizer_states_mem, "GB"},
+    {"acts_mem", &Totals::acts_mem, "GB"},
+}};
 
 // seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,

@@ -1,0 +1,160 @@
+// estimate: the cost of one parallel configuration, layer by layer (the reference's stats
+// notebook as a command).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "config/inputs.hpp"
+#include "core/error.hpp"
+#include "io/report.hpp"
+#include "model/step.hpp"
+#include "search/candidates.hpp"
+
+using namespace perfsweep;
+
+namespace {
+
+struct Options {
+  std::string model = "gpt3_1T", system = "A100", strat = "1d";
+  std::optional<std::int64_t> nvs;
+  std::int64_t global_batch = 4096;
+  std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
+  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
+  bool json = false, csv = false;
+};
+
+Strategy parse_strategy(const std::string& s) {
+  if (s == "1d") return Strategy::OneD;
+  if (s == "2d") return Strategy::TwoD;
+  if (s == "2d-seqp" || s == "2d-seq") return Strategy::TwoDSeqp;
+  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
+}
+
+// Fastest NVLink placement among those the reference's search would try, honouring the ones
+// given on the command line.
+Evaluation best_placement(const System& sys, const Transformer& model, Layout& layout, const Options& o) {
+  std::optional<Evaluation> best;
+  Layout best_layout = layout;
+  auto consider = [&](std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) {
+    const std::optional<std::int64_t> want1 = layout.strategy == Strategy::OneD ? o.nv_tp : o.nv_tp1;
+    if ((want1 && *want1 != n1) || (o.nv_tp2 && *o.nv_tp2 != n2) || (o.nv_dp && *o.nv_dp != n3) ||
+        (o.nv_pp && *o.nv_pp != n4)) {
+      return;
+    }
+    Layout c = layout;
+    c.tensor.nv1 = n1;
+    c.tensor.nv2 = n2;
+    c.nv_dp = n3;
+    c.nv_pp = n4;
+    Evaluation ev = evaluate(sys, model, c, o.global_batch);
+    if (!best || ev.throughput > best->throughput) {
+      best = std::move(ev);
+      best_layout = c;
+    }
+  };
+  const TensorSplit& t = layout.tensor;
+  if (layout.strategy == Strategy::OneD) {
+    for_each_nv_1d(t.tp1, layout.dp, layout.pp, sys.nvlink_size,
+                   [&](std::int64_t a, std::int64_t b, std::int64_t c) { consider(a, 1, b, c); });
+  } else {
+    for_each_nv_2d(t.tp1, t.tp2, layout.dp, layout.pp, sys.nvlink_size, consider);
+  }
+  if (!best) {
+    throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
+                      std::to_string(sys.nvlink_size));
+  }
+  layout = best_layout;
+  return std::move(*best);
+}
+
+int run(const Options& o) {
+  Transformer model = load_model_named(o.model);
+  System sys = load_system_named(o.system);
+  if (o.nvs) {
+    if (*o.nvs < 1) throw InputError("--nvs must be a positive integer, got " + std::to_string(*o.nvs));
+    sys.nvlink_size = *o.nvs;
+  }
+  if (o.global_batch < 1) throw InputError("--global-batch-size must be a positive integer, got " + std::to_string(o.global_batch));
+  Layout layout;
+  layout.strategy = parse_strategy(o.strat);
+  layout.dp = o.dp;
+  layout.pp = o.pp;
+  layout.mbs = o.mbs;
+  if (layout.strategy == Strategy::OneD) {
+    layout.tensor.tp1 = o.tp;
+  } else {
+    layout.tensor.tp1 = o.tp1;
+    layout.tensor.tp2 = o.tp2;
+    if (layout.strategy == Strategy::TwoD) {
+      if (o.nb == 0) throw InputError("--nb (SUMMA blocks) is required with --strat 2d");
+      layout.tensor.nb = o.nb;
+    }
+  }
+  // Positivity of every degree is checked before placements are enumerated.
+  validate_layout(sys, model, layout, o.global_batch);
+  const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
+                         o.nv_dp && o.nv_pp;
+  Evaluation ev;
+  if (all_given) {
+    layout.tensor.nv1 = layout.strategy == Strategy::OneD ? *o.nv_tp : *o.nv_tp1;
+    layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
+    layout.nv_dp = *o.nv_dp;
+    layout.nv_pp = *o.nv_pp;
+    ev = evaluate(sys, model, layout, o.global_batch);
+  } else {
+    ev = best_placement(sys, model, layout, o);
+  }
+  if (o.json) {
+    std::cout << estimate_json(ev, layout);
+  } else if (o.csv) {
+    std::cout << estimate_csv(ev, layout);
+  } else {
+    std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"estimate: time, FLOPs, memory and communication of one parallel configuration of a transformer"};
+  Options o;
+  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path to a model YAML")->capture_default_str();
+  app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path to a system YAML/JSON")
+      ->capture_default_str();
+  app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
+  app.add_option("--strat", o.strat, "tensor-parallel strategy: 1d, 2d (SUMMA) or 2d-seqp (context parallel)")
+      ->capture_default_str();
+  app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
+  app.add_option("--dp", o.dp, "data-parallel degree")->capture_default_str();
+  app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
+  app.add_option("--mbs", o.mbs, "micro-batch size")->capture_default_str();
+  app.add_option("--tp", o.tp, "tensor-parallel degree (1d)")->capture_default_str();
+  app.add_option("--tp1", o.tp1, "first tensor-parallel dimension: heads/features (2d, 2d-seqp)")->capture_default_str();
+  app.add_option("--tp2", o.tp2, "second dimension: sequence (2d, 2d-seqp)")->capture_default_str();
+  app.add_option("--nb", o.nb, "SUMMA blocks (2d)");
+  app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d)");
+  app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
+  app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
+  app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
+  app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
+  app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
+  app.add_flag("--csv", o.csv, "print per-layer rows and totals as CSV");
+  app.footer(
+      "Placements (--nv-*) left out are chosen as the fastest among those the reference's search tries.\n"
+      "Units: memory GB, compute TFLOP, time s, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return run(o);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "estimate: error: %s\n", e.what());
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "estimate: invalid configuration: %s\n", e.what());
+  }
+  return 2;
+}

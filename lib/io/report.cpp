@@ -1,0 +1,242 @@
+#include "io/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "io/json_writer.hpp"
+
+namespace perfsweep {
+
+std::string_view strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::OneD: return "1d";
+    case Strategy::TwoD: return "2d";
+    case Strategy::TwoDSeqp: return "2d-seqp";
+  }
+  return "1d";
+}
+
+std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {
+  const TensorSplit& t = c.tensor;
+  switch (c.strategy) {
+    case Strategy::OneD: return {{"dp", c.dp}, {"tp", t.tp1}, {"pp", c.pp}, {"mbs", c.mbs}};
+    case Strategy::TwoD:
+      return {{"dp", c.dp}, {"tp", t.tp1 * t.tp2}, {"tp1", t.tp1}, {"tp2", t.tp2}, {"pp", c.pp}, {"mbs", c.mbs}, {"nb", t.nb}};
+    case Strategy::TwoDSeqp:
+      return {{"dp", c.dp}, {"tp", t.tp1 * t.tp2}, {"tp1", t.tp1}, {"tp2", t.tp2}, {"pp", c.pp}, {"mbs", c.mbs}};
+  }
+  return {};
+}
+
+std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c) {
+  if (c.strategy == Strategy::OneD) return {{"nv_tp", c.tensor.nv1}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}};
+  return {{"nv_tp1", c.tensor.nv1}, {"nv_tp2", c.tensor.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}};
+}
+
+namespace {
+
+void comm_json(JsonWriter& w, const char* key, const char* type_key, const CommSet& set) {
+  if (set.is_list) {
+    w.key(key).begin_array();
+    for (std::uint8_t i = 0; i < set.count; ++i) w.value(set.items[i].volume_gb);
+    w.end_array();
+    w.key(type_key).begin_array();
+    for (std::uint8_t i = 0; i < set.count; ++i) w.value(comm_type_name(set.items[i].type));
+    w.end_array();
+  } else {
+    w.key(key).value(set.items[0].volume_gb);
+    w.key(type_key).value(comm_type_name(set.items[0].type));
+  }
+}
+
+// Scalar per-layer fields after the communication columns, in the reference's order.
+struct PassField {
+  const char* name;
+  double PassTime::*member;
+};
+constexpr PassField kPassFields[] = {{"", &PassTime::t},
+                                     {"_comm", &PassTime::comm},
+                                     {"_comp", &PassTime::comp},
+                                     {"_mem", &PassTime::mem},
+                                     {"", &PassTime::intensity}};
+
+void layer_json(JsonWriter& w, const LayerResult& r) {
+  const LayerCost& c = r.cost;
+  w.begin_object();
+  w.key("name").value(std::string_view(c.name));
+  w.key("weights_mem").value(c.weights_mem);
+  w.key("weights_grad_mem").value(c.weights_grad_mem);
+  w.key("flops_fwd").value(c.flops_fwd);
+  w.key("activation_buffer").value(c.activation_buffer);
+  comm_json(w, "comm_fwd", "comm_fwd_type", c.comm_fwd);
+  w.key("flops_bwd").value(c.flops_bwd);
+  comm_json(w, "comm_bwd", "comm_bwd_type", c.comm_bwd);
+  for (const auto& [pass, time] : {std::pair{"fwd", &r.fwd}, {"bwd", &r.bwd}}) {
+    for (const PassField& f : kPassFields) {
+      const std::string name = f.member == &PassTime::intensity ? std::string("intensity_") + pass
+                                                                  : std::string("t_") + pass + f.name;
+      w.key(name).value(time->*f.member);
+    }
+  }
+  w.key("t").value(r.t);
+  w.end_object();
+}
+
+void module_json(JsonWriter& w, const char* key, const Module& m) {
+  w.key(key).begin_array();
+  for (int i = 0; i < m.count; ++i) layer_json(w, m.layers[static_cast<std::size_t>(i)]);
+  w.end_array();
+}
+
+}  // namespace
+
+std::string estimate_json(const Evaluation& ev, const Layout& layout) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("modules").begin_object();
+  module_json(w, "mlp", ev.mlp);
+  module_json(w, "sa", ev.sa);
+  w.key("dp").begin_array();
+  layer_json(w, ev.dp_row);
+  w.end_array();
+  w.key("pp").begin_array();
+  layer_json(w, ev.pp_row);
+  w.end_array();
+  w.end_object();
+  w.key("totals").begin_object();
+  for (const TotalsField& f : kTotalsFields) w.key(f.name).value(ev.totals.*f.member);
+  for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
+  w.key("fits").value(ev.fits);
+  w.end_object();
+  w.key("throughput").value(ev.throughput);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+namespace {
+
+std::string comm_text(const CommSet& set, bool types) {
+  std::string s;
+  for (std::uint8_t i = 0; i < set.count; ++i) {
+    if (i) s += ";";
+    s += types ? std::string(comm_type_name(set.items[i].type)) : format_double(set.items[i].volume_gb);
+  }
+  return s;
+}
+
+template <typename F>
+void for_each_row(const Evaluation& ev, F&& f) {
+  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}}) {
+    for (int i = 0; i < mod->count; ++i) f(name, mod->layers[static_cast<std::size_t>(i)]);
+  }
+  f("dp", ev.dp_row);
+  f("pp", ev.pp_row);
+}
+
+}  // namespace
+
+std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
+  std::ostringstream o;
+  o << "module,name,weights_mem,weights_grad_mem,flops_fwd,activation_buffer,comm_fwd,comm_fwd_type,flops_bwd,"
+       "comm_bwd,comm_bwd_type,t_fwd,t_fwd_comm,t_fwd_comp,t_fwd_mem,intensity_fwd,t_bwd,t_bwd_comm,t_bwd_comp,"
+       "t_bwd_mem,intensity_bwd,t\n";
+  for_each_row(ev, [&](const char* module, const LayerResult& r) {
+    const LayerCost& c = r.cost;
+    o << module << ',' << c.name << ',' << format_double(c.weights_mem) << ',' << format_double(c.weights_grad_mem)
+      << ',' << format_double(c.flops_fwd) << ',' << format_double(c.activation_buffer) << ','
+      << comm_text(c.comm_fwd, false) << ',' << comm_text(c.comm_fwd, true) << ',' << format_double(c.flops_bwd)
+      << ',' << comm_text(c.comm_bwd, false) << ',' << comm_text(c.comm_bwd, true);
+    for (const PassTime* p : {&r.fwd, &r.bwd}) {
+      o << ',' << format_double(p->t) << ',' << format_double(p->comm) << ',' << format_double(p->comp) << ','
+        << format_double(p->mem) << ',' << format_double(p->intensity);
+    }
+    o << ',' << format_double(r.t) << '\n';
+  });
+  o << "\nquantity,value,unit\n";
+  for (const TotalsField& f : kTotalsFields) o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
+  for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
+  o << "fits," << (ev.fits ? "true" : "false") << ",\n";
+  o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
+  return o.str();
+}
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// What bounds a pass: the largest of compute, exposed memory and exposed communication.
+const char* bound_by(const PassTime& p) {
+  if (p.comm >= p.comp && p.comm >= p.mem) return p.comm > 0 ? "comm" : "compute";
+  return p.mem > p.comp ? "memory" : "compute";
+}
+
+}  // namespace
+
+std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
+                          std::int64_t global_batch) {
+  std::ostringstream o;
+  o << "perfsweep estimate: " << model.name << " on " << system.name << " (NVLink domain " << system.nvlink_size
+    << "), strategy " << strategy_name(layout.strategy) << ", global batch " << global_batch << "\n";
+  o << "configuration:";
+  for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
+  o << "  | NVLink placement:";
+  for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
+  o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n\n";
+
+  char line[512];
+  auto header = [&]() {
+    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %10s %10s %11s %7s %11s %11s %11s %-8s\n", "module",
+                  "layer", "fwd TFLOP", "bwd TFLOP", "weights GB", "acts GB", "comm GB f/b", "AI f", "t_fwd ms",
+                  "t_bwd ms", "t_comm ms", "bound");
+    o << line;
+  };
+  header();
+  for_each_row(ev, [&](const char* module, const LayerResult& r) {
+    const LayerCost& c = r.cost;
+    double comm_f = 0, comm_b = 0;
+    for (std::uint8_t i = 0; i < c.comm_fwd.count; ++i) comm_f += c.comm_fwd.items[i].volume_gb;
+    for (std::uint8_t i = 0; i < c.comm_bwd.count; ++i) comm_b += c.comm_bwd.items[i].volume_gb;
+    const std::string comm = fmt("%.3g", comm_f) + "/" + fmt("%.3g", comm_b);
+    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %10.4g %10.4g %11s %7.3g %11.4g %11.4g %11.4g %-8s\n",
+                  module, c.name, c.flops_fwd, c.flops_bwd, c.weights_mem, c.activation_buffer, comm.c_str(),
+                  r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
+                  bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd));
+    o << line;
+  });
+  o << "(AI f: forward arithmetic intensity = compute time / memory time; bound: what dominates the longer pass)\n\n";
+
+  const Totals& t = ev.totals;
+  o << "step time " << fmt("%.6g", t.t) << " s, throughput " << fmt("%.6g", ev.throughput) << " samples/s, "
+    << fmt("%.6g", t.flops_per_gpu / t.t) << " TFLOP/s per GPU achieved\n";
+  auto part = [&](const char* name, double v, double frac) {
+    std::snprintf(line, sizeof line, "  %-28s %12.6g s  %6.2f %%\n", name, v, 100 * frac);
+    o << line;
+  };
+  part("compute", t.t_comp, t.comp_frac);
+  part("memory (exposed)", t.t_mem, t.mem_frac);
+  part("tensor-parallel comm", t.t_tp_comm, t.tp_comm_frac);
+  part("data-parallel comm", t.t_dp_comm, t.dp_comm_frac);
+  part("pipeline comm", t.t_pp_comm, t.pp_comm_frac);
+  part("pipeline bubble", t.t_bubble, t.bubble_frac);
+  o << "\nmemory per GPU (GB)\n";
+  auto mem = [&](const char* name, double v) {
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  %6.2f %%\n", name, v, 100 * v / system.hbm_capacity);
+    o << line;
+  };
+  mem("weights", t.wts_mem);
+  mem("weight gradients", t.wts_grad_mem);
+  mem("optimizer states", t.wts_optimizer_states_mem);
+  mem("activations (1F1B)", t.acts_mem);
+  mem("total", t.mem);
+  std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "HBM capacity", system.hbm_capacity,
+                ev.fits ? "fits" : "DOES NOT FIT");
+  o << line;
+  return o.str();
+}
+
+}  // namespace perfsweep
