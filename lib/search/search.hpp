@@ -1,0 +1,58 @@
+#pragma once
+// Brute-force search of the reference's parallel-configuration space (execute_1d, execute_2d,
+// execute_seqp in execution.py) for one system and GPU count, cut into units by tensor split.
+#include <cstdint>
+#include <vector>
+
+#include "model/step.hpp"
+#include "search/top_n.hpp"
+
+namespace perfsweep {
+
+struct SearchProblem {
+  Strategy strategy = Strategy::OneD;
+  Transformer model;
+  System system;  // nvlink_size is the NVLink domain searched
+  std::int64_t global_batch = 4096;
+  std::size_t top_n = 10;
+};
+
+// How many candidates each check took out (the reference's "#possible candidates" is
+// `candidates`; memory-infeasible ones are among them).
+struct SearchCounters {
+  std::int64_t tensor_splits = 0;           // tensor splits searched
+  std::int64_t tensor_splits_too_thin = 0;  // rejected: shards under 128 wide (3e/tp, e/tp1, l/tp2)
+  std::int64_t pipelines_rejected_dp = 0;   // (tp, pp) pairs whose dp exceeds or does not divide the batch
+  std::int64_t candidates = 0;              // configurations evaluated
+  std::int64_t infeasible_memory = 0;       // of those, over hbm_capacity
+  std::int64_t module_evaluations = 0;      // distinct (mbs, nb, NVLink tensor placement) blocks costed
+  void add(const SearchCounters& o);
+};
+
+// The tensor splits (tp1, tp2) the reference tries for n GPUs, in its order, with the thin-shard
+// filter applied (1d: tp2 = 1).
+std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n_gpus, SearchCounters* counters = nullptr);
+
+// Evaluates candidates; owns its scratch space so that repeated runs do not allocate.
+class Searcher {
+ public:
+  explicit Searcher(const SearchProblem& problem);
+  ~Searcher();
+  Searcher(const Searcher&) = delete;
+  Searcher& operator=(const Searcher&) = delete;
+
+  // Every configuration of n GPUs with this tensor split (tp1, tp2) into `top`.
+  void run(std::int64_t n_gpus, const TensorSplit& split, TopN& top, SearchCounters& counters);
+  // Every configuration of n GPUs.
+  TopN run_all(std::int64_t n_gpus, SearchCounters& counters);
+
+  const SearchProblem& problem() const { return problem_; }
+
+ private:
+  struct Cache;
+  SearchProblem problem_;
+  std::vector<std::int64_t> batch_divisors_;
+  Cache* cache_;
+};
+
+}  // namespace perfsweep
