@@ -28,4 +28,28 @@ struct System {
   double flops_units = 1e-12;        // TFLOP per flop: all flop counts are in TFLOP
 };
 
+// The numeric parameters in the reference's key order, for writers and readers of every format.
+struct SystemNumberField {
+  const char* name;
+  double System::*member;
+  const char* unit;
+};
+inline constexpr SystemNumberField kSystemNumberFields[] = {
+    {"matrix_flops_fp16", &System::matrix_flops_fp16, "TFLOP/s"},
+    {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s"},
+    {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s"},
+    {"hbm_bandwidth", &System::hbm_bandwidth, "GB/s"},
+    {"hbm_capacity", &System::hbm_capacity, "GB"},
+    {"nvlink_bandwidth", &System::nvlink_bandwidth, "GB/s"},
+    {"nvlink_eff", &System::nvlink_eff, "1"},
+    {"nvlink_latency", &System::nvlink_latency, "s"},
+    {"ib_bandwidth", &System::ib_bandwidth, "GB/s"},
+    {"ib_eff", &System::ib_eff, "1"},
+    {"ib_latency", &System::ib_latency, "s"},
+    {"nic_factor", &System::nic_factor, "NICs per GPU"},
+    {"element_size", &System::element_size, "GB"},
+    {"mask_element_size", &System::mask_element_size, "GB"},
+    {"flops_units", &System::flops_units, "TFLOP per flop"},
+};
+
 }  // namespace perfsweep

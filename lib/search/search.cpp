@@ -100,6 +100,11 @@ Searcher::Searcher(const SearchProblem& problem)
 
 Searcher::~Searcher() { delete cache_; }
 
+void Searcher::set_problem(const SearchProblem& problem) {
+  if (problem.global_batch != problem_.global_batch) batch_divisors_ = divisors(problem.global_batch);
+  problem_ = problem;
+}
+
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
   const SearchProblem& p = problem_;
   const Transformer& m = p.model;

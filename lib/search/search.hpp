@@ -47,6 +47,8 @@ class Searcher {
   TopN run_all(std::int64_t n_gpus, SearchCounters& counters);
 
   const SearchProblem& problem() const { return problem_; }
+  // Re-targets the searcher (another system or sweep point), keeping its scratch space.
+  void set_problem(const SearchProblem& problem);
 
  private:
   struct Cache;

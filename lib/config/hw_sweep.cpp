@@ -1,0 +1,179 @@
+#include "config/hw_sweep.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "config/inputs.hpp"
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+std::vector<double> linspace(double start, double stop, std::int64_t num) {
+  std::vector<double> y;
+  if (num <= 0) return y;
+  if (num == 1) return {start};
+  const double step = (stop - start) / static_cast<double>(num - 1);
+  for (std::int64_t i = 0; i < num; ++i) y.push_back(static_cast<double>(i) * step + start);
+  y.back() = stop;
+  return y;
+}
+
+std::size_t HardwareSweep::n_points() const {
+  std::size_t n = 1;
+  for (const SweepAxis& a : axes) n *= a.size();
+  return n;
+}
+
+namespace {
+
+const SystemNumberField* find_field(const std::string& name) {
+  for (const SystemNumberField& f : kSystemNumberFields) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+double number(const YAML::Node& n, const std::string& where) {
+  if (!n.IsScalar()) throw InputError(where + " must be a number");
+  try {
+    const double v = n.as<double>();
+    if (!std::isfinite(v)) throw InputError(where + " must be finite, got " + n.Scalar());
+    return v;
+  } catch (const YAML::BadConversion&) {
+    throw InputError(where + " must be a number, got '" + n.Scalar() + "'");
+  }
+}
+
+std::vector<double> parse_values(const YAML::Node& spec, const std::string& param, const std::string& where) {
+  std::vector<double> values;
+  if (spec.IsSequence()) {
+    for (std::size_t i = 0; i < spec.size(); ++i) values.push_back(number(spec[i], where + "[" + std::to_string(i) + "]"));
+  } else if (spec.IsMap() && spec.size() == 1 && spec["linspace"]) {
+    const YAML::Node l = spec["linspace"];
+    if (!l.IsSequence() || l.size() != 3) throw InputError(where + ".linspace must be [start, stop, num]");
+    const double num = number(l[2], where + ".linspace num");
+    if (num < 1 || num != std::floor(num)) {
+      throw InputError(where + ".linspace num must be a positive integer, got " + l[2].Scalar());
+    }
+    values = linspace(number(l[0], where + ".linspace start"), number(l[1], where + ".linspace stop"),
+                      static_cast<std::int64_t>(num));
+  } else if (spec.IsMap() && spec.size() == 1 && spec["interpolate"]) {
+    const YAML::Node in = spec["interpolate"];
+    const std::string w = where + ".interpolate";
+    if (!in.IsMap()) throw InputError(w + " must be {systems: [...], points_per_segment: N}");
+    for (const auto& kv : in) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "systems" && k != "points_per_segment" && k != "key") throw InputError(w + ": unknown key '" + k + "'");
+    }
+    if (!in["systems"] || !in["systems"].IsSequence() || in["systems"].size() < 2) {
+      throw InputError(w + ".systems must list at least two systems");
+    }
+    if (!in["points_per_segment"]) throw InputError(w + ": missing key 'points_per_segment'");
+    const double per = number(in["points_per_segment"], w + ".points_per_segment");
+    if (per < 2 || per != std::floor(per)) throw InputError(w + ".points_per_segment must be an integer >= 2");
+    const std::string key = in["key"] ? in["key"].as<std::string>() : param;
+    const SystemNumberField* f = find_field(key);
+    if (!f) throw InputError(w + ".key: '" + key + "' is not a numeric system parameter");
+    std::vector<double> anchors;
+    for (const YAML::Node& s : in["systems"]) anchors.push_back(load_system_named(s.as<std::string>()).*(f->member));
+    // Each segment's linspace without its last point, but the final segment's.
+    for (std::size_t i = 0; i + 1 < anchors.size(); ++i) {
+      std::vector<double> seg = linspace(anchors[i], anchors[i + 1], static_cast<std::int64_t>(per));
+      if (i + 2 < anchors.size()) seg.pop_back();
+      values.insert(values.end(), seg.begin(), seg.end());
+    }
+  } else {
+    throw InputError(where + " must be a list of numbers, {linspace: [start, stop, num]} or {interpolate: ...}");
+  }
+  if (values.empty()) throw InputError(where + " has no values");
+  return values;
+}
+
+void check_value(const std::string& name, double v, const std::string& where) {
+  const bool latency = name == "nvlink_latency" || name == "ib_latency";
+  const bool efficiency = name == "nvlink_eff" || name == "ib_eff";
+  if ((latency && v < 0) || (!latency && v <= 0) || (efficiency && v > 1)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    throw InputError(where + ": " + name + " value out of range, got " + buf);
+  }
+}
+
+}  // namespace
+
+System HardwareSweep::point(std::size_t index) const {
+  System s = base;
+  std::size_t stride = n_points();
+  for (const SweepAxis& a : axes) {
+    stride /= a.size();
+    const std::size_t i = (index / stride) % a.size();
+    for (const SweepParameter& p : a.parameters) s.*(find_field(p.name)->member) = p.values[i];
+  }
+  return s;
+}
+
+HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
+  const std::string f = file.string();
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(f);
+  } catch (const YAML::BadFile&) {
+    throw InputError(f + ": no such file");
+  } catch (const YAML::Exception& e) {
+    throw InputError(f + ": malformed YAML: " + e.what());
+  }
+  if (!root.IsMap()) throw InputError(f + ": expected a mapping with keys base and axes");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "description" && k != "base" && k != "axes") throw InputError(f + ": unknown key '" + k + "'");
+  }
+  HardwareSweep sw;
+  sw.name = file.stem().string();
+  if (root["description"]) sw.description = root["description"].as<std::string>();
+  const YAML::Node base = root["base"];
+  if (!base || !base.IsMap()) throw InputError(f + ": missing key 'base' ({system: NAME, nvs: N})");
+  for (const auto& kv : base) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "system" && k != "nvs") throw InputError(f + ": base: unknown key '" + k + "'");
+  }
+  if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
+  sw.base_system = base["system"].as<std::string>();
+  sw.base = load_system_named(sw.base_system);
+  if (base["nvs"]) {
+    const double nvs = number(base["nvs"], f + ": base.nvs");
+    if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());
+    sw.base.nvlink_size = static_cast<std::int64_t>(nvs);
+  }
+  const YAML::Node axes = root["axes"];
+  if (!axes || !axes.IsSequence() || axes.size() < 1 || axes.size() > 2) {
+    throw InputError(f + ": 'axes' must be a list of one or two axes");
+  }
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    const std::string where = f + ": axes[" + std::to_string(a) + "]";
+    if (!axes[a].IsMap() || axes[a].size() == 0) throw InputError(where + " must map parameters to values");
+    SweepAxis axis;
+    for (const auto& kv : axes[a]) {
+      SweepParameter p;
+      p.name = kv.first.as<std::string>();
+      if (!find_field(p.name)) throw InputError(where + ": '" + p.name + "' is not a numeric system parameter");
+      for (const SweepAxis& other : sw.axes) {
+        for (const SweepParameter& q : other.parameters) {
+          if (q.name == p.name) throw InputError(where + ": '" + p.name + "' is swept on two axes");
+        }
+      }
+      p.values = parse_values(kv.second, p.name, where + "." + p.name);
+      for (double v : p.values) check_value(p.name, v, where + "." + p.name);
+      if (!axis.parameters.empty() && p.values.size() != axis.size()) {
+        throw InputError(where + ": zipped parameters need equal lengths: " + axis.parameters.front().name + " has " +
+                         std::to_string(axis.size()) + " values, " + p.name + " has " + std::to_string(p.values.size()));
+      }
+      axis.parameters.push_back(std::move(p));
+    }
+    sw.axes.push_back(std::move(axis));
+  }
+  return sw;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,396 @@
+#include "config/inputs.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+
+#include "core/error.hpp"
+
+#ifndef PERFSWEEP_SOURCE_DIR
+#error "PERFSWEEP_SOURCE_DIR must be defined by CMake (the project root)"
+#endif
+
+namespace perfsweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// One top-level mapping of one file. Keys are checked against an allowed list once, so a typo
+// ("embed_dimm") is an error rather than a silently ignored line.
+class Mapping {
+ public:
+  Mapping(const fs::path& file, std::initializer_list<std::string_view> allowed_keys) : file_(file.string()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) throw InputError(file_ + ": no such file");
+    try {
+      root_ = YAML::LoadFile(file_);
+    } catch (const YAML::BadFile&) {
+      throw InputError(file_ + ": cannot read file");
+    } catch (const YAML::Exception& e) {
+      throw InputError(file_ + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                       std::to_string(e.mark.column + 1) + ": " + e.msg);
+    }
+    if (!root_.IsMap()) throw InputError(file_ + ": expected a mapping of keys to values");
+    std::set<std::string> seen;
+    for (const auto& kv : root_) {
+      if (!kv.first.IsScalar()) throw InputError(file_ + ": keys must be plain names");
+      const std::string& key = kv.first.Scalar();
+      if (std::find(allowed_keys.begin(), allowed_keys.end(), key) == allowed_keys.end()) {
+        throw InputError(file_ + ": unknown key '" + key + "'");
+      }
+      if (!seen.insert(key).second) throw InputError(file_ + ": duplicate key '" + key + "'");
+    }
+  }
+
+  const std::string& file() const { return file_; }
+
+  // The key's value, or nothing when the key is absent.
+  std::optional<YAML::Node> find(const std::string& key) const {
+    for (const auto& kv : root_) {
+      if (kv.first.Scalar() == key) return kv.second;
+    }
+    return std::nullopt;
+  }
+
+  YAML::Node require(const std::string& key) const {
+    std::optional<YAML::Node> n = find(key);
+    if (!n) throw InputError(file_ + ": missing key '" + key + "'");
+    return *n;
+  }
+
+  // A scalar's text for messages: plain scalars as written, quoted ones (strings) in quotes.
+  static std::string shown(const YAML::Node& n) {
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    if (n.IsNull()) return "nothing";
+    return n.Tag() == "!" ? "\"" + n.Scalar() + "\"" : n.Scalar();
+  }
+
+  // The text of a plain (unquoted) scalar, less one leading '+' (which from_chars refuses), or
+  // nothing when the node cannot be a number.
+  static std::optional<std::string_view> numeric_text(const YAML::Node& n) {
+    if (!n.IsScalar() || n.Tag() == "!") return std::nullopt;
+    std::string_view s = n.Scalar();
+    if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+    if (s.empty() || s.front() == '+' || (s.front() == '-' && s.size() != n.Scalar().size())) return std::nullopt;
+    return s;
+  }
+
+  // Numbers must be plain scalars in full (no quotes, no trailing text) and finite.
+  double number(const std::string& key, const YAML::Node& n) const {
+    if (const std::optional<std::string_view> s = numeric_text(n)) {
+      double v = 0;
+      const char* end = s->data() + s->size();
+      const auto [ptr, ec] = std::from_chars(s->data(), end, v);
+      if (ec == std::errc() && ptr == end && std::isfinite(v)) return v;
+    }
+    throw InputError(file_ + ": " + key + " must be a finite number, got " + shown(n));
+  }
+
+  std::int64_t positive_integer(const std::string& key, const YAML::Node& n) const {
+    if (const std::optional<std::string_view> s = numeric_text(n)) {
+      std::int64_t v = 0;
+      const char* end = s->data() + s->size();
+      const auto [ptr, ec] = std::from_chars(s->data(), end, v, 10);
+      if (ec == std::errc() && ptr == end && v > 0) return v;
+    }
+    throw InputError(file_ + ": " + key + " must be a positive integer, got " + shown(n));
+  }
+
+  bool boolean(const std::string& key, const YAML::Node& n) const {
+    if (n.IsScalar() && n.Tag() != "!") {
+      const std::string& s = n.Scalar();
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+    }
+    throw InputError(file_ + ": " + key + " must be true or false, got " + shown(n));
+  }
+
+  std::string text(const std::string& key, const YAML::Node& n) const {
+    if (!n.IsScalar() || n.Scalar().empty()) throw InputError(file_ + ": " + key + " must be a non-empty string");
+    return n.Scalar();
+  }
+
+ private:
+  std::string file_;
+  YAML::Node root_;
+};
+
+std::string format_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A double-quoted YAML scalar, so that names such as "yes", "1e3" or "a: b" stay strings.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The name a file stands for: its stem, less the reference's "config-" prefix on .json files.
+std::string default_name(const fs::path& file) {
+  std::string stem = file.stem().string();
+  constexpr std::string_view prefix = "config-";
+  if (file.extension() == ".json" && stem.size() > prefix.size() && stem.starts_with(prefix)) {
+    stem.erase(0, prefix.size());
+  }
+  return stem;
+}
+
+// How each numeric system key is checked.
+enum class Range {
+  kPositive,     // > 0: bandwidths, flops, capacities, element sizes, nic_factor
+  kNonNegative,  // >= 0: latencies; vector_flops_fp32 (unused by the model, 0 when unknown)
+  kEfficiency,   // (0, 1]
+};
+
+struct SystemKey {
+  const char* name;
+  double System::*member;
+  bool required;
+  Range range;
+};
+
+// The reference's keys in its order; the optional ones default to System's initializers.
+constexpr SystemKey kSystemKeys[] = {
+    {"matrix_flops_fp16", &System::matrix_flops_fp16, true, Range::kPositive},
+    {"vector_flops_fp32", &System::vector_flops_fp32, false, Range::kNonNegative},
+    {"vector_flops_fp16", &System::vector_flops_fp16, true, Range::kPositive},
+    {"hbm_bandwidth", &System::hbm_bandwidth, true, Range::kPositive},
+    {"hbm_capacity", &System::hbm_capacity, true, Range::kPositive},
+    {"nvlink_bandwidth", &System::nvlink_bandwidth, true, Range::kPositive},
+    {"nvlink_eff", &System::nvlink_eff, true, Range::kEfficiency},
+    {"nvlink_latency", &System::nvlink_latency, true, Range::kNonNegative},
+    {"ib_bandwidth", &System::ib_bandwidth, true, Range::kPositive},
+    {"ib_eff", &System::ib_eff, true, Range::kEfficiency},
+    {"ib_latency", &System::ib_latency, true, Range::kNonNegative},
+    {"nic_factor", &System::nic_factor, false, Range::kPositive},
+    {"element_size", &System::element_size, false, Range::kPositive},
+    {"mask_element_size", &System::mask_element_size, false, Range::kPositive},
+    {"flops_units", &System::flops_units, false, Range::kPositive},
+};
+
+const char* unit_of(std::string_view key) {
+  for (const SystemNumberField& f : kSystemNumberFields) {
+    if (key == f.name) return f.unit;
+  }
+  return "";
+}
+
+void check_range(const Mapping& m, const SystemKey& k, const YAML::Node& n, double v) {
+  const std::string prefix = m.file() + ": " + k.name;
+  switch (k.range) {
+    case Range::kPositive:
+      if (!(v > 0)) throw InputError(prefix + " must be > 0, got " + Mapping::shown(n));
+      break;
+    case Range::kNonNegative:
+      if (!(v >= 0)) throw InputError(prefix + " must be >= 0, got " + Mapping::shown(n));
+      break;
+    case Range::kEfficiency:
+      if (!(v > 0 && v <= 1)) throw InputError(prefix + " must be in (0, 1], got " + Mapping::shown(n));
+      break;
+  }
+}
+
+std::string singular(std::string_view kind) {
+  std::string s(kind);
+  if (!s.empty() && s.back() == 's') s.pop_back();
+  return s;
+}
+
+bool has_input_extension(const std::string& s) {
+  for (const std::string_view ext : {".yaml", ".yml", ".json"}) {
+    if (s.size() > ext.size() && s.ends_with(ext)) return true;
+  }
+  return false;
+}
+
+// The names a directory offers: NAME.yaml, NAME.yml, config-NAME.json.
+void add_available_names(const fs::path& dir, std::set<std::string>& names) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    const fs::path& p = entry.path();
+    const std::string ext = p.extension().string();
+    if (ext == ".yaml" || ext == ".yml") {
+      names.insert(p.stem().string());
+    } else if (ext == ".json" && p.stem().string().starts_with("config-")) {
+      names.insert(default_name(p));
+    }
+  }
+}
+
+}  // namespace
+
+System load_system(const fs::path& file) {
+  std::initializer_list<std::string_view> allowed = {
+      "name",           "matrix_flops_fp16", "vector_flops_fp32", "vector_flops_fp16", "hbm_bandwidth",
+      "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
+      "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
+      "summa_nb",       "element_size",      "mask_element_size", "flops_units"};
+  const Mapping m(file, allowed);
+  System s;
+  s.name = default_name(file);
+  if (auto n = m.find("name")) s.name = m.text("name", *n);
+  for (const SystemKey& k : kSystemKeys) {
+    const std::optional<YAML::Node> n = k.required ? m.require(k.name) : m.find(k.name);
+    if (!n) continue;
+    const double v = m.number(k.name, *n);
+    check_range(m, k, *n, v);
+    s.*(k.member) = v;
+  }
+  if (auto n = m.find("nvlink_size")) s.nvlink_size = m.positive_integer("nvlink_size", *n);
+  if (auto n = m.find("summa_nb")) s.summa_nb = m.positive_integer("summa_nb", *n);
+  if (auto n = m.find("empirical")) s.empirical = m.boolean("empirical", *n);
+  if (s.empirical) {
+    throw InputError(m.file() +
+                     ": empirical=true is not supported: the reference's empirical mode (measured collective "
+                     "times) is not ported; the calibration feature replaces it (`comm fit`, then --calibration)");
+  }
+  return s;
+}
+
+Transformer load_model(const fs::path& file) {
+  const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples"});
+  Transformer t;
+  t.name = default_name(file);
+  if (auto n = m.find("name")) t.name = m.text("name", *n);
+  t.l = m.positive_integer("seq_len", m.require("seq_len"));
+  t.e = m.positive_integer("embed_dim", m.require("embed_dim"));
+  t.h = m.positive_integer("num_heads", m.require("num_heads"));
+  t.depth = m.positive_integer("depth", m.require("depth"));
+  if (t.e % t.h != 0) {
+    throw InputError(m.file() + ": num_heads=" + std::to_string(t.h) + " does not divide embed_dim=" +
+                     std::to_string(t.e));
+  }
+  if (auto n = m.find("ffn_dim")) {
+    t.f = m.positive_integer("ffn_dim", *n);
+  } else if (__builtin_mul_overflow(t.e, std::int64_t{4}, &t.f)) {
+    throw InputError(m.file() + ": embed_dim=" + std::to_string(t.e) + " is too large (4 * embed_dim overflows)");
+  }
+  if (auto n = m.find("dataset_samples")) {
+    t.dataset_samples = m.number("dataset_samples", *n);
+    if (!(t.dataset_samples > 0)) throw InputError(m.file() + ": dataset_samples must be > 0, got " + Mapping::shown(*n));
+  }
+  // The cost model counts flops and elements in int64 (up to 16 * 65536-way splits of products of
+  // l, h, e and f); beyond this bound those products would overflow.
+  constexpr std::int64_t kHeadroom = 16 * 65536;
+  std::int64_t attention = 0;
+  std::int64_t widest = 0;
+  std::int64_t linear = 0;
+  const bool overflow = __builtin_mul_overflow(kHeadroom, t.h, &attention) ||
+                        __builtin_mul_overflow(attention, t.l, &attention) ||
+                        __builtin_mul_overflow(attention, t.l, &attention) ||
+                        __builtin_mul_overflow(t.e, std::int64_t{3}, &widest) ||
+                        __builtin_mul_overflow(kHeadroom, t.l, &linear) ||
+                        __builtin_mul_overflow(linear, std::max(t.f, widest), &linear);
+  if (overflow) {
+    throw InputError(m.file() + ": the model is too large for exact integer arithmetic (seq_len=" +
+                     std::to_string(t.l) + ", embed_dim=" + std::to_string(t.e) + ", num_heads=" +
+                     std::to_string(t.h) + ", ffn_dim=" + std::to_string(t.f) + ")");
+  }
+  return t;
+}
+
+fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
+  if (name_or_path.empty()) throw InputError("empty " + singular(kind) + " name");
+  std::error_code ec;
+  const fs::path as_path(name_or_path);
+  if (fs::is_regular_file(as_path, ec)) return as_path;
+  if (name_or_path.find('/') != std::string::npos || has_input_extension(name_or_path)) {
+    throw InputError(name_or_path + ": no such file");
+  }
+  std::vector<fs::path> dirs;
+  if (const char* data_dir = std::getenv("PERFSWEEP_DATA_DIR"); data_dir && *data_dir) {
+    dirs.push_back(fs::path(data_dir) / kind);
+  }
+  dirs.push_back(fs::path(".") / kind);
+  dirs.push_back(fs::path(PERFSWEEP_SOURCE_DIR) / kind);
+  for (const fs::path& dir : dirs) {
+    for (const std::string& file : {name_or_path + ".yaml", name_or_path + ".yml", "config-" + name_or_path + ".json"}) {
+      const fs::path candidate = dir / file;
+      if (fs::is_regular_file(candidate, ec)) return candidate;
+    }
+  }
+  std::set<std::string> names;
+  for (const fs::path& dir : dirs) add_available_names(dir, names);
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw InputError("unknown " + singular(kind) + " '" + name_or_path + "'; available: " +
+                   (list.empty() ? std::string("(none)") : list));
+}
+
+System load_system_named(const std::string& name_or_path) { return load_system(resolve_input(name_or_path, "systems")); }
+
+Transformer load_model_named(const std::string& name_or_path) {
+  return load_model(resolve_input(name_or_path, "models"));
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": no such file");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string system_to_yaml(const System& system) {
+  std::string out = "name: " + quoted(system.name) + "\n";
+  const auto line = [&out](const char* key, const std::string& value, std::string_view unit) {
+    out += std::string(key) + ": " + value;
+    if (!unit.empty() && unit != "1") out += "  # " + std::string(unit);
+    out += '\n';
+  };
+  for (const SystemKey& k : kSystemKeys) {
+    // The reference's order puts nvlink_size before nic_factor and empirical, summa_nb after it.
+    if (std::string_view(k.name) == "nic_factor") line("nvlink_size", std::to_string(system.nvlink_size), "GPUs");
+    line(k.name, format_double(system.*(k.member)), unit_of(k.name));
+    if (std::string_view(k.name) == "nic_factor") {
+      line("empirical", system.empirical ? "true" : "false", "");
+      line("summa_nb", std::to_string(system.summa_nb), "");
+    }
+  }
+  return out;
+}
+
+std::string model_to_yaml(const Transformer& model) {
+  std::string out = "name: " + quoted(model.name) + "\n";
+  out += "seq_len: " + std::to_string(model.l) + "  # tokens per sample\n";
+  out += "embed_dim: " + std::to_string(model.e) + "\n";
+  out += "num_heads: " + std::to_string(model.h) + "\n";
+  out += "depth: " + std::to_string(model.depth) + "  # transformer blocks\n";
+  out += "ffn_dim: " + std::to_string(model.f) + "\n";
+  // 0 means "not given"; the key is optional and must be > 0 when present.
+  if (model.dataset_samples > 0) {
+    out += "dataset_samples: " + format_double(model.dataset_samples) + "  # samples per training run\n";
+  }
+  return out;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,41 @@
+#pragma once
+// Input files into validated structs: systems (systems/*.yaml, or the reference's
+// systems/config-*.json unchanged, since YAML parses JSON) and models (models/*.yaml).
+// Every error is an InputError naming the file, the key and the offending value.
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "model/system.hpp"
+#include "model/transformer.hpp"
+
+namespace perfsweep {
+
+// Keys are the reference's (matrix_flops_fp16, hbm_bandwidth, ...; see system.hpp for units),
+// plus an optional `name` (default: the file stem, without the reference's "config-" prefix
+// for .json files). Unknown keys, missing required keys and out-of-range values are errors;
+// `empirical: true` is rejected (the calibration feature replaces the reference's measured mode).
+System load_system(const std::filesystem::path& file);
+
+// Keys: name (default: file stem), seq_len, embed_dim, num_heads, depth, ffn_dim
+// (default 4 * embed_dim), dataset_samples (optional, samples per training run, for plots).
+Transformer load_model(const std::filesystem::path& file);
+
+// `kind` is "systems", "models" or "sweeps". An argument that is an existing file, contains a '/'
+// or ends in .yaml/.yml/.json is a path. Anything else is a name, looked up as NAME.yaml,
+// NAME.yml, then config-NAME.json in $PERFSWEEP_DATA_DIR/<kind> (if set), ./<kind>, and the
+// source tree's <kind>; the first hit wins.
+std::filesystem::path resolve_input(const std::string& name_or_path, std::string_view kind);
+
+System load_system_named(const std::string& name_or_path);
+Transformer load_model_named(const std::string& name_or_path);
+
+// The whole file, for echoing inputs into output provenance.
+std::string read_text(const std::filesystem::path& file);
+
+// Canonical YAML of every key (doubles as "%.17g"), which load_system/load_model read back to
+// identical values.
+std::string system_to_yaml(const System& system);
+std::string model_to_yaml(const Transformer& model);
+
+}  // namespace perfsweep

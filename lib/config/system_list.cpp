@@ -1,0 +1,91 @@
+#include "config/system_list.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+namespace {
+std::int64_t positive_integer(const std::string& text, const std::string& where) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || v < 1) {
+    throw InputError(where + " must be a positive integer, got '" + text + "'");
+  }
+  return v;
+}
+}  // namespace
+
+std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
+  const std::string f = file.string();
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(f);
+  } catch (const YAML::BadFile&) {
+    throw InputError(f + ": no such file");
+  } catch (const YAML::Exception& e) {
+    throw InputError(f + ": malformed YAML: " + e.what());
+  }
+  if (!root.IsMap()) throw InputError(f + ": expected a mapping with key 'systems'");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "systems" && k != "description") throw InputError(f + ": unknown key '" + k + "'");
+  }
+  const YAML::Node list = root["systems"];
+  if (!list || !list.IsSequence() || list.size() == 0) throw InputError(f + ": 'systems' must be a non-empty list");
+  std::vector<SystemChoice> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node e = list[i];
+    const std::string where = f + ": systems[" + std::to_string(i) + "]";
+    if (!e.IsMap()) throw InputError(where + ": expected {system: NAME, nvs: [..]}");
+    for (const auto& kv : e) {
+      const std::string k = kv.first.as<std::string>();
+      if (k != "system" && k != "nvs") throw InputError(where + ": unknown key '" + k + "'");
+    }
+    if (!e["system"] || !e["system"].IsScalar()) throw InputError(where + ": missing key 'system'");
+    if (!e["nvs"]) throw InputError(where + ": missing key 'nvs'");
+    SystemChoice c;
+    c.system = e["system"].as<std::string>();
+    const YAML::Node nvs = e["nvs"];
+    if (nvs.IsScalar()) {
+      c.nvs.push_back(positive_integer(nvs.Scalar(), where + ".nvs"));
+    } else if (nvs.IsSequence() && nvs.size() > 0) {
+      for (const YAML::Node& v : nvs) {
+        c.nvs.push_back(positive_integer(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
+      }
+    } else {
+      throw InputError(where + ".nvs must be a positive integer or a list of them");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag) {
+  std::vector<std::int64_t> out;
+  const auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    const std::int64_t lo = positive_integer(text.substr(0, colon), flag + " (range start)");
+    const std::int64_t hi = positive_integer(text.substr(colon + 1), flag + " (range end)");
+    if (lo & (lo - 1) || hi & (hi - 1) || lo > hi) {
+      throw InputError(flag + ": a range must run between powers of two, low to high, got '" + text + "'");
+    }
+    for (std::int64_t n = lo; n <= hi; n *= 2) out.push_back(n);
+    return out;
+  }
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    out.push_back(positive_integer(item, flag));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace perfsweep

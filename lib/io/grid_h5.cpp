@@ -1,0 +1,125 @@
+#include "io/grid_h5.hpp"
+
+#include <hdf5_hl.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "io/h5.hpp"
+
+namespace perfsweep {
+
+namespace {
+const char* unit_of(const std::string& name) {
+  for (const SystemNumberField& f : kSystemNumberFields) {
+    if (name == f.name) return f.unit;
+  }
+  return "";
+}
+}  // namespace
+
+std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus) {
+  const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
+  const std::string x = sweep.axes.size() > 1 ? sweep.axes[1].parameters.front().name : "";
+  const std::string y = sweep.axes[0].parameters.front().name;
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n";
+  o << "  <Grid Name=\"" << sweep.name << "\" GridType=\"Uniform\">\n";
+  o << "   <Topology TopologyType=\"2DRectMesh\" Dimensions=\"" << n0 << " " << n1 << "\"/>\n";
+  o << "   <Geometry GeometryType=\"VXVY\">\n";
+  if (x.empty()) {
+    o << "    <DataItem Dimensions=\"1\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">0</DataItem>\n";
+  } else {
+    o << "    <DataItem Dimensions=\"" << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name
+      << ":/grid/" << x << "</DataItem>\n";
+  }
+  o << "    <DataItem Dimensions=\"" << n0 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name
+    << ":/grid/" << y << "</DataItem>\n";
+  o << "   </Geometry>\n";
+  for (std::size_t k = 0; k < ng; ++k) {
+    o << "   <Attribute Name=\"best_throughput_" << n_gpus[k] << "_gpus\" AttributeType=\"Scalar\" Center=\"Node\">\n";
+    o << "    <DataItem ItemType=\"HyperSlab\" Dimensions=\"" << n0 << " " << n1 << " 1\" Type=\"HyperSlab\">\n";
+    o << "     <DataItem Dimensions=\"3 3\" Format=\"XML\">0 0 " << k << " 1 1 1 " << n0 << " " << n1 << " 1</DataItem>\n";
+    o << "     <DataItem Dimensions=\"" << n0 << " " << n1 << " " << ng
+      << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name << ":/grid/best_throughput</DataItem>\n";
+    o << "    </DataItem>\n   </Attribute>\n";
+  }
+  o << "  </Grid>\n </Domain>\n</Xdmf>\n";
+  return o.str();
+}
+
+void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const HardwareSweep& sweep,
+                         const std::string& sweep_yaml, const std::vector<SweepTarget>& targets,
+                         const std::vector<TargetResult>& results) {
+  const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = meta.n_gpus.size();
+  const std::size_t n_points = sweep.n_points();
+  write_atomically(path, [&](const std::string& tmp) {
+    h5::Handle file = h5::create_file(tmp);
+    write_run_metadata(file.id(), meta);
+    h5::attr(file.id(), "sweep", std::string_view(sweep.name));
+    h5::attr(file.id(), "sweep_description", std::string_view(sweep.description));
+    h5::attr(file.id(), "base_system", std::string_view(sweep.base.name));
+    h5::attr(file.id(), "nvs", sweep.base.nvlink_size);
+    std::string axes_names;
+    for (const SweepAxis& a : sweep.axes) axes_names += (axes_names.empty() ? "" : ",") + a.parameters.front().name;
+    h5::attr(file.id(), "sweep_axes", std::string_view(axes_names));
+    {
+      h5::Handle prov = h5::open_group(file.id(), "provenance");
+      h5::text(prov.id(), "sweep.yaml", sweep_yaml);
+    }
+
+    h5::Handle grid = h5::create_group(file.id(), "grid");
+    std::vector<double> best(n0 * n1 * ng, std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t p = 0; p < n_points; ++p) {
+      for (std::size_t k = 0; k < ng; ++k) {
+        const auto& items = results[p].tops[k].items();
+        if (!items.empty()) best[p * ng + k] = items.front().throughput;
+      }
+    }
+    const hsize_t dims[3] = {n0, n1, ng};
+    h5::Handle space(H5Screate_simple(3, dims, nullptr), H5Sclose);
+    h5::Handle best_ds(H5Dcreate2(grid.id(), "best_throughput", H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT,
+                                  H5P_DEFAULT, H5P_DEFAULT),
+                       H5Dclose);
+    H5Dwrite(best_ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, best.data());
+    h5::attr(best_ds.id(), "units", std::string_view("samples/s"));
+    h5::attr(best_ds.id(), "description", std::string_view("best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits"));
+
+    h5::Handle ng_ds = h5::dataset(grid.id(), "n_gpus", meta.n_gpus, "GPUs");
+    H5DSset_scale(ng_ds.id(), "n_gpus");
+    H5DSattach_scale(best_ds.id(), ng_ds.id(), 2);
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      for (const SweepParameter& p : sweep.axes[a].parameters) {
+        h5::Handle d = h5::dataset(grid.id(), p.name, p.values, unit_of(p.name));
+        h5::attr(d.id(), "axis", static_cast<std::int64_t>(a));
+        H5DSset_scale(d.id(), p.name.c_str());
+        H5DSattach_scale(best_ds.id(), d.id(), static_cast<unsigned>(a));
+      }
+    }
+
+    h5::Handle points = h5::create_group(file.id(), "points");
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      const bool is_base = t >= n_points;
+      h5::Handle g = is_base ? h5::create_group(file.id(), "base") : h5::create_group(points.id(), std::to_string(t));
+      write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+      if (!is_base) {
+        h5::attr(g.id(), "index", static_cast<std::int64_t>(t));
+        h5::attr(g.id(), "i0", static_cast<std::int64_t>(t / n1));
+        h5::attr(g.id(), "i1", static_cast<std::int64_t>(t % n1));
+      }
+    }
+  });
+  const std::filesystem::path h5path(path);
+  const std::string xmf = path.substr(0, path.size() - h5path.extension().string().size()) + ".xmf";
+  const std::string text = xdmf_for(h5path.filename().string(), sweep, meta.n_gpus);
+  write_atomically(xmf, [&](const std::string& tmp) {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  });
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,54 @@
+#pragma once
+// Thin RAII layer over the HDF5 C API: files, groups, attributes, 1-D datasets and text.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace perfsweep::h5 {
+
+// Owns one hid_t and closes it with the matching H5*close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer);
+  ~Handle();
+  Handle(Handle&& o) noexcept;
+  Handle& operator=(Handle&& o) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t id() const { return id_; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+Handle create_file(const std::string& path);  // truncates
+Handle open_file(const std::string& path, bool writable = false);
+Handle create_group(hid_t parent, const std::string& name);
+Handle open_group(hid_t parent, const std::string& name);
+bool exists(hid_t parent, const std::string& name);
+
+void attr(hid_t obj, const std::string& name, std::string_view value);
+void attr(hid_t obj, const std::string& name, double value);
+void attr(hid_t obj, const std::string& name, std::int64_t value);
+void attr(hid_t obj, const std::string& name, const std::vector<std::int64_t>& values);
+void attr(hid_t obj, const std::string& name, const std::vector<double>& values);
+
+// 1-D datasets (possibly empty); `units` becomes the dataset's "units" attribute when not empty.
+Handle dataset(hid_t parent, const std::string& name, const std::vector<double>& values, std::string_view units = {});
+Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int64_t>& values,
+               std::string_view units = {});
+// A scalar variable-length string dataset (echoed input files).
+void text(hid_t parent, const std::string& name, std::string_view value);
+
+std::vector<double> read_doubles(hid_t parent, const std::string& name);
+std::vector<std::int64_t> read_ints(hid_t parent, const std::string& name);
+std::string read_text(hid_t parent, const std::string& name);
+std::string read_string_attr(hid_t obj, const std::string& name);
+
+}  // namespace perfsweep::h5

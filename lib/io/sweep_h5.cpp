@@ -1,0 +1,141 @@
+#include "io/sweep_h5.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "io/h5.hpp"
+#include "io/report.hpp"
+
+namespace perfsweep {
+namespace {
+char g_partial_path[4096] = {0};
+}
+
+const char* partial_output_path() { return g_partial_path[0] ? g_partial_path : nullptr; }
+
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  const std::string tmp = path + ".partial";
+  std::snprintf(g_partial_path, sizeof g_partial_path, "%s", tmp.c_str());
+  try {
+    fill(tmp, ctx);
+    std::filesystem::rename(tmp, path);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    g_partial_path[0] = 0;
+    throw;
+  }
+  g_partial_path[0] = 0;
+}
+
+void write_run_metadata(hid_t file, const RunMetadata& m) {
+  h5::attr(file, "schema", std::string_view("perfsweep/1"));
+  h5::attr(file, "software_version", std::string_view(m.software_version));
+  h5::attr(file, "created", std::string_view(m.created));
+  h5::attr(file, "command_line", std::string_view(m.command_line));
+  h5::attr(file, "n_ranks", m.n_ranks);
+  h5::attr(file, "strategy", strategy_name(m.strategy));
+  h5::attr(file, "model", std::string_view(m.model.name));
+  h5::attr(file, "global_batch_size", m.global_batch);
+  h5::attr(file, "top_n", m.top_n);
+  h5::attr(file, "n_gpus_searched", m.n_gpus);
+  h5::attr(file, "units", std::string_view("memory GB, time s, flops TFLOP, throughput samples/s"));
+  h5::Handle model = h5::create_group(file, "model");
+  h5::attr(model.id(), "name", std::string_view(m.model.name));
+  h5::attr(model.id(), "seq_len", m.model.l);
+  h5::attr(model.id(), "embed_dim", m.model.e);
+  h5::attr(model.id(), "num_heads", m.model.h);
+  h5::attr(model.id(), "depth", m.model.depth);
+  h5::attr(model.id(), "ffn_dim", m.model.f);
+  if (m.model.dataset_samples > 0) h5::attr(model.id(), "dataset_samples", m.model.dataset_samples);
+  h5::Handle prov = h5::create_group(file, "provenance");
+  h5::text(prov.id(), "model.yaml", m.model_yaml);
+  h5::Handle systems = h5::create_group(prov.id(), "systems");
+}
+
+void write_target_group(hid_t group, const System& sys, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
+                        const std::vector<TopN>& tops) {
+  h5::attr(group, "name", std::string_view(sys.name));
+  h5::attr(group, "nvs", sys.nvlink_size);
+  for (const SystemNumberField& f : kSystemNumberFields) h5::attr(group, f.name, sys.*f.member);
+  h5::attr(group, "summa_nb", sys.summa_nb);
+
+  // The reference keeps GPU counts from the first feasible one; t_max/t_min only for feasible ones.
+  std::size_t start = 0;
+  while (start < tops.size() && tops[start].items().empty()) ++start;
+  std::vector<std::int64_t> counts_kept;
+  std::vector<double> t_max, t_min;
+  for (std::size_t i = start; i < tops.size(); ++i) {
+    counts_kept.push_back(n_gpus[i]);
+    const auto& items = tops[i].items();
+    if (!items.empty()) {
+      t_max.push_back(items.front().throughput);
+      t_min.push_back(items.back().throughput);
+    }
+  }
+  h5::dataset(group, "n_gpus", counts_kept, "GPUs");
+  h5::dataset(group, "t_max", t_max, "samples/s");
+  h5::dataset(group, "t_min", t_min, "samples/s");
+
+  h5::Handle top = h5::create_group(group, "top");
+  std::vector<std::int64_t> row_n, row_rank, count;
+  std::vector<double> throughput, mem;
+  std::vector<const Candidate*> rows;
+  for (std::size_t i = start; i < tops.size(); ++i) {
+    const auto& items = tops[i].items();
+    count.push_back(static_cast<std::int64_t>(items.size()));
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      row_n.push_back(n_gpus[i]);
+      row_rank.push_back(static_cast<std::int64_t>(k));
+      throughput.push_back(items[k].throughput);
+      mem.push_back(items[k].mem);
+      rows.push_back(&items[k]);
+    }
+  }
+  h5::dataset(top.id(), "count", count, "rows per GPU count");
+  h5::dataset(top.id(), "n_gpus", row_n, "GPUs");
+  h5::dataset(top.id(), "rank", row_rank, "0 = fastest");
+  h5::dataset(top.id(), "throughput", throughput, "samples/s");
+  h5::dataset(top.id(), "mem", mem, "GB");
+  // Config and NVLink keys: names from a representative layout of the strategy.
+  Layout probe;
+  probe.strategy = strategy;
+  const auto config_names = config_keys(probe);
+  for (std::size_t k = 0; k < config_names.size(); ++k) {
+    std::vector<std::int64_t> col;
+    for (const Candidate* c : rows) col.push_back(config_keys(c->layout)[k].second);
+    h5::dataset(top.id(), config_names[k].first, col, "GPUs");
+  }
+  for (const TotalsField& f : kTotalsFields) {
+    if (std::strcmp(f.name, "mem") == 0) continue;  // the `mem` column above is the same value
+    std::vector<double> col;
+    for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
+    h5::dataset(top.id(), f.name, col, f.unit);
+  }
+  const auto nv_names = nv_keys(probe);
+  for (std::size_t k = 0; k < nv_names.size(); ++k) {
+    std::vector<std::int64_t> col;
+    for (const Candidate* c : rows) col.push_back(nv_keys(c->layout)[k].second);
+    h5::dataset(top.id(), nv_names[k].first, col, "GPUs in the NVLink domain");
+  }
+}
+
+void write_sweep_file(const std::string& path, const RunMetadata& meta, const std::vector<SweepTarget>& targets,
+                      const std::vector<TargetResult>& results, const std::vector<std::string>& system_yaml) {
+  write_atomically(path, [&](const std::string& tmp) {
+    h5::Handle file = h5::create_file(tmp);
+    write_run_metadata(file.id(), meta);
+    h5::Handle systems = h5::open_group(file.id(), "provenance/systems");
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      h5::text(systems.id(), targets[t].group + ".yaml", system_yaml[t]);
+      h5::Handle g = h5::create_group(file.id(), targets[t].group);
+      write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+    }
+  });
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,60 @@
+#pragma once
+// The sweep's HDF5 output (schema "perfsweep/1"), mirroring the reference's npy outputs:
+//   /                         schema, software_version, created, command_line, n_ranks, strategy,
+//                             model, global_batch_size, top_n, n_gpus_searched
+//   /model                    the model's parameters as attributes
+//   /provenance/model.yaml, /provenance/systems/<group>.yaml   resolved inputs as text
+//   /<name>-NVS<nvs>          attributes nvs and every system parameter;
+//       n_gpus, t_max, t_min  the npy's lists (GPU counts from the first feasible one; best and
+//                             N-th best throughput of each feasible count)
+//       top/<column>          one row per (GPU count, rank): n_gpus, rank, throughput, mem, the
+//                             strategy's config keys, every totals() stat and nv_* key; top/count
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/step.hpp"
+#include "parallel/sweep_run.hpp"
+
+namespace perfsweep {
+
+struct RunMetadata {
+  std::string software_version;
+  std::string created;  // ISO 8601 UTC
+  std::string command_line;
+  std::int64_t n_ranks = 1;
+  Strategy strategy = Strategy::OneD;
+  Transformer model;
+  std::string model_yaml;
+  std::int64_t global_batch = 4096;
+  std::int64_t top_n = 10;
+  std::vector<std::int64_t> n_gpus;  // GPU counts searched
+};
+
+void write_run_metadata(hid_t file, const RunMetadata& meta);
+
+// One system (or sweep point): attributes, the npy lists and the top/ table.
+void write_target_group(hid_t group, const System& system, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
+                        const std::vector<TopN>& tops);
+
+// Writes `fill(tmp_path)` to path + ".partial" and renames it to path once complete; creates the
+// parent directory. A failed or interrupted write leaves no file at `path`.
+template <typename F>
+void write_atomically(const std::string& path, F&& fill);
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx);
+template <typename F>
+void write_atomically(const std::string& path, F&& fill) {
+  write_atomically_impl(
+      path, [](const std::string& tmp, void* ctx) { (*static_cast<F*>(ctx))(tmp); }, &fill);
+}
+
+// The whole file of a plain sweep.
+void write_sweep_file(const std::string& path, const RunMetadata& meta, const std::vector<SweepTarget>& targets,
+                      const std::vector<TargetResult>& results, const std::vector<std::string>& system_yaml);
+
+// Path of the temporary file being written, if any (for signal handlers to remove).
+const char* partial_output_path();
+
+}  // namespace perfsweep

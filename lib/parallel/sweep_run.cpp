@@ -1,0 +1,144 @@
+#include "parallel/sweep_run.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "parallel/work_queue.hpp"
+
+namespace perfsweep {
+
+static_assert(std::is_trivially_copyable_v<Candidate>, "candidates travel between ranks as bytes");
+static_assert(std::is_trivially_copyable_v<SearchCounters>, "counters travel between ranks as bytes");
+
+namespace {
+struct UnitHeader {
+  std::uint64_t unit;
+  std::uint64_t count;
+  SearchCounters counters;
+};
+
+template <typename T>
+void append(std::vector<char>& out, const T& v) {
+  const char* p = reinterpret_cast<const char*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+}  // namespace
+
+SweepRun::SweepRun(std::vector<SweepTarget> targets, std::vector<std::int64_t> n_gpus, std::size_t top_n)
+    : targets_(std::move(targets)), n_gpus_(std::move(n_gpus)), top_n_(top_n) {
+  results_.resize(targets_.size());
+  preloaded_.assign(targets_.size(), false);
+  for (TargetResult& r : results_) r.tops.assign(n_gpus_.size(), TopN(top_n_));
+  plan_units();
+}
+
+void SweepRun::preload(std::map<std::size_t, TargetResult> done) {
+  for (auto& [target, result] : done) {
+    if (result.tops.size() != n_gpus_.size()) result.tops.assign(n_gpus_.size(), TopN(top_n_));
+    results_[target] = std::move(result);
+    preloaded_[target] = true;
+  }
+  plan_units();
+}
+
+void SweepRun::plan_units() {
+  units_.clear();
+  for (TargetResult& r : results_) r.units_total = 0;
+  for (std::size_t ni = n_gpus_.size(); ni-- > 0;) {
+    for (std::size_t t = 0; t < targets_.size(); ++t) {
+      if (preloaded_[t]) continue;
+      for (const TensorSplit& s : tensor_splits(targets_[t].problem, n_gpus_[ni])) {
+        units_.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(ni), s});
+        ++results_[t].units_total;
+      }
+    }
+  }
+}
+
+void SweepRun::absorb(const char* data, std::size_t size, const SweepCallbacks& cb) {
+  std::size_t pos = 0;
+  while (pos < size) {
+    UnitHeader h;
+    std::memcpy(&h, data + pos, sizeof h);
+    pos += sizeof h;
+    const WorkUnit& u = units_[h.unit];
+    TargetResult& r = results_[u.target];
+    for (std::uint64_t i = 0; i < h.count; ++i) {
+      Candidate c;
+      std::memcpy(&c, data + pos, sizeof c);
+      pos += sizeof c;
+      r.tops[u.n_index].push(c);
+    }
+    r.counters.add(h.counters);
+    ++r.units_done;
+    ++units_done_;
+    if (r.complete()) {
+      ++targets_done_;
+      if (cb.on_target_complete) cb.on_target_complete(u.target, r);
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (cb.on_progress && now - last_progress_ >= cb.progress_interval) {
+    last_progress_ = now;
+    cb.on_progress(units_done_, units_.size(), targets_done_, targets_.size());
+  }
+}
+
+void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  last_progress_ = std::chrono::steady_clock::now();
+  units_done_ = 0;
+  targets_done_ = 0;
+  for (std::size_t t = 0; t < targets_.size(); ++t) {
+    if (preloaded_[t]) ++targets_done_;
+  }
+  // Targets without any unit (nothing to search at any GPU count) are complete from the start.
+  if (rank == 0) {
+    for (std::size_t t = 0; t < targets_.size(); ++t) {
+      if (!preloaded_[t] && results_[t].units_total == 0) {
+        ++targets_done_;
+        if (cb.on_target_complete) cb.on_target_complete(t, results_[t]);
+      }
+    }
+  }
+
+  WorkQueue queue(comm, units_.size(), thread_level,
+                  [&](std::span<const char> bytes) { absorb(bytes.data(), bytes.size(), cb); });
+  std::vector<char> out;
+  if (targets_.empty()) {
+    queue.finish();
+    return;
+  }
+  Searcher searcher(targets_.front().problem);
+  std::size_t current_target = 0;
+  TopN top(top_n_);
+  while (true) {
+    const auto [first, last] = queue.next(out);
+    out.clear();
+    if (first == last) break;
+    for (std::size_t i = first; i < last; ++i) {
+      const WorkUnit& u = units_[i];
+      if (u.target != current_target) {
+        current_target = u.target;
+        searcher.set_problem(targets_[current_target].problem);
+      }
+      top = TopN(top_n_);
+      UnitHeader h{i, 0, {}};
+      searcher.run(n_gpus_[u.n_index], u.split, top, h.counters);
+      h.count = top.items().size();
+      append(out, h);
+      for (const Candidate& c : top.items()) append(out, c);
+    }
+  }
+  queue.finish();
+}
+
+SearchCounters SweepRun::total_counters() const {
+  SearchCounters c;
+  for (const TargetResult& r : results_) c.add(r.counters);
+  return c;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,79 @@
+#pragma once
+// A sweep: many search problems (systems, or hardware points of a design-space sweep) times GPU
+// counts, cut into work units of one tensor split each, run over MPI ranks, gathered on rank 0.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "search/search.hpp"
+
+namespace perfsweep {
+
+struct SweepTarget {
+  std::string group;  // HDF5 group name, e.g. "A100-NVS4"
+  SearchProblem problem;
+};
+
+struct TargetResult {
+  std::vector<TopN> tops;  // one per GPU count of the sweep
+  SearchCounters counters;
+  std::size_t units_done = 0;
+  std::size_t units_total = 0;
+  bool complete() const { return units_done == units_total; }
+};
+
+struct WorkUnit {
+  std::uint32_t target = 0;
+  std::uint32_t n_index = 0;
+  TensorSplit split;
+};
+
+struct SweepCallbacks {
+  // Rank 0: a target's every unit is in (journal it, e.g.).
+  std::function<void(std::size_t target, const TargetResult&)> on_target_complete;
+  // Rank 0: progress, at most every `progress_interval`.
+  std::function<void(std::size_t units_done, std::size_t units_total, std::size_t targets_done,
+                     std::size_t targets_total)>
+      on_progress;
+  std::chrono::duration<double> progress_interval{30.0};
+};
+
+class SweepRun {
+ public:
+  SweepRun(std::vector<SweepTarget> targets, std::vector<std::int64_t> n_gpus, std::size_t top_n);
+
+  // Resume: targets already computed (from a journal); their units are not run again. Ranks other
+  // than 0 may pass empty results: only rank 0 assembles the output.
+  void preload(std::map<std::size_t, TargetResult> done);
+
+  // The units still to run, largest GPU counts first.
+  const std::vector<WorkUnit>& units() const { return units_; }
+  const std::vector<SweepTarget>& targets() const { return targets_; }
+  const std::vector<std::int64_t>& n_gpus() const { return n_gpus_; }
+
+  // Collective over comm. On return, rank 0's results() hold every target.
+  void run(MPI_Comm comm, int thread_level, const SweepCallbacks& callbacks);
+  const std::vector<TargetResult>& results() const { return results_; }
+  SearchCounters total_counters() const;
+
+ private:
+  void plan_units();
+  void absorb(const char* data, std::size_t size, const SweepCallbacks& callbacks);
+
+  std::vector<SweepTarget> targets_;
+  std::vector<std::int64_t> n_gpus_;
+  std::size_t top_n_;
+  std::vector<TargetResult> results_;
+  std::vector<bool> preloaded_;
+  std::vector<WorkUnit> units_;
+  std::size_t units_done_ = 0;
+  std::size_t targets_done_ = 0;
+  std::chrono::steady_clock::time_point last_progress_;
+};
+
+}  // namespace perfsweep

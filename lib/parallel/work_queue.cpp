@@ -1,0 +1,83 @@
+#include "parallel/work_queue.hpp"
+
+#include <chrono>
+
+namespace perfsweep {
+namespace {
+constexpr int kTagRequest = 7101;
+constexpr int kTagReply = 7102;
+}  // namespace
+
+WorkQueue::WorkQueue(MPI_Comm comm, std::size_t n_units, int thread_level, ResultSink sink)
+    : comm_(comm), n_units_(n_units), sink_(std::move(sink)) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  // Rank 0 computes too when a helper thread may call MPI while its main thread does not.
+  rank0_works_ = size_ == 1 || thread_level >= MPI_THREAD_SERIALIZED;
+  if (rank_ == 0 && size_ > 1 && rank0_works_) server_ = std::thread([this] { serve(); });
+}
+
+WorkQueue::~WorkQueue() {
+  if (server_.joinable()) server_.join();
+}
+
+std::pair<std::size_t, std::size_t> WorkQueue::take() {
+  std::size_t first = cursor_.load();
+  while (true) {
+    if (first >= n_units_) return {n_units_, n_units_};
+    const std::size_t remaining = n_units_ - first;
+    const std::size_t chunk = std::max<std::size_t>(1, remaining / (4 * static_cast<std::size_t>(size_)));
+    if (cursor_.compare_exchange_weak(first, first + chunk)) return {first, first + chunk};
+  }
+}
+
+void WorkQueue::deliver(std::span<const char> results) {
+  if (results.empty()) return;
+  std::lock_guard<std::mutex> lock(sink_mutex_);
+  sink_(results);
+}
+
+void WorkQueue::serve() {
+  int workers_left = size_ - 1;
+  std::vector<char> buffer;
+  while (workers_left > 0) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kTagRequest, comm_, &flag, &status);
+    if (!flag) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    buffer.resize(static_cast<std::size_t>(bytes));
+    MPI_Recv(buffer.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kTagRequest, comm_, MPI_STATUS_IGNORE);
+    deliver(buffer);
+    const auto [first, last] = take();
+    const std::uint64_t reply[2] = {first, last};
+    MPI_Send(reply, 2, MPI_UINT64_T, status.MPI_SOURCE, kTagReply, comm_);
+    if (first == last) --workers_left;
+  }
+}
+
+std::pair<std::size_t, std::size_t> WorkQueue::next(std::span<const char> results) {
+  if (rank_ == 0) {
+    deliver(results);
+    if (!rank0_works_) {
+      serve();
+      return {n_units_, n_units_};
+    }
+    return take();
+  }
+  MPI_Send(results.data(), static_cast<int>(results.size()), MPI_BYTE, 0, kTagRequest, comm_);
+  std::uint64_t reply[2] = {0, 0};
+  MPI_Recv(reply, 2, MPI_UINT64_T, 0, kTagReply, comm_, MPI_STATUS_IGNORE);
+  return {static_cast<std::size_t>(reply[0]), static_cast<std::size_t>(reply[1])};
+}
+
+void WorkQueue::finish() {
+  if (server_.joinable()) server_.join();
+  MPI_Barrier(comm_);
+}
+
+}  // namespace perfsweep

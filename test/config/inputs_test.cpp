@@ -1,0 +1,369 @@
+#include "config/inputs.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSourceDir = PERFSWEEP_SOURCE_DIR;
+const fs::path kTestDataDir = PERFSWEEP_TEST_DATA_DIR;
+
+// The message of the InputError `f` throws; fails the test when it throws nothing.
+std::string input_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an InputError";
+  return {};
+}
+
+void expect_same_system(const System& a, const System& b) {
+  EXPECT_EQ(a.name, b.name);
+  for (const SystemNumberField& f : kSystemNumberFields) EXPECT_EQ(a.*(f.member), b.*(f.member)) << f.name;
+  EXPECT_EQ(a.nvlink_size, b.nvlink_size);
+  EXPECT_EQ(a.summa_nb, b.summa_nb);
+  EXPECT_EQ(a.empirical, b.empirical);
+}
+
+void expect_same_model(const Transformer& a, const Transformer& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.l, b.l);
+  EXPECT_EQ(a.e, b.e);
+  EXPECT_EQ(a.h, b.h);
+  EXPECT_EQ(a.depth, b.depth);
+  EXPECT_EQ(a.f, b.f);
+  EXPECT_EQ(a.dataset_samples, b.dataset_samples);
+}
+
+constexpr const char* kValidModel =
+    "seq_len: 2048\n"
+    "embed_dim: 12288\n"
+    "num_heads: 96\n"
+    "depth: 96\n";
+
+constexpr const char* kValidSystem =
+    "matrix_flops_fp16: 312\n"
+    "vector_flops_fp16: 78\n"
+    "hbm_bandwidth: 1555\n"
+    "hbm_capacity: 80\n"
+    "nvlink_bandwidth: 300\n"
+    "nvlink_eff: 0.7\n"
+    "nvlink_latency: 2.5e-06\n"
+    "ib_bandwidth: 25\n"
+    "ib_eff: 0.7\n"
+    "ib_latency: 5e-06\n";
+
+// Each test writes its inputs into a fresh temporary directory and runs with
+// PERFSWEEP_DATA_DIR unset (restored afterwards), so the caller's environment does not leak in.
+class InputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("perfsweep_inputs_test_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    if (const char* v = std::getenv("PERFSWEEP_DATA_DIR")) saved_data_dir_ = v;
+    ::unsetenv("PERFSWEEP_DATA_DIR");
+  }
+
+  void TearDown() override {
+    if (saved_data_dir_) {
+      ::setenv("PERFSWEEP_DATA_DIR", saved_data_dir_->c_str(), 1);
+    } else {
+      ::unsetenv("PERFSWEEP_DATA_DIR");
+    }
+    fs::remove_all(dir_);
+  }
+
+  fs::path write(const std::string& relative, const std::string& text) const {
+    const fs::path p = dir_ / relative;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  fs::path model_with(const std::string& text) const { return write("models/x.yaml", text); }
+  fs::path system_with(const std::string& text) const { return write("systems/s.yaml", text); }
+
+  fs::path dir_;
+  std::optional<std::string> saved_data_dir_;
+};
+
+TEST_F(InputsTest, ShippedSystemsHaveTheReferenceValues) {
+  struct Expected {
+    const char* name;
+    double matrix, vector32, vector16, hbm_bw, hbm_cap, nvl_bw, nvl_eff, nvl_lat, ib_bw, ib_eff, ib_lat;
+    std::int64_t nvs;
+  };
+  const Expected cases[] = {
+      {"A100", 312, 19.5, 78, 1555, 80, 300, 0.7, 2.5e-06, 25, 0.7, 5e-06, 4},
+      {"H200", 989.4, 66.9, 133.8, 4800, 141, 450, 0.7, 2.5e-06, 50, 0.7, 5e-06, 64},
+      {"B200", 2500, 169, 339, 8000, 192, 900, 0.7, 2.5e-06, 100, 0.7, 5e-06, 4},
+      {"B200-next", 3750, 253.5, 508.5, 16000, 384, 3600, 0.8, 5e-06, 200, 0.8, 1e-05, 64},
+  };
+  for (const Expected& x : cases) {
+    SCOPED_TRACE(x.name);
+    const System s = load_system(kSourceDir / "systems" / (std::string(x.name) + ".yaml"));
+    EXPECT_EQ(s.name, x.name);
+    EXPECT_EQ(s.matrix_flops_fp16, x.matrix);
+    EXPECT_EQ(s.vector_flops_fp32, x.vector32);
+    EXPECT_EQ(s.vector_flops_fp16, x.vector16);
+    EXPECT_EQ(s.hbm_bandwidth, x.hbm_bw);
+    EXPECT_EQ(s.hbm_capacity, x.hbm_cap);
+    EXPECT_EQ(s.nvlink_bandwidth, x.nvl_bw);
+    EXPECT_EQ(s.nvlink_eff, x.nvl_eff);
+    EXPECT_EQ(s.nvlink_latency, x.nvl_lat);
+    EXPECT_EQ(s.ib_bandwidth, x.ib_bw);
+    EXPECT_EQ(s.ib_eff, x.ib_eff);
+    EXPECT_EQ(s.ib_latency, x.ib_lat);
+    EXPECT_EQ(s.nvlink_size, x.nvs);
+    EXPECT_EQ(s.nic_factor, 1.0);
+    EXPECT_FALSE(s.empirical);
+    EXPECT_EQ(s.summa_nb, 4);
+    EXPECT_EQ(s.element_size, 2e-09);
+    EXPECT_EQ(s.mask_element_size, 1e-09);
+    EXPECT_EQ(s.flops_units, 1e-12);
+    expect_same_system(load_system_named(x.name), s);
+  }
+}
+
+TEST_F(InputsTest, ShippedModelsHaveTheReferenceValues) {
+  const Transformer gpt3 = load_model_named("gpt3");
+  EXPECT_EQ(gpt3.name, "gpt3");
+  EXPECT_EQ(gpt3.l, 2048);
+  EXPECT_EQ(gpt3.e, 12288);
+  EXPECT_EQ(gpt3.h, 96);
+  EXPECT_EQ(gpt3.depth, 96);
+  EXPECT_EQ(gpt3.f, 4 * 12288);
+  EXPECT_EQ(gpt3.dataset_samples, 300e9 / 2048);
+
+  const Transformer big = load_model_named("gpt3_1T");
+  EXPECT_EQ(big.name, "gpt3_1T");
+  EXPECT_EQ(big.l, 2048);
+  EXPECT_EQ(big.e, 25600);
+  EXPECT_EQ(big.h, 160);
+  EXPECT_EQ(big.depth, 128);
+  EXPECT_EQ(big.f, 4 * 25600);
+  EXPECT_EQ(big.dataset_samples, 488281250.0);
+
+  const Transformer vit = load_model(kSourceDir / "models" / "vit_era5.yaml");
+  EXPECT_EQ(vit.name, "vit_era5");
+  EXPECT_EQ(vit.l, 64800);
+  EXPECT_EQ(vit.e, 12288);
+  EXPECT_EQ(vit.h, 64);
+  EXPECT_EQ(vit.depth, 48);
+  EXPECT_EQ(vit.f, 4 * 12288);
+  EXPECT_EQ(vit.dataset_samples, 350000.0 * 80);
+}
+
+TEST_F(InputsTest, ReferenceJsonLoadsUnchangedAndMatchesTheYaml) {
+  const fs::path json = kTestDataDir / "config-A100.json";
+  const System from_json = load_system(json);
+  EXPECT_EQ(from_json.name, "A100");
+  expect_same_system(from_json, load_system(kSourceDir / "systems" / "A100.yaml"));
+  EXPECT_EQ(resolve_input(json.string(), "systems"), json);
+}
+
+TEST_F(InputsTest, OptionalSystemKeysTakeTheirDefaults) {
+  const System s = load_system(system_with(kValidSystem));
+  EXPECT_EQ(s.name, "s");
+  EXPECT_EQ(s.vector_flops_fp32, 0.0);
+  EXPECT_EQ(s.nvlink_size, 1);
+  EXPECT_EQ(s.summa_nb, 4);
+  EXPECT_EQ(s.nic_factor, 1.0);
+  EXPECT_FALSE(s.empirical);
+  EXPECT_EQ(s.element_size, 2e-9);
+  EXPECT_EQ(s.mask_element_size, 1e-9);
+  EXPECT_EQ(s.flops_units, 1e-12);
+  EXPECT_EQ(load_system(system_with(std::string(kValidSystem) + "name: custom\n")).name, "custom");
+}
+
+TEST_F(InputsTest, MalformedYamlReportsLineAndColumn) {
+  const fs::path p = model_with("seq_len: 2048\nembed_dim: [1, 2\n");
+  const std::string msg = input_error([&] { load_model(p); });
+  EXPECT_NE(msg.find(p.string() + ": malformed YAML at line "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("column"), std::string::npos) << msg;
+  EXPECT_NE(input_error([&] { load_system(system_with("- a\n- b\n")); }).find("expected a mapping"),
+            std::string::npos);
+}
+
+TEST_F(InputsTest, UnknownDuplicateAndMissingKeys) {
+  const fs::path typo = model_with("seq_len: 2048\nembed_dimm: 12288\nnum_heads: 96\ndepth: 96\n");
+  EXPECT_EQ(input_error([&] { load_model(typo); }), typo.string() + ": unknown key 'embed_dimm'");
+
+  const fs::path missing = model_with("seq_len: 2048\nembed_dim: 12288\ndepth: 96\n");
+  EXPECT_EQ(input_error([&] { load_model(missing); }), missing.string() + ": missing key 'num_heads'");
+
+  const fs::path dup = model_with(std::string(kValidModel) + "depth: 12\n");
+  EXPECT_EQ(input_error([&] { load_model(dup); }), dup.string() + ": duplicate key 'depth'");
+
+  const fs::path calibration = system_with(std::string(kValidSystem) + "calibration: cal.yaml\n");
+  EXPECT_EQ(input_error([&] { load_system(calibration); }), calibration.string() + ": unknown key 'calibration'");
+
+  const fs::path no_ib = system_with("matrix_flops_fp16: 312\n");
+  EXPECT_NE(input_error([&] { load_system(no_ib); }).find(": missing key '"), std::string::npos);
+}
+
+TEST_F(InputsTest, SystemValuesOutOfRange) {
+  const std::string base = kValidSystem;
+  const auto replaced = [&](const std::string& key, const std::string& value) {
+    const auto at = base.find(key + ":");
+    const auto end = base.find('\n', at);
+    return system_with(base.substr(0, at) + key + ": " + value + base.substr(end));
+  };
+  const fs::path neg = replaced("hbm_bandwidth", "-5");
+  EXPECT_EQ(input_error([&] { load_system(neg); }), neg.string() + ": hbm_bandwidth must be > 0, got -5");
+  const fs::path zero = replaced("matrix_flops_fp16", "0");
+  EXPECT_EQ(input_error([&] { load_system(zero); }), zero.string() + ": matrix_flops_fp16 must be > 0, got 0");
+  const fs::path eff = replaced("ib_eff", "1.5");
+  EXPECT_EQ(input_error([&] { load_system(eff); }), eff.string() + ": ib_eff must be in (0, 1], got 1.5");
+  const fs::path lat = replaced("ib_latency", "-1e-6");
+  EXPECT_EQ(input_error([&] { load_system(lat); }), lat.string() + ": ib_latency must be >= 0, got -1e-6");
+  EXPECT_EQ(load_system(replaced("nvlink_latency", "0")).nvlink_latency, 0.0);
+  EXPECT_EQ(load_system(replaced("nvlink_eff", "1")).nvlink_eff, 1.0);
+
+  const fs::path word = replaced("hbm_bandwidth", "fast");
+  EXPECT_EQ(input_error([&] { load_system(word); }),
+            word.string() + ": hbm_bandwidth must be a finite number, got fast");
+  for (const char* bad : {"\"1555\"", "1555x", "[1555]", "", ".inf", "nan", "+-5"}) {
+    const fs::path p = replaced("hbm_bandwidth", bad);
+    EXPECT_NE(input_error([&] { load_system(p); }).find("hbm_bandwidth must be a finite number"), std::string::npos)
+        << bad;
+  }
+  EXPECT_EQ(load_system(replaced("hbm_bandwidth", "+1.5e3")).hbm_bandwidth, 1500.0);
+
+  const fs::path nic = system_with(base + "nic_factor: 0\n");
+  EXPECT_EQ(input_error([&] { load_system(nic); }), nic.string() + ": nic_factor must be > 0, got 0");
+  EXPECT_EQ(load_system(system_with(base + "nic_factor: 0.5\n")).nic_factor, 0.5);
+}
+
+TEST_F(InputsTest, SystemIntegersMustBePositiveIntegers) {
+  for (const char* key : {"nvlink_size", "summa_nb"}) {
+    for (const char* bad : {"2.5", "abc", "-1", "0", "\"4\"", "4e0"}) {
+      const fs::path p = system_with(std::string(kValidSystem) + key + ": " + bad + "\n");
+      const std::string msg = input_error([&] { load_system(p); });
+      EXPECT_EQ(msg, p.string() + ": " + key + " must be a positive integer, got " + bad) << key << "=" << bad;
+    }
+  }
+  EXPECT_EQ(load_system(system_with(std::string(kValidSystem) + "nvlink_size: 72\n")).nvlink_size, 72);
+}
+
+TEST_F(InputsTest, EmpiricalModeIsRejected) {
+  const fs::path p = system_with(std::string(kValidSystem) + "empirical: true\n");
+  const std::string msg = input_error([&] { load_system(p); });
+  EXPECT_NE(msg.find(p.string() + ": empirical=true is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("calibration"), std::string::npos) << msg;
+  const fs::path word = system_with(std::string(kValidSystem) + "empirical: maybe\n");
+  EXPECT_EQ(input_error([&] { load_system(word); }), word.string() + ": empirical must be true or false, got maybe");
+}
+
+TEST_F(InputsTest, ModelIntegersMustBePositiveIntegers) {
+  for (const char* bad : {"2048.5", "long", "0", "-2048", "\"2048\""}) {
+    const fs::path p = model_with(std::string("seq_len: ") + bad + "\nembed_dim: 12288\nnum_heads: 96\ndepth: 96\n");
+    EXPECT_EQ(input_error([&] { load_model(p); }), p.string() + ": seq_len must be a positive integer, got " + bad);
+  }
+  const fs::path f = model_with(std::string(kValidModel) + "ffn_dim: 1.5\n");
+  EXPECT_EQ(input_error([&] { load_model(f); }), f.string() + ": ffn_dim must be a positive integer, got 1.5");
+  const fs::path samples = model_with(std::string(kValidModel) + "dataset_samples: -1\n");
+  EXPECT_EQ(input_error([&] { load_model(samples); }), samples.string() + ": dataset_samples must be > 0, got -1");
+}
+
+TEST_F(InputsTest, HeadsMustDivideEmbedding) {
+  const fs::path p = model_with("seq_len: 2048\nembed_dim: 12288\nnum_heads: 7\ndepth: 96\n");
+  EXPECT_EQ(input_error([&] { load_model(p); }), p.string() + ": num_heads=7 does not divide embed_dim=12288");
+}
+
+TEST_F(InputsTest, FfnDimDefaultsToFourTimesEmbedding) {
+  const Transformer t = load_model(model_with(kValidModel));
+  EXPECT_EQ(t.name, "x");
+  EXPECT_EQ(t.f, 4 * 12288);
+  EXPECT_EQ(t.dataset_samples, 0.0);
+  EXPECT_EQ(load_model(model_with(std::string(kValidModel) + "ffn_dim: 1000\n")).f, 1000);
+}
+
+TEST_F(InputsTest, ModelsTooLargeForInt64AreRejected) {
+  // 2^20 * h * l^2 with h = 1, l = 2^22 is 2^64.
+  const fs::path attention = model_with("seq_len: 4194304\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n");
+  EXPECT_NE(input_error([&] { load_model(attention); }).find("too large for exact integer arithmetic"),
+            std::string::npos);
+  // 2^20 * l * f with l = 1, f = 2^44 is 2^64.
+  const fs::path linear = model_with("seq_len: 1\nembed_dim: 64\nnum_heads: 1\ndepth: 1\nffn_dim: 17592186044416\n");
+  EXPECT_NE(input_error([&] { load_model(linear); }).find("too large for exact integer arithmetic"),
+            std::string::npos);
+  // Just below both bounds.
+  EXPECT_NO_THROW(load_model(model_with("seq_len: 2097152\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n")));
+}
+
+TEST_F(InputsTest, NameResolution) {
+  const std::string msg = input_error([] { resolve_input("gpt5", "models"); });
+  EXPECT_EQ(msg.rfind("unknown model 'gpt5'; available: ", 0), 0u) << msg;
+  for (const char* name : {"gpt3", "gpt3_1T", "vit_era5"}) EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  EXPECT_NE(input_error([] { resolve_input("Z100", "systems"); }).find("unknown system 'Z100'; available: A100, B200"),
+            std::string::npos);
+
+  EXPECT_EQ(input_error([] { resolve_input("no/such/gpt3", "models"); }), "no/such/gpt3: no such file");
+  EXPECT_EQ(input_error([] { resolve_input("gpt3.yaml", "models"); }), "gpt3.yaml: no such file");
+
+  // $PERFSWEEP_DATA_DIR comes first, and offers YAML and the reference's JSON names.
+  write("models/gpt3.yaml", "seq_len: 16\nembed_dim: 8\nnum_heads: 2\ndepth: 1\n");
+  write("models/tiny.yml", "seq_len: 4\nembed_dim: 8\nnum_heads: 2\ndepth: 1\n");
+  write("systems/config-Q100.json", read_text(kTestDataDir / "config-A100.json"));
+  ::setenv("PERFSWEEP_DATA_DIR", dir_.c_str(), 1);
+  EXPECT_EQ(load_model_named("gpt3").l, 16);
+  EXPECT_EQ(load_model_named("tiny").l, 4);
+  EXPECT_EQ(load_system_named("Q100").name, "Q100");
+  EXPECT_EQ(load_system_named("A100").matrix_flops_fp16, 312.0);
+  EXPECT_NE(input_error([] { resolve_input("gpt5", "models"); }).find("tiny"), std::string::npos);
+  // An explicit path wins over names.
+  EXPECT_EQ(load_model_named((dir_ / "models" / "tiny.yml").string()).l, 4);
+}
+
+TEST_F(InputsTest, CanonicalYamlRoundTrips) {
+  for (const char* name : {"A100", "H200", "B200", "B200-next"}) {
+    const System s = load_system_named(name);
+    const std::string text = system_to_yaml(s);
+    expect_same_system(load_system(write(std::string("rt/") + name + ".yaml", text)), s);
+  }
+  System odd = load_system(kTestDataDir / "config-A100.json");
+  odd.name = "yes: \"quoted\" \\ name";
+  odd.nvlink_eff = 0.1 + 0.2;
+  odd.ib_latency = 0;
+  odd.vector_flops_fp32 = 0;
+  odd.nvlink_size = 72;
+  odd.summa_nb = 3;
+  odd.nic_factor = 1.0 / 3;
+  expect_same_system(load_system(write("rt/other.yaml", system_to_yaml(odd))), odd);
+
+  for (const char* name : {"gpt3", "gpt3_1T", "vit_era5"}) {
+    const Transformer m = load_model_named(name);
+    expect_same_model(load_model(write(std::string("rt/") + name + ".yaml", model_to_yaml(m))), m);
+  }
+  Transformer t = load_model(model_with(kValidModel));
+  t.name = "123";
+  t.f = 1000;
+  expect_same_model(load_model(write("rt/m.yaml", model_to_yaml(t))), t);
+}
+
+TEST_F(InputsTest, ReadText) {
+  const std::string text = "# comment\nseq_len: 1\n";
+  EXPECT_EQ(read_text(write("t.yaml", text)), text);
+  EXPECT_NE(input_error([&] { read_text(dir_ / "absent.yaml"); }).find("no such file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace perfsweep

@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+"""Exits 0 if every dataset of the given perfsweep HDF5 files is bit-identical to the first
+file's, and so are all attributes except those that describe the run itself."""
+import sys
+
+import h5py
+import numpy as np
+
+RUN_ATTRS = {'created', 'command_line', 'n_ranks'}
+
+
+def items(path):
+    out = {}
+    with h5py.File(path, 'r') as f:
+        def visit(name, obj):
+            attrs = {k: (v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in obj.attrs.items()
+                     if not (obj.name == '/' and k in RUN_ATTRS)}
+            data = obj[()] if isinstance(obj, h5py.Dataset) else None
+            if isinstance(data, np.ndarray):
+                data = (data.dtype.str, data.shape, data.tobytes())
+            out[name] = (type(obj).__name__, attrs, data)
+        visit('/', f)
+        f.visititems(visit)
+    return out
+
+
+def main(paths):
+    ref = items(paths[0])
+    ok = True
+    for p in paths[1:]:
+        other = items(p)
+        if set(other) != set(ref):
+            print(f'{p}: objects differ: {sorted(set(other) ^ set(ref))[:10]}')
+            ok = False
+            continue
+        for name in ref:
+            if ref[name] != other[name]:
+                print(f'{p}: {name} differs from {paths[0]}')
+                ok = False
+    n_datasets = sum(1 for v in ref.values() if v[0] == 'Dataset')
+    print(f'compared {len(paths)} files: {len(ref)} objects, {n_datasets} datasets each: '
+          f'{"identical" if ok else "DIFFERENT"}')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""End to end: an HDF5 file written by `sweep` for the paper's nine systems, read back through
+scripts/perfsweep_h5.py, equals the reference's published outputs (test/data/paper) to 1e-9, and
+converts to npy files holding the same tuple. Usage: test_paper_h5.py FILE.h5 STRAT MODEL DATA_DIR"""
+import json
+import math
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'scripts'))
+import perfsweep_h5 as ps  # noqa: E402
+
+
+def close(a, b):
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def check(path, strat, model, data_dir):
+    failures = 0
+    compared = 0
+    for name in ps.systems(path):
+        golden = json.load(open(os.path.join(data_dir, f'{strat}_{model}_{name}.json')))
+        nvs, t_max, t_min, n_gpus, configs = ps.load(path, name)
+        assert nvs == golden['nvs'], name
+        if not golden['n_gpus']:
+            # the reference's npy keeps every searched count when nothing is feasible
+            assert len(t_max) == 0 and all(len(c) == 0 for c in configs), name
+            continue
+        assert list(n_gpus) == golden['n_gpus'], (name, list(n_gpus), golden['n_gpus'])
+        for a, b in zip(t_max + t_min, golden['t_max'] + golden['t_min']):
+            failures += not close(a, b)
+        for got, want in zip(configs, golden['top']):
+            assert len(got) == len(want), name
+            for (tp, mem, cfg, stats), g in zip(got, want):
+                failures += not close(tp, g['throughput']) + (not close(mem, g['mem']))
+                failures += cfg != g['config']
+                assert list(stats) == list(g['stats']), (list(stats), list(g['stats']))
+                for k, v in g['stats'].items():
+                    compared += 1
+                    if not close(stats[k], v):
+                        failures += 1
+                        print(f'{name}: {k} expected {v} got {stats[k]}')
+    with tempfile.TemporaryDirectory() as tmp:
+        for out in ps.to_npy(path, tmp):
+            arr = np.load(out, allow_pickle=True)
+            assert arr.shape == (1, 5), arr.shape
+            system = os.path.basename(out)[len(f'exec_{strat}_{model}_'):-4]
+            want = ps.load(path, system)
+            assert arr[0][0] == want[0] and list(arr[0][3]) == list(want[3]) and arr[0][4] == want[4]
+    print(f'{path}: {len(ps.systems(path))} systems, {compared} stats values compared, {failures} mismatches')
+    return failures
+
+
+if __name__ == '__main__':
+    sys.exit(1 if check(*sys.argv[1:5]) else 0)
