@@ -104,9 +104,9 @@ TEST_P(PaperOutputs, MatchTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPublished, PaperOutputs, ::testing::ValuesIn(all_cases()),
-                         [](const ::testing::TestParamInfo<PaperCase>& info) {
-                           std::string name = std::string(info.param.strat) + "_" + info.param.model + "_" +
-                                              info.param.system + "_NVS" + std::to_string(info.param.nvs);
+                         [](const ::testing::TestParamInfo<PaperCase>& param_info) {
+                           std::string name = std::string(param_info.param.strat) + "_" + param_info.param.model + "_" +
+                                              param_info.param.system + "_NVS" + std::to_string(param_info.param.nvs);
                            for (char& ch : name) {
                              if (ch == '-') ch = '_';
                            }
