@@ -222,12 +222,12 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
   const auto t0 = std::chrono::steady_clock::now();
   SweepCallbacks cb;
   if (journal) cb.on_target_complete = [&](std::size_t t, const TargetResult& r) { journal->append(t, r); };
-  if (!o.quiet) cb.on_progress = [t0](std::size_t done, std::size_t total, std::size_t tdone, std::size_t ttotal) {
+  if (!o.quiet) cb.on_progress = [t0](std::size_t units_done, std::size_t total, std::size_t tdone, std::size_t ttotal) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double rate = s > 0 ? static_cast<double>(done) / s : 0;
-    const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
-    spdlog::info("progress {}/{} units ({:.1f}%), {}/{} targets, {:.1f} units/s, ETA {:.0f} s", done, total,
-                 total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0, tdone, ttotal, rate, eta);
+    const double rate = s > 0 ? static_cast<double>(units_done) / s : 0;
+    const double eta = rate > 0 ? static_cast<double>(total - units_done) / rate : 0;
+    spdlog::info("progress {}/{} units ({:.1f}%), {}/{} targets, {:.1f} units/s, ETA {:.0f} s", units_done, total,
+                 total ? 100.0 * static_cast<double>(units_done) / static_cast<double>(total) : 100.0, tdone, ttotal, rate, eta);
   };
   sweep.run(MPI_COMM_WORLD, thread_level, cb);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -45,9 +45,10 @@ void SweepRun::preload(std::map<std::size_t, TargetResult> done) {
 void SweepRun::plan_units() {
   units_.clear();
   for (TargetResult& r : results_) r.units_total = 0;
-  for (std::size_t ni = n_gpus_.size(); ni-- > 0;) {
-    for (std::size_t t = 0; t < targets_.size(); ++t) {
-      if (preloaded_[t]) continue;
+  // Target-major, so that targets complete (and reach the journal) steadily during a long sweep.
+  for (std::size_t t = 0; t < targets_.size(); ++t) {
+    if (preloaded_[t]) continue;
+    for (std::size_t ni = n_gpus_.size(); ni-- > 0;) {
       for (const TensorSplit& s : tensor_splits(targets_[t].problem, n_gpus_[ni])) {
         units_.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(ni), s});
         ++results_[t].units_total;

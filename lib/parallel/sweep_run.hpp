@@ -51,7 +51,7 @@ class SweepRun {
   // than 0 may pass empty results: only rank 0 assembles the output.
   void preload(std::map<std::size_t, TargetResult> done);
 
-  // The units still to run, largest GPU counts first.
+  // The units still to run, target by target, largest GPU counts first.
   const std::vector<WorkUnit>& units() const { return units_; }
   const std::vector<SweepTarget>& targets() const { return targets_; }
   const std::vector<std::int64_t>& n_gpus() const { return n_gpus_; }
