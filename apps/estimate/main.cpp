@@ -24,13 +24,6 @@ struct Options {
   bool json = false, csv = false;
 };
 
-Strategy parse_strategy(const std::string& s) {
-  if (s == "1d") return Strategy::OneD;
-  if (s == "2d") return Strategy::TwoD;
-  if (s == "2d-seqp" || s == "2d-seq") return Strategy::TwoDSeqp;
-  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
-}
-
 // Fastest NVLink placement among those the reference's search would try, honouring the ones
 // given on the command line.
 Evaluation best_placement(const System& sys, const Transformer& model, Layout& layout, const Options& o) {

@@ -46,13 +46,6 @@ struct Options {
   bool quiet = false;
 };
 
-Strategy parse_strategy(const std::string& s) {
-  if (s == "1d") return Strategy::OneD;
-  if (s == "2d") return Strategy::TwoD;
-  if (s == "2d-seqp" || s == "2d-seq") return Strategy::TwoDSeqp;
-  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
-}
-
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);
   char buf[32];

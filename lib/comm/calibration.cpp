@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/yaml_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -380,14 +382,7 @@ void check_positive(double v, const char* key, const std::string& at) {
 
 Calibration load_calibration(const std::filesystem::path& file) {
   const std::string f = file.string();
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(f);
-  } catch (const YAML::BadFile&) {
-    throw InputError(f + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    throw InputError(f + ": malformed YAML: " + e.what());
-  }
+  const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping (a calibration written by `comm fit`)");
   check_keys(root,
              {"format", "version", "source", "overhead_s", "node_extrapolation", "size_extrapolation", "collectives"},

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/yaml_file.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -229,14 +231,7 @@ std::vector<Measurement> read_nccl_tests_output(const std::filesystem::path& fil
 
 std::vector<Measurement> read_manifest(const std::filesystem::path& file) {
   const std::string f = file.string();
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(f);
-  } catch (const YAML::BadFile&) {
-    throw InputError(f + ": cannot open");
-  } catch (const YAML::Exception& e) {
-    throw InputError(f + ": malformed YAML: " + e.what());
-  }
+  const YAML::Node root = load_yaml_file(file);
   if (!root.IsSequence() || root.size() == 0) {
     throw InputError(f + ": expected a list of {file, num_nodes, gpus_per_node[, op]}");
   }

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/yaml_file.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -116,14 +118,7 @@ System HardwareSweep::point(std::size_t index) const {
 
 HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
   const std::string f = file.string();
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(f);
-  } catch (const YAML::BadFile&) {
-    throw InputError(f + ": no such file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(f + ": malformed YAML: " + e.what());
-  }
+  const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with keys base and axes");
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();

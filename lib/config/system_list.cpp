@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/yaml_file.hpp"
+
 #include <charconv>
 
 #include "core/error.hpp"
@@ -22,14 +24,7 @@ std::int64_t positive_integer(const std::string& text, const std::string& where)
 
 std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
   const std::string f = file.string();
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(f);
-  } catch (const YAML::BadFile&) {
-    throw InputError(f + ": no such file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(f + ": malformed YAML: " + e.what());
-  }
+  const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with key 'systems'");
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();

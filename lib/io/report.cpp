@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "io/json_writer.hpp"
 
 namespace perfsweep {
@@ -15,6 +16,13 @@ std::string_view strategy_name(Strategy s) {
     case Strategy::TwoDSeqp: return "2d-seqp";
   }
   return "1d";
+}
+
+Strategy parse_strategy(const std::string& s) {
+  if (s == "1d") return Strategy::OneD;
+  if (s == "2d") return Strategy::TwoD;
+  if (s == "2d-seqp" || s == "2d-seq") return Strategy::TwoDSeqp;
+  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
 }
 
 std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {

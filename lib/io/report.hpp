@@ -16,6 +16,7 @@ std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& layo
 std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& layout);
 
 std::string_view strategy_name(Strategy s);  // "1d", "2d", "2d-seqp"
+Strategy parse_strategy(const std::string& name);  // also accepts "2d-seq"; InputError otherwise
 
 // {"modules": {"mlp": [...], "sa": [...], "dp": [...], "pp": [...]}, "totals": {...}, "throughput": x}
 std::string estimate_json(const Evaluation& ev, const Layout& layout);
