@@ -213,23 +213,35 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
                  plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), size);
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const SearchCounters resumed = sweep.total_counters();  // journaled targets' counters
+  const std::size_t targets_resumed = sweep.preloaded();
+  const char* what = plan.hardware_sweep ? "points" : "systems";
   SweepCallbacks cb;
   if (journal) cb.on_target_complete = [&](std::size_t t, const TargetResult& r) { journal->append(t, r); };
-  if (!o.quiet) cb.on_progress = [t0](std::size_t units_done, std::size_t total, std::size_t tdone, std::size_t ttotal) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double rate = s > 0 ? static_cast<double>(units_done) / s : 0;
-    const double eta = rate > 0 ? static_cast<double>(total - units_done) / rate : 0;
-    spdlog::info("progress {}/{} units ({:.1f}%), {}/{} targets, {:.1f} units/s, ETA {:.0f} s", units_done, total,
-                 total ? 100.0 * static_cast<double>(units_done) / static_cast<double>(total) : 100.0, tdone, ttotal, rate, eta);
-  };
+  if (!o.quiet) {
+    cb.on_progress = [&](std::size_t units_done, std::size_t units_total, std::size_t tdone, std::size_t ttotal) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // The ETA follows work units (points differ in cost); the rate is in whole points.
+      const double unit_rate = s > 0 ? static_cast<double>(units_done) / s : 0;
+      const double eta = unit_rate > 0 ? static_cast<double>(units_total - units_done) / unit_rate : 0;
+      const double rate = s > 0 ? static_cast<double>(tdone - targets_resumed) / s : 0;
+      spdlog::info("progress {}/{} {} ({:.1f}%), {:.2f} {}/s, ETA {:.0f} s [{}/{} work units]", tdone, ttotal, what,
+                   units_total ? 100.0 * static_cast<double>(units_done) / static_cast<double>(units_total) : 100.0,
+                   rate, what, eta, units_done, units_total);
+    };
+  }
   sweep.run(MPI_COMM_WORLD, thread_level, cb);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (rank == 0) {
-    const SearchCounters c = sweep.total_counters();
-    spdlog::info("searched {} candidates in {:.2f} s ({:.3g} candidates/s); {} over HBM capacity; {} blocks costed",
-                 c.candidates, seconds, static_cast<double>(c.candidates) / seconds, c.infeasible_memory,
-                 c.module_evaluations);
+    SearchCounters c = sweep.total_counters();
+    c.candidates -= resumed.candidates;
+    c.infeasible_memory -= resumed.infeasible_memory;
+    c.module_evaluations -= resumed.module_evaluations;
+    spdlog::info("{} {} in {:.2f} s ({} resumed from the journal); searched {} candidates ({:.3g} candidates/s); "
+                 "{} over HBM capacity; {} blocks costed",
+                 plan.targets.size() - targets_resumed, what, seconds, targets_resumed, c.candidates,
+                 static_cast<double>(c.candidates) / seconds, c.infeasible_memory, c.module_evaluations);
     RunMetadata meta;
     meta.software_version = PERFSWEEP_VERSION;
     meta.created = now_utc();

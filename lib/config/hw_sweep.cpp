@@ -30,6 +30,16 @@ std::size_t HardwareSweep::n_points() const {
 
 namespace {
 
+// A system by name or path; errors say which field of the sweep file named it.
+System system_for(const YAML::Node& n, const std::string& where) {
+  const std::string name = n.as<std::string>();
+  try {
+    return load_system_named(name);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+}
+
 const SystemNumberField* find_field(const std::string& name) {
   for (const SystemNumberField& f : kSystemNumberFields) {
     if (name == f.name) return &f;
@@ -79,7 +89,9 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     const SystemNumberField* f = find_field(key);
     if (!f) throw InputError(w + ".key: '" + key + "' is not a numeric system parameter");
     std::vector<double> anchors;
-    for (const YAML::Node& s : in["systems"]) anchors.push_back(load_system_named(s.as<std::string>()).*(f->member));
+    for (std::size_t i = 0; i < in["systems"].size(); ++i) {
+      anchors.push_back(system_for(in["systems"][i], w + ".systems[" + std::to_string(i) + "]").*(f->member));
+    }
     // Each segment's linspace without its last point, but the final segment's.
     for (std::size_t i = 0; i + 1 < anchors.size(); ++i) {
       std::vector<double> seg = linspace(anchors[i], anchors[i + 1], static_cast<std::int64_t>(per));
@@ -135,7 +147,7 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
   }
   if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
   sw.base_system = base["system"].as<std::string>();
-  sw.base = load_system_named(sw.base_system);
+  sw.base = system_for(base["system"], f + ": base.system");
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
     if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());

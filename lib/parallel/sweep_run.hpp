@@ -3,6 +3,7 @@
 // counts, cut into work units of one tensor split each, run over MPI ranks, gathered on rank 0.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -53,6 +54,8 @@ class SweepRun {
 
   // The units still to run, target by target, largest GPU counts first.
   const std::vector<WorkUnit>& units() const { return units_; }
+  // How many targets preload() supplied.
+  std::size_t preloaded() const { return static_cast<std::size_t>(std::count(preloaded_.begin(), preloaded_.end(), true)); }
   const std::vector<SweepTarget>& targets() const { return targets_; }
   const std::vector<std::int64_t>& n_gpus() const { return n_gpus_; }
 

@@ -1,11 +1,14 @@
 #include "parallel/work_queue.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace perfsweep {
 namespace {
 constexpr int kTagRequest = 7101;
 constexpr int kTagReply = 7102;
+// Units are milliseconds of work at most; a few per chunk keep messages cheap and results flowing.
+constexpr std::size_t kMaxChunk = 8;
 }  // namespace
 
 WorkQueue::WorkQueue(MPI_Comm comm, std::size_t n_units, int thread_level, ResultSink sink)
@@ -26,7 +29,9 @@ std::pair<std::size_t, std::size_t> WorkQueue::take() {
   while (true) {
     if (first >= n_units_) return {n_units_, n_units_};
     const std::size_t remaining = n_units_ - first;
-    const std::size_t chunk = std::max<std::size_t>(1, remaining / (4 * static_cast<std::size_t>(size_)));
+    // Guided, but capped: a chunk's results reach rank 0 (and the journal) only when it is done.
+    const std::size_t chunk =
+        std::clamp<std::size_t>(remaining / (4 * static_cast<std::size_t>(size_)), 1, kMaxChunk);
     if (cursor_.compare_exchange_weak(first, first + chunk)) return {first, first + chunk};
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Dynamic hand-out of work-unit indices [0, n) across the ranks of an MPI communicator, with the
 // results of each chunk sent back to rank 0 along with the request for the next one.
-// Rank 0 serves requests from a helper thread while it works through units itself; chunks shrink
+// Rank 0 serves requests from a helper thread while it works through units itself; chunks shrink (up to a cap)
 // as the queue empties (guided scheduling), so uneven units do not leave ranks idle.
 #include <mpi.h>
 

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Exits 0 if every dataset of the given perfsweep HDF5 files is bit-identical to the first
-file's, and so are all attributes except those that describe the run itself."""
+file's, and so are all attributes except those that describe the run itself. Object references
+(the dimension-scale attributes DIMENSION_LIST, REFERENCE_LIST) compare by the names of the
+objects they point to, not by their addresses in the file."""
 import sys
 
 import h5py
@@ -9,12 +11,22 @@ import numpy as np
 RUN_ATTRS = {'created', 'command_line', 'n_ranks'}
 
 
+def resolve(f, v):
+    """An attribute value with every object reference replaced by its target's name."""
+    if isinstance(v, h5py.Reference):
+        return ('ref', f[v].name if v else None)
+    if isinstance(v, (np.ndarray, list, tuple, np.void)):
+        if isinstance(v, np.ndarray) and v.dtype.kind not in 'OV':
+            return (v.dtype.str, v.shape, v.tobytes())
+        return tuple(resolve(f, x) for x in (v.tolist() if isinstance(v, np.ndarray) else v))
+    return v
+
+
 def items(path):
     out = {}
     with h5py.File(path, 'r') as f:
         def visit(name, obj):
-            attrs = {k: (v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in obj.attrs.items()
-                     if not (obj.name == '/' and k in RUN_ATTRS)}
+            attrs = {k: resolve(f, v) for k, v in obj.attrs.items() if not (obj.name == '/' and k in RUN_ATTRS)}
             data = obj[()] if isinstance(obj, h5py.Dataset) else None
             if isinstance(data, np.ndarray):
                 data = (data.dtype.str, data.shape, data.tobytes())

@@ -18,31 +18,41 @@ def close(a, b):
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
+def compare_group(name, loaded, golden):
+    """(values compared, mismatches) between one group read with perfsweep_h5.load and a golden
+    JSON record of the reference's output (test/data/README.md)."""
+    nvs, t_max, t_min, n_gpus, configs = loaded
+    assert nvs == golden['nvs'], name
+    failures = compared = 0
+    if not golden['n_gpus']:
+        # the reference's npy keeps every searched count when nothing is feasible
+        assert len(t_max) == 0 and all(len(c) == 0 for c in configs), name
+        return compared, failures
+    assert list(n_gpus) == golden['n_gpus'], (name, list(n_gpus), golden['n_gpus'])
+    for a, b in zip(t_max + t_min, golden['t_max'] + golden['t_min']):
+        failures += not close(a, b)
+    for got, want in zip(configs, golden['top']):
+        assert len(got) == len(want), name
+        for (tp, mem, cfg, stats), g in zip(got, want):
+            failures += not close(tp, g['throughput']) + (not close(mem, g['mem']))
+            failures += cfg != g['config']
+            assert list(stats) == list(g['stats']), (list(stats), list(g['stats']))
+            for k, v in g['stats'].items():
+                compared += 1
+                if not close(stats[k], v):
+                    failures += 1
+                    print(f'{name}: {k} expected {v} got {stats[k]}')
+    return compared, failures
+
+
 def check(path, strat, model, data_dir):
     failures = 0
     compared = 0
     for name in ps.systems(path):
         golden = json.load(open(os.path.join(data_dir, f'{strat}_{model}_{name}.json')))
-        nvs, t_max, t_min, n_gpus, configs = ps.load(path, name)
-        assert nvs == golden['nvs'], name
-        if not golden['n_gpus']:
-            # the reference's npy keeps every searched count when nothing is feasible
-            assert len(t_max) == 0 and all(len(c) == 0 for c in configs), name
-            continue
-        assert list(n_gpus) == golden['n_gpus'], (name, list(n_gpus), golden['n_gpus'])
-        for a, b in zip(t_max + t_min, golden['t_max'] + golden['t_min']):
-            failures += not close(a, b)
-        for got, want in zip(configs, golden['top']):
-            assert len(got) == len(want), name
-            for (tp, mem, cfg, stats), g in zip(got, want):
-                failures += not close(tp, g['throughput']) + (not close(mem, g['mem']))
-                failures += cfg != g['config']
-                assert list(stats) == list(g['stats']), (list(stats), list(g['stats']))
-                for k, v in g['stats'].items():
-                    compared += 1
-                    if not close(stats[k], v):
-                        failures += 1
-                        print(f'{name}: {k} expected {v} got {stats[k]}')
+        c, f = compare_group(name, ps.load(path, name), golden)
+        compared += c
+        failures += f
     with tempfile.TemporaryDirectory() as tmp:
         for out in ps.to_npy(path, tmp):
             arr = np.load(out, allow_pickle=True)
