@@ -207,30 +207,17 @@ def test_compare(a, b, workdir):
     return f'{len(d["systems"])} systems, {n_cmp} ratios'
 
 
-def sweep_supports_grid(binary):
-    try:
-        p = subprocess.run([binary, '--help'], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return False
-    return '--sweep' in p.stdout + p.stderr
-
-
 def grid_file(binary, sweep_yaml, workdir):
-    """A small hardware-sweep file: from the C++ sweep if it supports --sweep, else synthetic."""
+    """A small hardware-sweep file written by the C++ sweep."""
     path = os.path.join(workdir, 'hw_sweep.h5')
     if os.path.exists(path):
         os.remove(path)
-    if sweep_supports_grid(binary):
-        cmd = [binary, '--model', 'gpt3_1T', '--strat', '1d', '--sweep', sweep_yaml, '--n-gpus', '1024:4096', '-q',
-               '-o', path]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise Failure(f'{" ".join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}')
-        return path, 'C++ sweep --sweep'
-    sys.path.insert(0, HERE)
-    import make_grid_h5
-    make_grid_h5.make(path)
-    return path, 'synthetic grid (sweep has no --sweep yet)'
+    cmd = [binary, '--model', 'gpt3_1T', '--strat', '1d', '--sweep', sweep_yaml, '--n-gpus', '1024:4096', '-q',
+           '-o', path]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Failure(f'{" ".join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}')
+    return path, 'C++ sweep --sweep'
 
 
 def test_hw_sweep(binary, sweep_yaml, workdir):

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Benchmark: the paper's full 896-point HBM bandwidth x capacity sweep of gpt3_1T for each
+# strategy, on all cores of this machine (NP ranks, default nproc), printing wall times.
+# Usage: scripts/bench_hw_sweeps.sh [sweep-file]      (after scripts/setup.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SWEEP=${1:-sweeps/bw_capacity.yaml}
+NP=${NP:-$(nproc)}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+total=0
+printf '%-8s %-8s %6s %10s %12s\n' strategy model ranks seconds points/s
+for strat in 1d 2d 2d-seqp; do
+  start=$EPOCHREALTIME
+  mpirun --oversubscribe -np "$NP" build/bin/sweep --sweep "$SWEEP" --model gpt3_1T --strat "$strat" -q \
+    -o "$OUT/$strat.h5"
+  end=$EPOCHREALTIME
+  points=$(/usr/bin/python3 -c "import h5py; print(len(h5py.File('$OUT/$strat.h5', 'r')['points']))")
+  s=$(awk "BEGIN {print $end - $start}")
+  total=$(awk "BEGIN {print $total + $s}")
+  printf '%-8s %-8s %6s %10.1f %12.1f\n' "$strat" gpt3_1T "$NP" "$s" "$(awk "BEGIN {print $points / $s}")"
+done
+printf '%-8s %-8s %6s %10.1f\n' all gpt3_1T "$NP" "$total"
