@@ -60,7 +60,9 @@ int run_validate(const MeasurementOptions& in, const std::string& system_name, c
   std::optional<comm::Calibration> calibration;
   if (!system_name.empty()) system = load_system_named(system_name);
   if (!calibration_file.empty()) calibration = comm::load_calibration(calibration_file);
-  const auto results = comm::validate(rows, system ? &*system : nullptr, calibration ? &*calibration : nullptr);
+  // A system file's own `calibration:` applies unless --calibration replaces it, as in estimate and sweep.
+  const comm::Calibration* model = calibration ? &*calibration : system ? system->calibration.get() : nullptr;
+  const auto results = comm::validate(rows, system ? &*system : nullptr, model);
   std::cout << comm::validation_csv(results);
   std::cerr << comm::validation_summary(results);
   return 0;
@@ -96,7 +98,8 @@ int main(int argc, char** argv) {
   std::string system_name, calibration_file, out_file;
   CLI::App* validate = app.add_subcommand("validate", "predict every measurement; CSV on stdout, summary on stderr");
   validate_in.add_to(*validate);
-  validate->add_option("--system", system_name, "analytical model of this system (name or YAML path)");
+  validate->add_option("--system", system_name,
+                       "analytical model of this system (name or YAML path), and its `calibration:` if it names one");
   validate->add_option("--calibration", calibration_file,
                        "calibration from `comm fit` (with --system: analytical outside its range)");
   CLI::App* fit = app.add_subcommand("fit", "fit a calibration to the measurements");

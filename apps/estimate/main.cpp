@@ -99,9 +99,9 @@ int run(const Options& o) {
     ev = best_placement(sys, model, layout, o);
   }
   if (o.json) {
-    std::cout << estimate_json(ev, layout);
+    std::cout << estimate_json(ev, layout, sys);
   } else if (o.csv) {
-    std::cout << estimate_csv(ev, layout);
+    std::cout << estimate_csv(ev, layout, sys);
   } else {
     std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
   }

@@ -21,6 +21,7 @@
 #include "io/report.hpp"
 #include "io/grid_h5.hpp"
 #include "io/sweep_h5.hpp"
+#include "model/comm_calibration.hpp"
 #include "parallel/journal.hpp"
 #include "parallel/sweep_run.hpp"
 
@@ -152,6 +153,13 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
                        "gbs " + std::to_string(o.global_batch) + " top " + std::to_string(o.top_n) + " n_gpus";
   for (std::int64_t n : plan.n_gpus) inputs += " " + std::to_string(n);
   for (const std::string& y : plan.system_yaml) inputs += "\n" + y;
+  // The system YAML names a calibration by path; its content decides the collective times.
+  const comm::Calibration* previous = nullptr;
+  for (const SweepTarget& t : plan.targets) {
+    const comm::Calibration* cal = t.problem.system.calibration.get();
+    if (cal != nullptr && cal != previous) inputs += "\ncalibration " + fingerprint_hash(cal->file_text);
+    previous = cal;
+  }
   const std::string fingerprint = "perfsweep " + std::string(PERFSWEEP_VERSION) + ", " + o.strat + ", model " +
                                   plan.model.name + ", " + std::to_string(plan.targets.size()) + " targets, inputs " +
                                   fingerprint_hash(inputs);

@@ -113,17 +113,6 @@ std::optional<CommType> collective_from_file_name(const std::filesystem::path& f
 
 }  // namespace
 
-std::optional<CommType> parse_collective_name(std::string_view name) {
-  std::string s(name);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s.ends_with("_perf")) s.erase(s.size() - 5);
-  std::erase(s, '_');
-  if (s == "allreduce") return CommType::AllReduce;
-  if (s == "allgather") return CommType::AllGather;
-  if (s == "reducescatter") return CommType::ReduceScatter;
-  return std::nullopt;
-}
-
 std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) throw InputError(file.string() + ": cannot open");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/collective.hpp"
+#include "model/comm_calibration.hpp"  // parse_collective_name
 
 namespace perfsweep::comm {
 
@@ -29,10 +30,6 @@ struct Measurement {
   // The time compared with and fitted to: the mean of the out-of-place and in-place runs.
   double measured_s() const { return 0.5 * (time_oop_s + time_ip_s); }
 };
-
-// "allreduce", "all_reduce", "all_reduce_perf" (and the same for allgather, reducescatter) ->
-// the collective; nullopt for any other name. Case-insensitive.
-std::optional<CommType> parse_collective_name(std::string_view name);
 
 // The CSV with nccl-tests' columns (size, time-o, time-i, ...) plus num_nodes, gpus_per_node, op.
 // Extra columns are ignored; a missing column or a malformed row throws InputError naming

@@ -54,7 +54,7 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
     }
     if (!row.predicted_s && system != nullptr) {
       row.predicted_s =
-          collective_seconds(*system, m.op, m.size_bytes / kBytesPerGB, m.n_gpus(), m.gpus_per_node);
+          analytical_collective_seconds(*system, m.op, m.size_bytes / kBytesPerGB, m.n_gpus(), m.gpus_per_node);
       row.model = std::string(comm_model_name(CommModel::Analytical));
     }
     rows.push_back(std::move(row));

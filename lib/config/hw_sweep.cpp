@@ -105,6 +105,10 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
   return values;
 }
 
+bool is_network_parameter(const std::string& name) {
+  return name.rfind("nvlink_", 0) == 0 || name.rfind("ib_", 0) == 0 || name == "nic_factor";
+}
+
 void check_value(const std::string& name, double v, const std::string& where) {
   const bool latency = name == "nvlink_latency" || name == "ib_latency";
   const bool efficiency = name == "nvlink_eff" || name == "ib_eff";
@@ -165,6 +169,11 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
       SweepParameter p;
       p.name = kv.first.as<std::string>();
       if (!find_field(p.name)) throw InputError(where + ": '" + p.name + "' is not a numeric system parameter");
+      if (sw.base.calibration && is_network_parameter(p.name)) {
+        throw InputError(where + ": '" + p.name + "' cannot be swept on " + sw.base_system +
+                         ", whose collectives are timed by its calibration (" + sw.base.calibration_file +
+                         "); sweep an uncalibrated system");
+      }
       for (const SweepAxis& other : sw.axes) {
         for (const SweepParameter& q : other.parameters) {
           if (q.name == p.name) throw InputError(where + ": '" + p.name + "' is swept on two axes");

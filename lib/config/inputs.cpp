@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 #include <system_error>
 
+#include "config/calibration_file.hpp"
 #include "core/error.hpp"
 
 #ifndef PERFSWEEP_SOURCE_DIR
@@ -253,7 +255,7 @@ System load_system(const fs::path& file) {
       "name",           "matrix_flops_fp16", "vector_flops_fp32", "vector_flops_fp16", "hbm_bandwidth",
       "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
-      "summa_nb",       "element_size",      "mask_element_size", "flops_units"};
+      "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -271,7 +273,22 @@ System load_system(const fs::path& file) {
   if (s.empirical) {
     throw InputError(m.file() +
                      ": empirical=true is not supported: the reference's empirical mode (measured collective "
-                     "times) is not ported; the calibration feature replaces it (`comm fit`, then --calibration)");
+                     "times) is not ported; the calibration feature replaces it (`comm fit`, then "
+                     "`calibration: FILE` in the system file)");
+  }
+  if (auto n = m.find("calibration")) {
+    if (!n->IsScalar() || n->Scalar().empty()) {
+      throw InputError(m.file() + ": calibration must be the path of a calibration file (written by `comm fit`), got " +
+                       Mapping::shown(*n));
+    }
+    s.calibration_file = n->Scalar();
+    fs::path path(s.calibration_file);
+    if (path.is_relative()) path = (file.parent_path() / path).lexically_normal();
+    try {
+      s.calibration = std::make_shared<const comm::Calibration>(comm::load_calibration(path));
+    } catch (const InputError& e) {
+      throw InputError(m.file() + ": calibration '" + s.calibration_file + "': " + e.what());
+    }
   }
   return s;
 }
@@ -375,6 +392,9 @@ std::string system_to_yaml(const System& system) {
       line("empirical", system.empirical ? "true" : "false", "");
       line("summa_nb", std::to_string(system.summa_nb), "");
     }
+  }
+  if (!system.calibration_file.empty()) {
+    line("calibration", quoted(system.calibration_file), "measured collective times, relative to this file");
   }
   return out;
 }

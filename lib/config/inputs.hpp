@@ -15,6 +15,9 @@ namespace perfsweep {
 // plus an optional `name` (default: the file stem, without the reference's "config-" prefix
 // for .json files). Unknown keys, missing required keys and out-of-range values are errors;
 // `empirical: true` is rejected (the calibration feature replaces the reference's measured mode).
+// An optional `calibration: PATH` (relative to the system file's directory, or absolute) names a
+// calibration written by `comm fit` (config/calibration_file.hpp); it is loaded and validated
+// here, and its errors name the system file, the key and the path.
 System load_system(const std::filesystem::path& file);
 
 // Keys: name (default: file stem), seq_len, embed_dim, num_heads, depth, ffn_dim
@@ -34,7 +37,8 @@ Transformer load_model_named(const std::string& name_or_path);
 std::string read_text(const std::filesystem::path& file);
 
 // Canonical YAML of every key (doubles as "%.17g"), which load_system/load_model read back to
-// identical values.
+// identical values. `calibration` is written as the system file had it (a relative path reads
+// back from a file in the same directory).
 std::string system_to_yaml(const System& system);
 std::string model_to_yaml(const Transformer& model);
 

@@ -98,6 +98,18 @@ void attr(hid_t obj, const std::string& name, std::string_view value) {
   check(H5Awrite(a.id(), type.id(), buf.c_str()), "write attribute", name);
 }
 
+void text_attr(hid_t obj, const std::string& name, std::string_view value) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.id(), H5T_VARIABLE);
+  H5Tset_cset(type.id(), H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle a(check(H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), "create attribute " + name),
+           H5Aclose);
+  const std::string buf(value);
+  const char* data = buf.c_str();
+  check(H5Awrite(a.id(), type.id(), &data), "write attribute", name);
+}
+
 void attr(hid_t obj, const std::string& name, double value) {
   numeric_attr(obj, name, H5T_NATIVE_DOUBLE, &value, 1, true);
 }

@@ -34,6 +34,9 @@ Handle open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& name);
 
 void attr(hid_t obj, const std::string& name, std::string_view value);
+// A variable-length string attribute: its bytes live in the file's heap, so it may exceed the
+// 64 KiB an attribute's header holds (echoed input files).
+void text_attr(hid_t obj, const std::string& name, std::string_view value);
 void attr(hid_t obj, const std::string& name, double value);
 void attr(hid_t obj, const std::string& name, std::int64_t value);
 void attr(hid_t obj, const std::string& name, const std::vector<std::int64_t>& values);

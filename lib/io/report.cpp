@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "io/json_writer.hpp"
+#include "model/comm_calibration.hpp"
 
 namespace perfsweep {
 
@@ -42,7 +43,51 @@ std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c) {
   return {{"nv_tp1", c.tensor.nv1}, {"nv_tp2", c.tensor.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}};
 }
 
+CommUse comm_use(const LayerResult& row, bool pipeline_row, const Layout& layout) {
+  CommUse u;
+  // A pipeline row times its transfers only between stages (pp > 1).
+  if (pipeline_row && layout.pp <= 1) return u;
+  for (const CommSet* set : {&row.cost.comm_fwd, &row.cost.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) {
+      const Collective& c = set->items[i];
+      if (c.type != CommType::None && c.group > 1 && c.volume_gb > 0) ++u.collectives;
+    }
+  }
+  u.calibrated = row.calibrated_fwd + row.calibrated_bwd;
+  return u;
+}
+
+std::string_view comm_use_name(const CommUse& u) {
+  if (u.collectives == 0) return "none";
+  if (u.calibrated == 0) return "analytical";
+  return u.calibrated >= u.collectives ? "calibrated" : "mixed";
+}
+
 namespace {
+
+// Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
+template <typename F>
+void for_each_row(const Evaluation& ev, F&& f) {
+  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}}) {
+    for (int i = 0; i < mod->count; ++i) f(name, mod->layers[static_cast<std::size_t>(i)]);
+  }
+  f("dp", ev.dp_row);
+  f("pp", ev.pp_row);
+}
+
+CommUse row_use(const char* module, const LayerResult& r, const Layout& layout) {
+  return comm_use(r, std::string_view(module) == "pp", layout);
+}
+
+CommUse total_use(const Evaluation& ev, const Layout& layout) {
+  CommUse total;
+  for_each_row(ev, [&](const char* module, const LayerResult& r) {
+    const CommUse u = row_use(module, r, layout);
+    total.collectives += u.collectives;
+    total.calibrated += u.calibrated;
+  });
+  return total;
+}
 
 void comm_json(JsonWriter& w, const char* key, const char* type_key, const CommSet& set) {
   if (set.is_list) {
@@ -69,7 +114,7 @@ constexpr PassField kPassFields[] = {{"", &PassTime::t},
                                      {"_mem", &PassTime::mem},
                                      {"", &PassTime::intensity}};
 
-void layer_json(JsonWriter& w, const LayerResult& r) {
+void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use) {
   const LayerCost& c = r.cost;
   w.begin_object();
   w.key("name").value(std::string_view(c.name));
@@ -88,34 +133,43 @@ void layer_json(JsonWriter& w, const LayerResult& r) {
     }
   }
   w.key("t").value(r.t);
+  if (use.collectives > 0) w.key("comm_model").value(comm_use_name(use));
   w.end_object();
 }
 
-void module_json(JsonWriter& w, const char* key, const Module& m) {
+void module_json(JsonWriter& w, const char* key, const Module& m, const Layout& layout) {
   w.key(key).begin_array();
-  for (int i = 0; i < m.count; ++i) layer_json(w, m.layers[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < m.count; ++i) {
+    const LayerResult& r = m.layers[static_cast<std::size_t>(i)];
+    layer_json(w, r, row_use(key, r, layout));
+  }
   w.end_array();
 }
 
 }  // namespace
 
-std::string estimate_json(const Evaluation& ev, const Layout& layout) {
+std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system) {
   JsonWriter w;
   w.begin_object();
   w.key("modules").begin_object();
-  module_json(w, "mlp", ev.mlp);
-  module_json(w, "sa", ev.sa);
+  module_json(w, "mlp", ev.mlp, layout);
+  module_json(w, "sa", ev.sa, layout);
   w.key("dp").begin_array();
-  layer_json(w, ev.dp_row);
+  layer_json(w, ev.dp_row, row_use("dp", ev.dp_row, layout));
   w.end_array();
   w.key("pp").begin_array();
-  layer_json(w, ev.pp_row);
+  layer_json(w, ev.pp_row, row_use("pp", ev.pp_row, layout));
   w.end_array();
   w.end_object();
   w.key("totals").begin_object();
   for (const TotalsField& f : kTotalsFields) w.key(f.name).value(ev.totals.*f.member);
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
   w.key("fits").value(ev.fits);
+  const CommUse use = total_use(ev, layout);
+  w.key("comm_model").value(comm_use_name(use));
+  w.key("collectives").value(static_cast<std::int64_t>(use.collectives));
+  w.key("calibrated_collectives").value(static_cast<std::int64_t>(use.calibrated));
+  if (system.calibration) w.key("calibration").value(std::string_view(system.calibration->file));
   w.end_object();
   w.key("throughput").value(ev.throughput);
   w.end_object();
@@ -133,22 +187,13 @@ std::string comm_text(const CommSet& set, bool types) {
   return s;
 }
 
-template <typename F>
-void for_each_row(const Evaluation& ev, F&& f) {
-  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}}) {
-    for (int i = 0; i < mod->count; ++i) f(name, mod->layers[static_cast<std::size_t>(i)]);
-  }
-  f("dp", ev.dp_row);
-  f("pp", ev.pp_row);
-}
-
 }  // namespace
 
-std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
+std::string estimate_csv(const Evaluation& ev, const Layout& layout, const System& system) {
   std::ostringstream o;
   o << "module,name,weights_mem,weights_grad_mem,flops_fwd,activation_buffer,comm_fwd,comm_fwd_type,flops_bwd,"
        "comm_bwd,comm_bwd_type,t_fwd,t_fwd_comm,t_fwd_comp,t_fwd_mem,intensity_fwd,t_bwd,t_bwd_comm,t_bwd_comp,"
-       "t_bwd_mem,intensity_bwd,t\n";
+       "t_bwd_mem,intensity_bwd,t,comm_model\n";
   for_each_row(ev, [&](const char* module, const LayerResult& r) {
     const LayerCost& c = r.cost;
     o << module << ',' << c.name << ',' << format_double(c.weights_mem) << ',' << format_double(c.weights_grad_mem)
@@ -159,13 +204,28 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
       o << ',' << format_double(p->t) << ',' << format_double(p->comm) << ',' << format_double(p->comp) << ','
         << format_double(p->mem) << ',' << format_double(p->intensity);
     }
-    o << ',' << format_double(r.t) << '\n';
+    const CommUse use = row_use(module, r, layout);
+    o << ',' << format_double(r.t) << ',' << (use.collectives > 0 ? comm_use_name(use) : "") << '\n';
   });
   o << "\nquantity,value,unit\n";
   for (const TotalsField& f : kTotalsFields) o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
   o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
+  const CommUse use = total_use(ev, layout);
+  o << "comm_model," << comm_use_name(use) << ",\n";
+  o << "collectives," << use.collectives << ",\n";
+  o << "calibrated_collectives," << use.calibrated << ",\n";
+  // A path with a comma or quote is quoted, CSV style.
+  if (system.calibration) {
+    std::string path = system.calibration->file;
+    if (path.find_first_of(",\"\n") != std::string::npos) {
+      std::string q = "\"";
+      for (char c : path) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      path = q + "\"";
+    }
+    o << "calibration," << path << ",\n";
+  }
   return o.str();
 }
 
@@ -198,9 +258,9 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 
   char line[512];
   auto header = [&]() {
-    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %10s %10s %11s %7s %11s %11s %11s %-8s\n", "module",
+    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %10s %10s %11s %7s %11s %11s %11s %-8s %s\n", "module",
                   "layer", "fwd TFLOP", "bwd TFLOP", "weights GB", "acts GB", "comm GB f/b", "AI f", "t_fwd ms",
-                  "t_bwd ms", "t_comm ms", "bound");
+                  "t_bwd ms", "t_comm ms", "bound", "comm model");
     o << line;
   };
   header();
@@ -210,13 +270,22 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     for (std::uint8_t i = 0; i < c.comm_fwd.count; ++i) comm_f += c.comm_fwd.items[i].volume_gb;
     for (std::uint8_t i = 0; i < c.comm_bwd.count; ++i) comm_b += c.comm_bwd.items[i].volume_gb;
     const std::string comm = fmt("%.3g", comm_f) + "/" + fmt("%.3g", comm_b);
-    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %10.4g %10.4g %11s %7.3g %11.4g %11.4g %11.4g %-8s\n",
+    const CommUse use = row_use(module, r, layout);
+    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %10.4g %10.4g %11s %7.3g %11.4g %11.4g %11.4g %-8s %s\n",
                   module, c.name, c.flops_fwd, c.flops_bwd, c.weights_mem, c.activation_buffer, comm.c_str(),
                   r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
-                  bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd));
+                  bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd), use.collectives > 0 ? comm_use_name(use).data() : "-");
     o << line;
   });
-  o << "(AI f: forward arithmetic intensity = compute time / memory time; bound: what dominates the longer pass)\n\n";
+  o << "(AI f: forward arithmetic intensity = compute time / memory time; bound: what dominates the longer pass)\n";
+  const CommUse use = total_use(ev, layout);
+  if (system.calibration) {
+    o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "
+      << system.calibration->file << ", the rest by the analytical model (collectives, placements, node counts or "
+         "sizes it does not cover)\n\n";
+  } else {
+    o << "collectives: " << use.collectives << ", timed by the analytical model (no calibration)\n\n";
+  }
 
   const Totals& t = ev.totals;
   o << "step time " << fmt("%.6g", t.t) << " s, throughput " << fmt("%.6g", ev.throughput) << " samples/s, "

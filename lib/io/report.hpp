@@ -18,11 +18,25 @@ std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& layout);
 std::string_view strategy_name(Strategy s);  // "1d", "2d", "2d-seqp"
 Strategy parse_strategy(const std::string& name);  // also accepts "2d-seq"; InputError otherwise
 
-// {"modules": {"mlp": [...], "sa": [...], "dp": [...], "pp": [...]}, "totals": {...}, "throughput": x}
-std::string estimate_json(const Evaluation& ev, const Layout& layout);
+// Which model timed a row's collectives: those that move data (volume > 0 over two or more GPUs;
+// the pipeline row's only when pp > 1) and, of them, those timed from the system's calibration.
+struct CommUse {
+  int collectives = 0;
+  int calibrated = 0;
+};
+CommUse comm_use(const LayerResult& row, bool pipeline_row, const Layout& layout);
+// "none" (no collective), "analytical", "calibrated" (all of them) or "mixed".
+std::string_view comm_use_name(const CommUse& use);
 
-// One CSV row per layer (module, layer, every per-layer field), then the totals as `totals` rows.
-std::string estimate_csv(const Evaluation& ev, const Layout& layout);
+// {"modules": {"mlp": [...], "sa": [...], "dp": [...], "pp": [...]}, "totals": {...}, "throughput": x}.
+// Beyond the reference's keys: each layer with a collective has "comm_model" (comm_use_name),
+// totals have "fits", "comm_model", "collectives", "calibrated_collectives" and, when the
+// system names one, "calibration" (the calibration file's path).
+std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system);
+
+// One CSV row per layer (module, layer, every per-layer field, comm_model), then the totals as
+// `quantity,value,unit` rows (with the comm_model summary and calibration path as in the JSON).
+std::string estimate_csv(const Evaluation& ev, const Layout& layout, const System& system);
 
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,

@@ -1,17 +1,22 @@
 #include "io/sweep_h5.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
+#include "core/hash.hpp"
 #include "io/h5.hpp"
 #include "io/report.hpp"
+#include "model/comm_calibration.hpp"
 
 namespace perfsweep {
 namespace {
 char g_partial_path[4096] = {0};
-}
+}  // namespace
 
 const char* partial_output_path() { return g_partial_path[0] ? g_partial_path : nullptr; }
 
@@ -63,6 +68,17 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
   h5::attr(group, "nvs", sys.nvlink_size);
   for (const SystemNumberField& f : kSystemNumberFields) h5::attr(group, f.name, sys.*f.member);
   h5::attr(group, "summa_nb", sys.summa_nb);
+  // Which collective model timed the results; a calibration travels with them, so the file
+  // describes itself.
+  if (sys.calibration) {
+    const comm::Calibration& cal = *sys.calibration;
+    h5::attr(group, "comm_model", "calibrated: " + cal.file);
+    h5::attr(group, "calibration_file", std::string_view(cal.file));
+    h5::attr(group, "calibration_fnv1a", fnv1a_hex(cal.file_text));
+    h5::text_attr(group, "calibration_yaml", cal.file_text);
+  } else {
+    h5::attr(group, "comm_model", std::string_view("analytical"));
+  }
 
   // The reference keeps GPU counts from the first feasible one; t_max/t_min only for feasible ones.
   std::size_t start = 0;

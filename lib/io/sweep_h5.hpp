@@ -4,7 +4,9 @@
 //                             model, global_batch_size, top_n, n_gpus_searched
 //   /model                    the model's parameters as attributes
 //   /provenance/model.yaml, /provenance/systems/<group>.yaml   resolved inputs as text
-//   /<name>-NVS<nvs>          attributes nvs and every system parameter;
+//   /<name>-NVS<nvs>          attributes nvs, every system parameter, and comm_model
+//                             ("analytical", or "calibrated: <file>" with calibration_file,
+//                             calibration_fnv1a and the file itself as calibration_yaml);
 //       n_gpus, t_max, t_min  the npy's lists (GPU counts from the first feasible one; best and
 //                             N-th best throughput of each feasible count)
 //       top/<column>          one row per (GPU count, rank): n_gpus, rank, throughput, mem, the

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/comm_calibration.hpp"
 
 namespace perfsweep {
 
@@ -29,8 +30,8 @@ double compute_seconds(const System& system, double tflop, bool tensor_cores) {
 
 double memory_seconds(const System& system, double gigabytes) { return gigabytes / system.hbm_bandwidth; }
 
-double collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
-                          std::int64_t fast_domain) {
+double analytical_collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
+                                     std::int64_t fast_domain) {
   if (std::isnan(volume_gb) || volume_gb == 0) return 0;
   if (fast_domain > system.nvlink_size) {
     throw ConfigError("collective over " + std::to_string(fast_domain) + " GPUs of an NVLink domain of " +
@@ -69,6 +70,23 @@ double collective_seconds(const System& system, CommType type, double volume_gb,
   const double latency_fast = fast_latency * static_cast<double>(n_gpus - domains);
   t += (latency_slow + latency_fast);
   return t;
+}
+
+std::string_view comm_model_name(CommModel model) {
+  return model == CommModel::Calibrated ? "calibrated" : "analytical";
+}
+
+CollectiveTime collective_time(const System& system, const comm::Calibration* calibration, CommType type,
+                               double volume_gb, std::int64_t n_gpus, std::int64_t fast_domain) {
+  constexpr double kBytesPerGB = 1e9;
+  // fast_domain <= nvlink_size: a placement the analytical model refuses stays an error.
+  if (calibration != nullptr && comm::is_calibrated_op(type) && n_gpus > 1 && volume_gb > 0 &&
+      fast_domain <= system.nvlink_size) {
+    if (const auto t = comm::predict(*calibration, type, volume_gb * kBytesPerGB, n_gpus, fast_domain)) {
+      return {*t, CommModel::Calibrated};
+    }
+  }
+  return {analytical_collective_seconds(system, type, volume_gb, n_gpus, fast_domain), CommModel::Analytical};
 }
 
 }  // namespace perfsweep

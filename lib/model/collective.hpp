@@ -1,6 +1,7 @@
 #pragma once
 // Roofline and two-tier ring-collective timing, as in the reference's Estimates class
-// (estimates.py: get_time_flops, get_time_mem, get_time_comm).
+// (estimates.py: get_time_flops, get_time_mem, get_time_comm), and collectives timed from
+// measurements where the system names a calibration.
 #include <cstdint>
 #include <string_view>
 
@@ -20,11 +21,44 @@ double compute_seconds(const System& system, double tflop, bool tensor_cores);
 double memory_seconds(const System& system, double gigabytes);
 
 // Seconds for one collective of `volume_gb` GB over `n_gpus` GPUs, `fast_domain` of which share an
-// NVLink domain (the rest of the ring crosses the slow network). Ring algorithm as NCCL runs it:
-// (n-1)/n of the volume per GPU except for reduce and broadcast; allreduce costs twice on the
-// two-tier path; one latency per ring step on each tier. Throws ConfigError if fast_domain exceeds
-// the system's NVLink domain, or for a p2p that is not between two GPUs.
-double collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
-                          std::int64_t fast_domain);
+// NVLink domain (the rest of the ring crosses the slow network), by the reference's analytical
+// model. Ring algorithm as NCCL runs it: (n-1)/n of the volume per GPU except for reduce and
+// broadcast; allreduce costs twice on the two-tier path; one latency per ring step on each tier.
+// Throws ConfigError if fast_domain exceeds the system's NVLink domain, or for a p2p that is not
+// between two GPUs.
+double analytical_collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
+                                     std::int64_t fast_domain);
+
+// Which model timed a collective.
+enum class CommModel : std::uint8_t { Analytical, Calibrated };
+std::string_view comm_model_name(CommModel model);  // "analytical", "calibrated"
+
+struct CollectiveTime {
+  double seconds = 0;
+  CommModel model = CommModel::Analytical;
+};
+
+// A collective timed with `calibration` (may be null; model/comm_calibration.hpp) where it
+// answers: an allreduce, allgather or reducescatter that moves data (volume > 0, two or more
+// GPUs) in a placement (fast_domain = GPUs per node), node count (n_gpus / fast_domain) and
+// message size (volume_gb * 1e9 bytes, nccl-tests' size) the calibration covers. Everything else
+// by the analytical model, with its checks.
+CollectiveTime collective_time(const System& system, const comm::Calibration* calibration, CommType type,
+                               double volume_gb, std::int64_t n_gpus, std::int64_t fast_domain);
+
+// The cost model's collective time: with the system's calibration where it applies. Without
+// one, exactly the analytical model (one null check on the hot path).
+inline CollectiveTime collective_time(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
+                                      std::int64_t fast_domain) {
+  if (system.calibration == nullptr) [[likely]] {
+    return {analytical_collective_seconds(system, type, volume_gb, n_gpus, fast_domain), CommModel::Analytical};
+  }
+  return collective_time(system, system.calibration.get(), type, volume_gb, n_gpus, fast_domain);
+}
+
+inline double collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
+                                 std::int64_t fast_domain) {
+  return collective_time(system, type, volume_gb, n_gpus, fast_domain).seconds;
+}
 
 }  // namespace perfsweep

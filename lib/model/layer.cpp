@@ -43,14 +43,39 @@ CommSet list(std::initializer_list<Collective> cs) {
 // A GEMM's flops: `rows` dot products of length k (k multiplies, k-1 adds).
 double dot_flops(I rows, I k, const Units& u) { return D(rows) * (D(k) * u.mult + D(k - 1) * u.add); }
 
+// Seconds of a pass's collectives, each on 1/volume_divisor of its volume.
 double time_collectives(const System& s, const CommSet& set, double volume_divisor) {
   double t = 0;
+  if (s.calibration != nullptr) [[unlikely]] {
+    for (std::uint8_t i = 0; i < set.count; ++i) {
+      const Collective& c = set.items[i];
+      t += collective_time(s, s.calibration.get(), c.type,
+                           volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor, c.group, c.fast_domain)
+               .seconds;
+    }
+    return t;
+  }
   for (std::uint8_t i = 0; i < set.count; ++i) {
     const Collective& c = set.items[i];
-    t += collective_seconds(s, c.type, volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor, c.group,
-                            c.fast_domain);
+    t += analytical_collective_seconds(s, c.type, volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor,
+                                       c.group, c.fast_domain);
   }
   return t;
+}
+
+// How many of a pass's collectives the system's calibration times (as time_pass asks for them:
+// SUMMA layers one of nb blocks). Only called with a calibration, to keep time_pass lean without.
+std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, const CommSet& set) {
+  const double divisor = cost.overlap == Overlap::Summa ? D(cost.summa_nb) : 1.0;
+  std::uint8_t n = 0;
+  for (std::uint8_t i = 0; i < set.count; ++i) {
+    const Collective& c = set.items[i];
+    const CollectiveTime t = collective_time(s, s.calibration.get(), c.type,
+                                             divisor == 1.0 ? c.volume_gb : c.volume_gb / divisor, c.group,
+                                             c.fast_domain);
+    if (t.model == CommModel::Calibrated) ++n;
+  }
+  return n;
 }
 
 PassTime time_pass(const System& s, const LayerCost& c, double flops, double mem, const CommSet& comms) {
@@ -87,6 +112,10 @@ LayerResult time_layer(const System& system, const LayerCost& cost) {
   r.cost = cost;
   r.fwd = time_pass(system, cost, cost.flops_fwd, cost.mem_fwd, cost.comm_fwd);
   r.bwd = time_pass(system, cost, cost.flops_bwd, cost.mem_bwd, cost.comm_bwd);
+  if (system.calibration != nullptr) [[unlikely]] {
+    r.calibrated_fwd = calibrated_collectives(system, cost, cost.comm_fwd);
+    r.calibrated_bwd = calibrated_collectives(system, cost, cost.comm_bwd);
+  }
   if (cost.recompute) r.bwd.t += r.fwd.t;
   r.t = r.fwd.t + r.bwd.t;
   return r;

@@ -64,6 +64,9 @@ struct LayerResult {
   PassTime fwd;
   PassTime bwd;
   double t = 0;  // fwd.t + bwd.t
+  // Of each pass's collectives, those timed from the system's calibration (0 without one).
+  std::uint8_t calibrated_fwd = 0;
+  std::uint8_t calibrated_bwd = 0;
 };
 
 LayerResult time_layer(const System& system, const LayerCost& cost);

@@ -43,8 +43,15 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
                           bool overlap) {
   const double weights = block.mlp.weights_mem + block.sa.weights_mem;  // one layer's weights
   LayerResult r = comm_row("dp_comms", weights, CommType::AllGather, CommType::ReduceScatter, group, fast_domain);
-  auto pass = [&](CommType type, double overlap_compute) {
-    double t = collective_seconds(s, type, weights, group, fast_domain);
+  auto pass = [&](CommType type, double overlap_compute, std::uint8_t& calibrated) {
+    double t = 0;
+    if (s.calibration == nullptr) [[likely]] {
+      t = analytical_collective_seconds(s, type, weights, group, fast_domain);
+    } else {
+      const CollectiveTime ct = collective_time(s, s.calibration.get(), type, weights, group, fast_domain);
+      t = ct.seconds;
+      if (ct.model == CommModel::Calibrated) calibrated = 1;
+    }
     if (overlap) {
       t += std::max(t - overlap_compute, 0.0) * D(layers_per_stage - 1);
     } else {
@@ -52,8 +59,8 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
     }
     return comm_only(t);
   };
-  r.fwd = pass(CommType::AllGather, block.mlp.t_fwd + block.sa.t_fwd);
-  r.bwd = pass(CommType::ReduceScatter, block.mlp.t_bwd + block.sa.t_bwd);
+  r.fwd = pass(CommType::AllGather, block.mlp.t_fwd + block.sa.t_fwd, r.calibrated_fwd);
+  r.bwd = pass(CommType::ReduceScatter, block.mlp.t_bwd + block.sa.t_bwd, r.calibrated_bwd);
   r.t = r.fwd.t + r.bwd.t;
   return r;
 }
@@ -68,12 +75,12 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
       const I total_links = pp - 1;
       const I slow_links = static_cast<I>(D(pp) / D(fast_domain) - 1);
       const I fast_links = total_links - slow_links;
-      const double t_fast = collective_seconds(s, CommType::P2P, volume, 2, fast_domain);
+      const double t_fast = analytical_collective_seconds(s, CommType::P2P, volume, 2, fast_domain);
       // The reference times a slow link as a "collective" over one GPU, which costs nothing.
-      const double t_slow = collective_seconds(s, CommType::P2P, volume, 1, 1);
+      const double t_slow = analytical_collective_seconds(s, CommType::P2P, volume, 1, 1);
       t = D(fast_links) / D(total_links) * t_fast + D(slow_links) / D(total_links) * t_slow;
     } else if (fast_domain == 1) {
-      t = collective_seconds(s, CommType::P2P, volume, 2, 1);
+      t = analytical_collective_seconds(s, CommType::P2P, volume, 2, 1);
     } else {
       throw ConfigError("pipeline NVLink placement must be positive, got " + std::to_string(fast_domain));
     }

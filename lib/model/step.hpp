@@ -34,7 +34,8 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64
                           std::int64_t group, std::int64_t fast_domain, bool overlap = true);
 
 // Point-to-point activation transfers between pipeline stages, for every micro-batch. Links inside
-// the NVLink domain are fast; the reference times the others as free (its quirk, kept).
+// the NVLink domain are fast; the reference times the others as free (its quirk, kept). Always
+// the analytical model: nccl-tests calibrations cover allreduce, allgather and reducescatter.
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, std::int64_t micro_batches,
                               std::int64_t pp, std::int64_t fast_domain, bool overlap = false);
 

@@ -2,9 +2,14 @@
 // Hardware description of one GPU system, with the reference's keys and units
 // (systems/config-*.json of transformer-perf-estimates).
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace perfsweep {
+
+namespace comm {
+struct Calibration;  // model/comm_calibration.hpp
+}
 
 struct System {
   std::string name;                  // label, e.g. "A100"; the file stem by default
@@ -26,6 +31,11 @@ struct System {
   double element_size = 2e-9;        // GB per activation/weight element (fp16: 2 bytes)
   double mask_element_size = 1e-9;   // GB per dropout-mask element (1 byte)
   double flops_units = 1e-12;        // TFLOP per flop: all flop counts are in TFLOP
+  // Collective times fitted to the cluster's nccl-tests runs (`comm fit`), used for the
+  // collectives, placements and sizes they cover (model/collective.hpp: collective_time). Null:
+  // the analytical model alone, as in the reference. Shared and immutable, so copies are cheap.
+  std::shared_ptr<const comm::Calibration> calibration;
+  std::string calibration_file;      // the system file's `calibration:` value as written; "" if none
 };
 
 // The numeric parameters in the reference's key order, for writers and readers of every format.

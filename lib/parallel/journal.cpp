@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/hash.hpp"
+
 #include "core/error.hpp"
 
 namespace perfsweep {
@@ -19,14 +21,7 @@ namespace {
 constexpr char kMagic[8] = {'P', 'S', 'W', 'E', 'E', 'P', 'J', '1'};
 constexpr std::uint32_t kRecordMagic = 0x52435350;  // "PSCR"
 
-std::uint64_t fnv1a(const char* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+std::uint64_t fnv1a(const char* p, std::size_t n) { return perfsweep::fnv1a(std::string_view(p, n)); }
 
 template <typename T>
 void put(std::string& out, const T& v) {
@@ -55,11 +50,7 @@ std::string header(const std::string& fingerprint) {
 
 }  // namespace
 
-std::string fingerprint_hash(const std::string& text) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(text.data(), text.size())));
-  return buf;
-}
+std::string fingerprint_hash(const std::string& text) { return fnv1a_hex(text); }
 
 Journal::Journal(const std::string& path, const std::string& fingerprint) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

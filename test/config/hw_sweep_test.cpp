@@ -135,6 +135,9 @@ TEST_F(HardwareSweepErrors, NameTheFieldAndValue) {
        "at least two systems"},
       {base + "axes: [{hbm_capacity: {interpolate: {systems: [A100, H200]}}}]\n", "missing key 'points_per_segment'"},
       {base + "axes: [{hbm_capacity: [80, 100]\n", "line"},  // malformed YAML: where it broke
+      // a calibrated system's collectives do not follow its network parameters
+      {"base: {system: A100-calibrated, nvs: 4}\naxes: [{ib_bandwidth: [25, 50]}]\n",
+       "'ib_bandwidth' cannot be swept on A100-calibrated"},
   };
   for (const Case& c : cases) {
     const std::string message = error_of(c.text);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/comm_calibration.hpp"
 
 namespace perfsweep {
 namespace {
@@ -37,6 +38,11 @@ void expect_same_system(const System& a, const System& b) {
   EXPECT_EQ(a.nvlink_size, b.nvlink_size);
   EXPECT_EQ(a.summa_nb, b.summa_nb);
   EXPECT_EQ(a.empirical, b.empirical);
+  EXPECT_EQ(a.calibration_file, b.calibration_file);
+  EXPECT_EQ(a.calibration == nullptr, b.calibration == nullptr);
+  if (a.calibration && b.calibration) {
+    EXPECT_EQ(a.calibration->file_text, b.calibration->file_text);
+  }
 }
 
 void expect_same_model(const Transformer& a, const Transformer& b) {
@@ -212,8 +218,8 @@ TEST_F(InputsTest, UnknownDuplicateAndMissingKeys) {
   const fs::path dup = model_with(std::string(kValidModel) + "depth: 12\n");
   EXPECT_EQ(input_error([&] { load_model(dup); }), dup.string() + ": duplicate key 'depth'");
 
-  const fs::path calibration = system_with(std::string(kValidSystem) + "calibration: cal.yaml\n");
-  EXPECT_EQ(input_error([&] { load_system(calibration); }), calibration.string() + ": unknown key 'calibration'");
+  const fs::path calibration = system_with(std::string(kValidSystem) + "calibration_file: cal.yaml\n");
+  EXPECT_EQ(input_error([&] { load_system(calibration); }), calibration.string() + ": unknown key 'calibration_file'");
 
   const fs::path no_ib = system_with("matrix_flops_fp16: 312\n");
   EXPECT_NE(input_error([&] { load_system(no_ib); }).find(": missing key '"), std::string::npos);
@@ -272,6 +278,59 @@ TEST_F(InputsTest, EmpiricalModeIsRejected) {
   EXPECT_EQ(input_error([&] { load_system(word); }), word.string() + ": empirical must be true or false, got maybe");
 }
 
+TEST_F(InputsTest, CalibrationIsLoadedRelativeToTheSystemFile) {
+  const std::string calibration = read_text(kSourceDir / "systems" / "calibrations" / "perlmutter_a100.yaml");
+  write("systems/cal/perlmutter.yaml", calibration);
+  const fs::path p = system_with(std::string(kValidSystem) + "calibration: cal/perlmutter.yaml\n");
+  const System s = load_system(p);
+  ASSERT_NE(s.calibration, nullptr);
+  EXPECT_EQ(s.calibration_file, "cal/perlmutter.yaml");
+  EXPECT_EQ(s.calibration->file, (dir_ / "systems" / "cal" / "perlmutter.yaml").string());
+  EXPECT_EQ(s.calibration->file_text, calibration);
+  EXPECT_EQ(s.calibration->placements.size(), 9u);  // 3 collectives x 1, 2, 4 GPUs per node
+
+  // Absolute paths are taken as they are; without the key there is no calibration.
+  const fs::path absolute = dir_ / "systems" / "cal" / "perlmutter.yaml";
+  EXPECT_EQ(load_system(system_with(std::string(kValidSystem) + "calibration: " + absolute.string() + "\n"))
+                .calibration->file,
+            absolute.string());
+  EXPECT_EQ(load_system(system_with(kValidSystem)).calibration, nullptr);
+
+  // The shipped example: A100 plus the Perlmutter calibration.
+  const System calibrated = load_system_named("A100-calibrated");
+  ASSERT_NE(calibrated.calibration, nullptr);
+  EXPECT_EQ(calibrated.calibration_file, "calibrations/perlmutter_a100.yaml");
+  EXPECT_EQ(calibrated.calibration->file_text, calibration);
+  const System a100 = load_system_named("A100");
+  for (const SystemNumberField& f : kSystemNumberFields) EXPECT_EQ(calibrated.*(f.member), a100.*(f.member)) << f.name;
+  EXPECT_EQ(calibrated.nvlink_size, a100.nvlink_size);
+}
+
+TEST_F(InputsTest, CalibrationErrorsNameSystemFileKeyAndValue) {
+  const fs::path missing = system_with(std::string(kValidSystem) + "calibration: cal/absent.yaml\n");
+  const std::string msg = input_error([&] { load_system(missing); });
+  EXPECT_EQ(msg.rfind(missing.string() + ": calibration 'cal/absent.yaml': ", 0), 0u) << msg;
+  EXPECT_NE(msg.find((dir_ / "systems" / "cal" / "absent.yaml").string() + ": cannot open"), std::string::npos) << msg;
+
+  for (const auto& [value, shown] : {std::pair{"[a.yaml, b.yaml]", "a list"}, {"{file: a.yaml}", "a mapping"},
+                                     {"", "nothing"}, {"\"\"", "\"\""}}) {
+    const fs::path p = system_with(std::string(kValidSystem) + "calibration: " + value + "\n");
+    EXPECT_EQ(input_error([&] { load_system(p); }),
+              p.string() + ": calibration must be the path of a calibration file (written by `comm fit`), got " + shown)
+        << value;
+  }
+
+  // A file that is not a calibration: the calibration loader's message, behind the system's.
+  write("systems/not_a_calibration.yaml", "format: something-else\nversion: 1\n");
+  const fs::path wrong = system_with(std::string(kValidSystem) + "calibration: not_a_calibration.yaml\n");
+  const std::string wrong_msg = input_error([&] { load_system(wrong); });
+  EXPECT_EQ(wrong_msg.rfind(wrong.string() + ": calibration 'not_a_calibration.yaml': ", 0), 0u) << wrong_msg;
+  EXPECT_NE(wrong_msg.find("not_a_calibration.yaml: "), std::string::npos) << wrong_msg;
+  write("systems/broken.yaml", "format: [unclosed\n");
+  const fs::path broken = system_with(std::string(kValidSystem) + "calibration: broken.yaml\n");
+  EXPECT_NE(input_error([&] { load_system(broken); }).find("broken.yaml: malformed YAML"), std::string::npos);
+}
+
 TEST_F(InputsTest, ModelIntegersMustBePositiveIntegers) {
   for (const char* bad : {"2048.5", "long", "0", "-2048", "\"2048\""}) {
     const fs::path p = model_with(std::string("seq_len: ") + bad + "\nembed_dim: 12288\nnum_heads: 96\ndepth: 96\n");
@@ -313,7 +372,8 @@ TEST_F(InputsTest, NameResolution) {
   const std::string msg = input_error([] { resolve_input("gpt5", "models"); });
   EXPECT_EQ(msg.rfind("unknown model 'gpt5'; available: ", 0), 0u) << msg;
   for (const char* name : {"gpt3", "gpt3_1T", "vit_era5"}) EXPECT_NE(msg.find(name), std::string::npos) << msg;
-  EXPECT_NE(input_error([] { resolve_input("Z100", "systems"); }).find("unknown system 'Z100'; available: A100, B200"),
+  EXPECT_NE(input_error([] { resolve_input("Z100", "systems"); })
+                .find("unknown system 'Z100'; available: A100, A100-calibrated, B200"),
             std::string::npos);
 
   EXPECT_EQ(input_error([] { resolve_input("no/such/gpt3", "models"); }), "no/such/gpt3: no such file");
@@ -348,6 +408,14 @@ TEST_F(InputsTest, CanonicalYamlRoundTrips) {
   odd.summa_nb = 3;
   odd.nic_factor = 1.0 / 3;
   expect_same_system(load_system(write("rt/other.yaml", system_to_yaml(odd))), odd);
+
+  // The calibration key round-trips as written, relative to the file it is in.
+  const System calibrated = load_system(kSourceDir / "systems" / "A100-calibrated.yaml");
+  const std::string text = system_to_yaml(calibrated);
+  EXPECT_NE(text.find("calibration: \"calibrations/perlmutter_a100.yaml\""), std::string::npos) << text;
+  write("rt/calibrations/perlmutter_a100.yaml",
+        read_text(kSourceDir / "systems" / "calibrations" / "perlmutter_a100.yaml"));
+  expect_same_system(load_system(write("rt/A100-calibrated.yaml", text)), calibrated);
 
   for (const char* name : {"gpt3", "gpt3_1T", "vit_era5"}) {
     const Transformer m = load_model_named(name);
