@@ -48,10 +48,7 @@ plot plot_hw_sweep hw_flops_capacity_days_8192 "$RUNS/sweep_flops_capacity_1d_gp
   --mark A100:1555,312 --mark H200:4800,989.4
 plot plot_hw_sweep hw_flops_capacity_speedup_8192 "$RUNS/sweep_flops_capacity_1d_gpt3_1T.h5" --n-gpus 8192 --speedup \
   --mark A100:1555,312 --mark H200:4800,989.4
-if [ -x build/bin/configs ] && [ -n "${CONFIGS_ARGS:-}" ]; then
-  # shellcheck disable=SC2086
-  build/bin/configs $CONFIGS_ARGS -o "$RUNS/configs.csv"
-  plot plot_configs configs_gpt3_1T_1d_B200-NVS8_1024 "$RUNS/configs.csv"
-else
-  plot plot_configs configs_gpt3_1T_1d_B200-NVS8_1024 test/python/data/configs_1d_B200-NVS8_1024.csv
-fi
+# the notebook's TP-fixed pipeline sweep at 16384 GPUs
+build/bin/configs --model gpt3_1T --strat 1d --system B200 --nvs 8 --n-gpus 16384 --tp 8 --pp 1:128 \
+  -o "$RUNS/configs_gpt3_1T_1d_B200-NVS8_16384.csv"
+plot plot_configs configs_gpt3_1T_1d_B200-NVS8_16384 "$RUNS/configs_gpt3_1T_1d_B200-NVS8_16384.csv"

@@ -157,6 +157,8 @@ def main(argv):
     ax.set_ylabel('Share of iteration time (%)' if args.percent else 'Time per iteration (s)')
     if args.percent:
         ax.set_ylim(0, 100)
+    else:
+        ax.set_ylim(0, 1.08 * float(np.nanmax(bottom)))
     ax.grid(True, axis='y', linestyle='--', linewidth=0.5, alpha=0.6)
     # plain patches (the bars of a configuration that does not fit are hatched), top of the stack first
     handles = [Patch(facecolor=pp.TIME_COLORS[k], label=label) for k, label in pp.TIME_COMPONENTS][::-1]

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "io/report.hpp"
 #include "model/step.hpp"
-#include "search/candidates.hpp"
+#include "search/configs.hpp"
 
 using namespace perfsweep;
 
@@ -23,43 +23,6 @@ struct Options {
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   bool json = false, csv = false;
 };
-
-// Fastest NVLink placement among those the reference's search would try, honouring the ones
-// given on the command line.
-Evaluation best_placement(const System& sys, const Transformer& model, Layout& layout, const Options& o) {
-  std::optional<Evaluation> best;
-  Layout best_layout = layout;
-  auto consider = [&](std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) {
-    const std::optional<std::int64_t> want1 = layout.strategy == Strategy::OneD ? o.nv_tp : o.nv_tp1;
-    if ((want1 && *want1 != n1) || (o.nv_tp2 && *o.nv_tp2 != n2) || (o.nv_dp && *o.nv_dp != n3) ||
-        (o.nv_pp && *o.nv_pp != n4)) {
-      return;
-    }
-    Layout c = layout;
-    c.tensor.nv1 = n1;
-    c.tensor.nv2 = n2;
-    c.nv_dp = n3;
-    c.nv_pp = n4;
-    Evaluation ev = evaluate(sys, model, c, o.global_batch);
-    if (!best || ev.throughput > best->throughput) {
-      best = std::move(ev);
-      best_layout = c;
-    }
-  };
-  const TensorSplit& t = layout.tensor;
-  if (layout.strategy == Strategy::OneD) {
-    for_each_nv_1d(t.tp1, layout.dp, layout.pp, sys.nvlink_size,
-                   [&](std::int64_t a, std::int64_t b, std::int64_t c) { consider(a, 1, b, c); });
-  } else {
-    for_each_nv_2d(t.tp1, t.tp2, layout.dp, layout.pp, sys.nvlink_size, consider);
-  }
-  if (!best) {
-    throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
-                      std::to_string(sys.nvlink_size));
-  }
-  layout = best_layout;
-  return std::move(*best);
-}
 
 int run(const Options& o) {
   Transformer model = load_model_named(o.model);
@@ -96,7 +59,17 @@ int run(const Options& o) {
     layout.nv_pp = *o.nv_pp;
     ev = evaluate(sys, model, layout, o.global_batch);
   } else {
-    ev = best_placement(sys, model, layout, o);
+    PlacementChoice choice;
+    choice.nv1 = layout.strategy == Strategy::OneD ? o.nv_tp : o.nv_tp1;
+    choice.nv2 = o.nv_tp2;
+    choice.nv_dp = o.nv_dp;
+    choice.nv_pp = o.nv_pp;
+    std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice);
+    if (!best) {
+      throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
+                        std::to_string(sys.nvlink_size));
+    }
+    ev = std::move(*best);
   }
   if (o.json) {
     std::cout << estimate_json(ev, layout, sys);

@@ -1,0 +1,259 @@
+// configs: chosen parallel configurations at a fixed GPU count, side by side, with their time
+// components and memory (the reference's plots_sweep_parallel_configs notebook as a command).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <sstream>
+
+#include "config/inputs.hpp"
+#include "config/system_list.hpp"
+#include "core/error.hpp"
+#include "io/report.hpp"
+#include "io/sweep_h5.hpp"
+#include "search/configs.hpp"
+
+using namespace perfsweep;
+
+namespace {
+
+struct Options {
+  std::string model = "gpt3_1T", system = "B200", strat = "1d";
+  std::optional<std::int64_t> nvs;
+  std::int64_t n_gpus = 0;
+  std::int64_t global_batch = 4096;
+  std::string tp, tp1, tp2, pp, dp, mbs, nb;
+  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
+  bool all_placements = false, fits_only = false, csv = false;
+  std::string sort = "auto";
+  std::size_t top = 0;
+  std::string output;
+};
+
+// "" -> {}; "1,2,4" -> {1, 2, 4}; "1:64" -> powers of two from 1 to 64.
+std::vector<std::int64_t> degrees(const std::string& text, const std::string& flag) {
+  if (text.empty()) return {};
+  return parse_gpu_counts(text, flag);
+}
+
+std::string g17(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+struct Column {
+  const char* name;
+  std::int64_t (*get)(const ConfigRow&);
+};
+const Column kIntColumns[] = {
+    {"dp", [](const ConfigRow& r) { return r.layout.dp; }},
+    {"tp", [](const ConfigRow& r) { return r.layout.tensor.tp1 * r.layout.tensor.tp2; }},
+    {"tp1", [](const ConfigRow& r) { return r.layout.tensor.tp1; }},
+    {"tp2", [](const ConfigRow& r) { return r.layout.tensor.tp2; }},
+    {"pp", [](const ConfigRow& r) { return r.layout.pp; }},
+    {"mbs", [](const ConfigRow& r) { return r.layout.mbs; }},
+    {"nb", [](const ConfigRow& r) { return r.layout.tensor.nb; }},
+    {"nv_tp1", [](const ConfigRow& r) { return r.layout.tensor.nv1; }},
+    {"nv_tp2", [](const ConfigRow& r) { return r.layout.tensor.nv2; }},
+    {"nv_dp", [](const ConfigRow& r) { return r.layout.nv_dp; }},
+    {"nv_pp", [](const ConfigRow& r) { return r.layout.nv_pp; }},
+    {"micro_batches", [](const ConfigRow& r) { return r.micro_batches; }},
+};
+
+// n_gpus, strategy, the degrees, throughput, fits, every totals key, hbm_capacity
+// (scripts/plot_configs.py reads these columns).
+std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Strategy strategy, const System& sys) {
+  std::ostringstream out;
+  out << "n_gpus,strategy";
+  for (const Column& c : kIntColumns) out << ',' << c.name;
+  out << ",throughput,fits";
+  for (const TotalsField& f : kTotalsFields) out << ',' << f.name;
+  out << ",hbm_capacity\n";
+  for (const ConfigRow& r : rows) {
+    out << n_gpus << ',' << strategy_name(strategy);
+    for (const Column& c : kIntColumns) out << ',' << c.get(r);
+    out << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
+    for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member));
+    out << ',' << g17(sys.hbm_capacity) << '\n';
+  }
+  return out.str();
+}
+
+// Aligned, for people: one line per configuration, times in seconds per iteration.
+std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys) {
+  const bool one_d = strategy == Strategy::OneD;
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s\n",
+                "#", one_d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s", "t (s)",
+                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits");
+  out << line;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ConfigRow& r = rows[i];
+    const Layout& l = r.layout;
+    const std::string tp = one_d ? std::to_string(l.tensor.tp1)
+                                 : std::to_string(l.tensor.tp1) + "x" + std::to_string(l.tensor.tp2);
+    const std::string nv = (one_d ? std::to_string(l.tensor.nv1)
+                                  : std::to_string(l.tensor.nv1) + "x" + std::to_string(l.tensor.nv2)) +
+                           "/" + std::to_string(l.nv_dp) + "/" + std::to_string(l.nv_pp);
+    const std::string nb = strategy == Strategy::TwoD ? std::to_string(l.tensor.nb) : "-";
+    const Totals& t = r.totals;
+    std::snprintf(line, sizeof line,
+                  "%-3zu %9s %4lld %5lld %4lld %5s %6lld %11s %11.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7.1f %4s\n",
+                  i + 1, tp.c_str(), static_cast<long long>(l.pp), static_cast<long long>(l.dp),
+                  static_cast<long long>(l.mbs), nb.c_str(), static_cast<long long>(r.micro_batches), nv.c_str(),
+                  r.throughput, t.t, t.t_comp, t.t_mem, t.t_tp_comm, t.t_dp_comm, t.t_pp_comm, t.t_bubble, t.mem,
+                  r.fits ? "yes" : "no");
+    out << line;
+  }
+  std::snprintf(line, sizeof line,
+                "m-b: micro-batches per step; nv: GPUs of each group in one NVLink domain of %lld; times: seconds "
+                "per iteration; HBM capacity %.1f GB.\n",
+                static_cast<long long>(sys.nvlink_size), sys.hbm_capacity);
+  out << line;
+  return out.str();
+}
+
+int run(const Options& o) {
+  if (o.n_gpus < 1) throw InputError("--n-gpus must be a positive integer, got " + std::to_string(o.n_gpus));
+  if (o.global_batch < 1) {
+    throw InputError("--global-batch-size must be a positive integer, got " + std::to_string(o.global_batch));
+  }
+  const Transformer model = load_model_named(o.model);
+  System sys = load_system_named(o.system);
+  if (o.nvs) {
+    if (*o.nvs < 1) throw InputError("--nvs must be a positive integer, got " + std::to_string(*o.nvs));
+    sys.nvlink_size = *o.nvs;
+  }
+  const Strategy strategy = parse_strategy(o.strat);
+  const bool one_d = strategy == Strategy::OneD;
+  if (one_d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
+    throw InputError("--tp1, --tp2, --nb, --nv-tp1 and --nv-tp2 go with --strat 2d or 2d-seqp; 1d takes --tp, --nv-tp");
+  }
+  if (!one_d && (!o.tp.empty() || o.nv_tp)) {
+    throw InputError("--tp and --nv-tp go with --strat 1d; " + o.strat + " takes --tp1, --tp2, --nv-tp1, --nv-tp2");
+  }
+  if (strategy != Strategy::TwoD && !o.nb.empty()) throw InputError("--nb (SUMMA blocks) goes with --strat 2d");
+
+  ConfigRanges r;
+  r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1");
+  r.tp2 = degrees(o.tp2, "--tp2");
+  r.pp = degrees(o.pp, "--pp");
+  r.dp = degrees(o.dp, "--dp");
+  r.all_micro_batch_sizes = o.mbs == "all";
+  if (!r.all_micro_batch_sizes) r.mbs = degrees(o.mbs, "--mbs");
+  r.nb = degrees(o.nb, "--nb");
+  r.placement.nv1 = one_d ? o.nv_tp : o.nv_tp1;
+  r.placement.nv2 = o.nv_tp2;
+  r.placement.nv_dp = o.nv_dp;
+  r.placement.nv_pp = o.nv_pp;
+  r.all_placements = o.all_placements;
+
+  ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);
+  std::vector<ConfigRow>& rows = sweep.rows;
+  if (o.fits_only) std::erase_if(rows, [](const ConfigRow& row) { return !row.fits; });
+  if (rows.empty()) {
+    std::string why = sweep.rejections.empty() ? "" : ": " + sweep.rejections.front();
+    if (sweep.rejections.size() > 1) why += " (and " + std::to_string(sweep.rejections.size() - 1) + " other reasons)";
+    throw ConfigError("no configuration of " + std::to_string(o.n_gpus) + " GPUs " +
+                      (o.fits_only ? "fits in memory among those asked for" : "matches the ranges asked for") + why);
+  }
+  const bool ranges_given = !r.tp1.empty() || !r.tp2.empty() || !r.pp.empty() || !r.dp.empty();
+  const bool by_throughput = o.sort == "throughput" || (o.sort == "auto" && !ranges_given);
+  if (by_throughput) {
+    // Those that fit first, as the search ranks them; then the fastest of those that do not.
+    std::stable_sort(rows.begin(), rows.end(), [](const ConfigRow& a, const ConfigRow& b) {
+      return a.fits != b.fits ? a.fits : a.throughput > b.throughput;
+    });
+  }
+  if (o.top > 0 && rows.size() > o.top) rows.resize(o.top);
+
+  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys);
+  if (!o.output.empty()) {
+    write_atomically(o.output, [&](const std::string& tmp) {
+      std::ofstream f(tmp, std::ios::binary);
+      f << csv;
+      f.close();
+      if (!f) throw std::runtime_error("cannot write " + tmp);
+    });
+    std::fprintf(stderr, "configs: wrote %zu configurations to %s\n", rows.size(), o.output.c_str());
+  }
+  if (o.csv) {
+    std::cout << csv;
+  } else if (o.output.empty()) {
+    std::printf("%s on %s (NVLink domain %lld), %s, %lld GPUs, global batch %lld: %zu configurations%s\n",
+                model.name.c_str(), sys.name.c_str(), static_cast<long long>(sys.nvlink_size),
+                std::string(strategy_name(strategy)).c_str(), static_cast<long long>(o.n_gpus),
+                static_cast<long long>(o.global_batch), rows.size(),
+                by_throughput ? ", fastest first (those that fit before those that do not)" : ", in the order asked for");
+    std::cout << to_table(rows, strategy, sys);
+    if (!sweep.rejections.empty()) {
+      std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "configs: chosen parallel configurations at a fixed GPU count, side by side: time per iteration by component "
+      "and memory (the reference's plots_sweep_parallel_configs notebook)"};
+  Options o;
+  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path")->capture_default_str();
+  app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path")->capture_default_str();
+  app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
+  app.add_option("--strat", o.strat, "1d, 2d (SUMMA) or 2d-seqp (context parallel)")->capture_default_str();
+  app.add_option("--n-gpus", o.n_gpus, "GPU count")->required();
+  app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
+  const char* list = "values: 8 or 1,2,4 or 1:64 (powers of two)";
+  app.add_option("--tp", o.tp, std::string("1d tensor-parallel degrees; ") + list + " (default: the search's)");
+  app.add_option("--tp1", o.tp1, std::string("2d/2d-seqp first tensor dimension; ") + list);
+  app.add_option("--tp2", o.tp2, std::string("2d/2d-seqp second (sequence) dimension; ") + list);
+  app.add_option("--pp", o.pp, std::string("pipeline stages; ") + list + " (default: derived from --dp, or all)");
+  app.add_option("--dp", o.dp, std::string("data-parallel degrees; ") + list + " (default: n / (tp pp))");
+  app.add_option("--mbs", o.mbs, std::string("micro-batch sizes; ") + list + ", or all (default: 1)");
+  app.add_option("--nb", o.nb, std::string("2d SUMMA block counts; ") + list + " (default: the fastest the search tries)");
+  app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d; default: fastest)");
+  app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
+  app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
+  app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
+  app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
+  app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
+  app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
+  app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")
+      ->check(CLI::IsMember({"auto", "throughput", "config"}))
+      ->capture_default_str();
+  app.add_option("--top", o.top, "keep the first K rows (0: all)")->capture_default_str();
+  app.add_flag("--csv", o.csv, "print CSV (the columns scripts/plot_configs.py reads) instead of the table");
+  app.add_option("-o,--out", o.output, "also write the CSV to this file (atomically)");
+  app.footer(
+      "Examples (the notebook's sweeps at 16384 GPUs on B200, NVLink domain 8):\n"
+      "  configs --n-gpus 16384 --tp 8 --pp 1:128            # TP fixed, PP swept, DP = n / (TP PP)\n"
+      "  configs --n-gpus 16384 --pp 64 --tp 1:32            # PP fixed, TP swept\n"
+      "  configs --n-gpus 1024 --top 10 -o configs.csv       # the ten fastest the search tries\n"
+      "  scripts/plot_configs.py configs.csv --out configs    # the figure\n"
+      "Units: time s per iteration, memory GB, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    return run(o);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "configs: %s\n", e.what());
+    return 2;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "configs: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "configs: error: %s\n", e.what());
+    return 1;
+  }
+}

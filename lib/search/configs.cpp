@@ -1,0 +1,169 @@
+#include "search/configs.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "search/candidates.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+
+bool PlacementChoice::admits(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) const {
+  return (!nv1 || *nv1 == n1) && (!nv2 || *nv2 == n2) && (!nv_dp || *nv_dp == n3) && (!nv_pp || *nv_pp == n4);
+}
+
+void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
+                        const PlacementChoice& choice, const std::function<void(const Layout&)>& f) {
+  const TensorSplit& t = layout.tensor;
+  auto place = [&](Layout c, std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) {
+    if (!choice.admits(n1, n2, n3, n4)) return;
+    c.tensor.nv1 = n1;
+    c.tensor.nv2 = n2;
+    c.nv_dp = n3;
+    c.nv_pp = n4;
+    f(c);
+  };
+  auto placements = [&](const Layout& c) {
+    if (c.strategy == Strategy::OneD) {
+      for_each_nv_1d(t.tp1, c.dp, c.pp, sys.nvlink_size,
+                     [&](std::int64_t a, std::int64_t b, std::int64_t d) { place(c, a, 1, b, d); });
+    } else {
+      for_each_nv_2d(t.tp1, t.tp2, c.dp, c.pp, sys.nvlink_size,
+                     [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { place(c, a, b, d, e); });
+    }
+  };
+  if (layout.strategy == Strategy::TwoD && choice.search_nb) {
+    for_each_summa_nb(t.tp1, t.tp2, model.e, [&](std::int64_t nb) {
+      Layout c = layout;
+      c.tensor.nb = nb;
+      placements(c);
+    });
+  } else {
+    placements(layout);
+  }
+}
+
+std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
+                                         std::int64_t global_batch, const PlacementChoice& choice) {
+  std::optional<Evaluation> best;
+  Layout best_layout = layout;
+  for_each_placement(sys, model, layout, choice, [&](const Layout& c) {
+    Evaluation ev = evaluate(sys, model, c, global_batch);
+    if (!best || ev.throughput > best->throughput) {
+      best = std::move(ev);
+      best_layout = c;
+    }
+  });
+  layout = best_layout;
+  return best;
+}
+
+namespace {
+
+std::vector<std::int64_t> or_divisors(const std::vector<std::int64_t>& given, std::int64_t n) {
+  return given.empty() ? divisors(n) : given;
+}
+
+bool contains(const std::vector<std::int64_t>& v, std::int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_batch) {
+  return {c, ev.totals, ev.throughput, ev.fits, global_batch / c.dp / c.mbs};
+}
+
+}  // namespace
+
+ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                          std::int64_t global_batch, const ConfigRanges& r) {
+  ConfigSweep out;
+  auto reject = [&](const std::string& why) {
+    if (std::find(out.rejections.begin(), out.rejections.end(), why) == out.rejections.end()) {
+      out.rejections.push_back(why);
+    }
+  };
+  std::vector<TensorSplit> splits;
+  if (r.tp1.empty() && r.tp2.empty()) {
+    SearchProblem problem;
+    problem.strategy = strategy;
+    problem.model = model;
+    problem.system = sys;
+    problem.global_batch = global_batch;
+    splits = tensor_splits(problem, n_gpus);
+  } else {
+    for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
+      const std::vector<std::int64_t> t2s =
+          strategy == Strategy::OneD ? std::vector<std::int64_t>{1} : or_divisors(r.tp2, n_gpus / std::max<std::int64_t>(t1, 1));
+      for (std::int64_t t2 : t2s) {
+        TensorSplit t;
+        t.tp1 = t1;
+        t.tp2 = t2;
+        splits.push_back(t);
+      }
+    }
+  }
+  PlacementChoice choice = r.placement;
+  choice.search_nb = strategy == Strategy::TwoD && r.nb.empty();
+  const std::vector<std::int64_t> nbs = strategy == Strategy::TwoD && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
+  for (TensorSplit t : splits) {
+    const std::int64_t tp = t.tp1 * t.tp2;
+    if (tp < 1 || n_gpus % tp != 0) {
+      reject("tp=" + std::to_string(tp) + " does not divide " + std::to_string(n_gpus) + " GPUs");
+      continue;
+    }
+    const std::int64_t rest = n_gpus / tp;
+    std::vector<std::int64_t> pps = r.pp;
+    if (pps.empty()) {
+      if (r.dp.empty()) {
+        pps = divisors(rest);
+      } else {
+        for (std::int64_t dp : r.dp) {
+          if (dp >= 1 && rest % dp == 0) pps.push_back(rest / dp);
+        }
+      }
+    }
+    for (std::int64_t pp : pps) {
+      if (pp < 1 || rest % pp != 0) {
+        reject("tp x pp = " + std::to_string(tp) + " x " + std::to_string(pp) + " does not divide " +
+               std::to_string(n_gpus) + " GPUs");
+        continue;
+      }
+      const std::int64_t dp = rest / pp;
+      if (!r.dp.empty() && !contains(r.dp, dp)) continue;  // another dp than the ones asked for
+      std::vector<std::int64_t> mbss = r.mbs.empty() ? std::vector<std::int64_t>{1} : r.mbs;
+      if (r.all_micro_batch_sizes) {
+        mbss = global_batch % dp == 0 ? divisors(global_batch / dp) : std::vector<std::int64_t>{1};
+      }
+      for (std::int64_t mbs : mbss) {
+        for (std::int64_t nb : nbs) {
+          ++out.combinations;
+          Layout c;
+          c.strategy = strategy;
+          c.dp = dp;
+          c.pp = pp;
+          c.mbs = mbs;
+          c.tensor = t;
+          c.tensor.nb = nb;
+          try {
+            validate_layout(sys, model, c, global_batch);
+          } catch (const ConfigError& e) {
+            reject(e.what());
+            continue;
+          }
+          if (r.all_placements) {
+            std::size_t before = out.rows.size();
+            for_each_placement(sys, model, c, choice, [&](const Layout& placed) {
+              out.rows.push_back(make_row(placed, evaluate(sys, model, placed, global_batch), global_batch));
+            });
+            if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
+          } else if (auto ev = best_placement(sys, model, c, global_batch, choice)) {
+            out.rows.push_back(make_row(c, *ev, global_batch));
+          } else {
+            reject("no NVLink placement of the search matches the given --nv-* values");
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,60 @@
+#pragma once
+// Configuration sweeps at a fixed GPU count: the reference's plots_sweep_parallel_configs
+// notebook as a library. The user picks tensor, pipeline and data-parallel degrees, micro-batch
+// sizes, SUMMA blocks and NVLink placements (any of them as lists); every combination that makes
+// up the GPU count is evaluated in full, feasible in memory or not.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/step.hpp"
+
+namespace perfsweep {
+
+// NVLink placement values fixed by the user; the others are free.
+struct PlacementChoice {
+  std::optional<std::int64_t> nv1, nv2, nv_dp, nv_pp;  // nv1: nv_tp (1d) or nv_tp1
+  bool search_nb = false;  // 2d: also every SUMMA block count the search tries (else layout's nb)
+  bool admits(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) const;
+};
+
+// Calls f(layout) for every NVLink placement (and, for 2d with choice.search_nb, every SUMMA
+// block count) the reference's search tries for this layout's degrees, in its order, skipping
+// those `choice` excludes.
+void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
+                        const PlacementChoice& choice, const std::function<void(const Layout&)>& f);
+
+// The fastest of those (ties: the first, as the search keeps it), or nullopt when none is left.
+// `layout` receives the chosen placement and block count.
+std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
+                                         std::int64_t global_batch, const PlacementChoice& choice);
+
+struct ConfigRanges {
+  // Empty: every value the reference's search would try (tp1, tp2), or derived from the GPU
+  // count (one of dp and pp), or all divisors (pp, when dp is free too). mbs: {1} when empty.
+  std::vector<std::int64_t> tp1, tp2, pp, dp, mbs, nb;
+  bool all_micro_batch_sizes = false;  // mbs: every divisor of the local batch
+  PlacementChoice placement;
+  bool all_placements = false;  // one row per placement (and nb) instead of the fastest
+};
+
+struct ConfigRow {
+  Layout layout;
+  Totals totals;
+  double throughput = 0;
+  bool fits = false;
+  std::int64_t micro_batches = 0;
+};
+
+struct ConfigSweep {
+  std::vector<ConfigRow> rows;             // in enumeration order: tp1, tp2, pp, dp, mbs, placement
+  std::size_t combinations = 0;            // degree combinations that make up the GPU count
+  std::vector<std::string> rejections;     // why the others could not be evaluated (distinct)
+};
+
+ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                          std::int64_t global_batch, const ConfigRanges& ranges);
+
+}  // namespace perfsweep

@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""The `configs` command against the reference and against `estimate`.
+
+  test_configs.py CONFIGS_BIN ESTIMATE_BIN PAPER_DIR
+
+- Every top-10 configuration the reference published for a few (strategy, model, system, GPU
+  count) cases (PAPER_DIR, test/data/paper), asked for with its exact degrees and NVLink
+  placement, comes back with the reference's throughput, memory and every stats value (1e-9).
+- A row of configs' CSV equals `estimate --json` totals for the same configuration, bit for bit.
+- The notebook's TP-fixed PP sweep returns its configurations in the order asked for, DP derived.
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+CASES = [('1d', 'gpt3_1T', 'B200-NVS8', 1024), ('2d', 'gpt3_1T', 'A100-NVS4', 4096),
+         ('2d-seqp', 'vit_era5', 'H200-NVS64', 512)]
+FAILURES = []
+
+
+def close(a, b):
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def run(cmd):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f'{" ".join(map(str, cmd))} exited {p.returncode}: {p.stderr}')
+    return p.stdout
+
+
+def rows_of(text):
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print('FAIL', what)
+
+
+def paper_cases(configs, paper_dir):
+    compared = n_rows = 0
+    for strat, model, system, n in CASES:
+        golden = json.load(open(os.path.join(paper_dir, f'{strat}_{model}_{system}.json')))
+        gpu, nvs = system.split('-NVS')
+        top = golden['top'][golden['n_gpus'].index(n)]
+        for g in top:
+            c, st = g['config'], g['stats']
+            cmd = [configs, '--model', model, '--system', gpu, '--nvs', nvs, '--strat', strat, '--n-gpus', n,
+                   '--pp', c['pp'], '--dp', c['dp'], '--mbs', c['mbs'], '--nv-dp', st['nv_dp'], '--nv-pp', st['nv_pp'],
+                   '--csv']
+            if strat == '1d':
+                cmd += ['--tp', c['tp'], '--nv-tp', st['nv_tp']]
+            else:
+                cmd += ['--tp1', c['tp1'], '--tp2', c['tp2'], '--nv-tp1', st['nv_tp1'], '--nv-tp2', st['nv_tp2']]
+            if strat == '2d':
+                cmd += ['--nb', c['nb']]
+            rows = rows_of(run(cmd))
+            n_rows += 1
+            check(len(rows) == 1, f'{system} {c}: {len(rows)} rows')
+            r = rows[0]
+            check(close(float(r['throughput']), g['throughput']), f'{system} {c}: throughput')
+            for k, v in st.items():
+                key = 'nv_tp1' if k == 'nv_tp' else k
+                compared += 1
+                check(close(float(r[key]), v), f'{system} {c}: {k} {r[key]} != {v}')
+    print(f'reference: {n_rows} configurations of {len(CASES)} cases, {compared} stats values compared')
+
+
+def against_estimate(configs, estimate):
+    args = ['--model', 'gpt3_1T', '--system', 'B200', '--nvs', '8', '--strat', '1d']
+    rows = rows_of(run([configs, *args, '--n-gpus', 1024, '--tp', 4, '--pp', 32, '--mbs', 2, '--csv']))
+    check(len(rows) == 1, 'one row for one configuration')
+    r = rows[0]
+    est = json.loads(run([estimate, *args, '--tp', 4, '--pp', 32, '--dp', r['dp'], '--mbs', 2, '--nv-tp', r['nv_tp1'],
+                          '--nv-dp', r['nv_dp'], '--nv-pp', r['nv_pp'], '--json']))
+    totals = est['totals']
+    n = 0
+    for k, v in totals.items():
+        if k in r and isinstance(v, (int, float)) and not isinstance(v, bool):
+            n += 1
+            check(float(r[k]) == float(v), f'estimate {k}: {r[k]} != {v!r}')
+    check(float(r['throughput']) == est['throughput'], 'estimate throughput')
+    check(n >= 19, f'only {n} totals compared')
+    print(f'estimate: {n} totals keys equal')
+
+
+def notebook_sweep(configs):
+    rows = rows_of(run([configs, '--n-gpus', 16384, '--system', 'B200', '--nvs', 8, '--tp', 8, '--pp', '1:128',
+                        '--csv']))
+    check([int(r['pp']) for r in rows] == [1, 2, 4, 8, 16, 32, 64, 128], 'pp order')
+    check(all(int(r['dp']) * 8 * int(r['pp']) == 16384 for r in rows), 'dp derived')
+    check(any(r['fits'] == '0' for r in rows) and any(r['fits'] == '1' for r in rows), 'fits column')
+    print(f'notebook sweep: {len(rows)} rows')
+
+
+if __name__ == '__main__':
+    configs_bin, estimate_bin, paper = sys.argv[1:4]
+    paper_cases(configs_bin, paper)
+    against_estimate(configs_bin, estimate_bin)
+    notebook_sweep(configs_bin)
+    print('FAILED' if FAILURES else 'ok', len(FAILURES))
+    sys.exit(1 if FAILURES else 0)
