@@ -258,9 +258,9 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 
   char line[512];
   auto header = [&]() {
-    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %10s %10s %11s %7s %11s %11s %11s %-8s %s\n", "module",
-                  "layer", "fwd TFLOP", "bwd TFLOP", "weights GB", "acts GB", "comm GB f/b", "AI f", "t_fwd ms",
-                  "t_bwd ms", "t_comm ms", "bound", "comm model");
+    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %17s %10s %10s %11s %8s %8s %11s %11s %11s %-8s %s\n",
+                  "module", "layer", "fwd TFLOP", "bwd TFLOP", "HBM GB f/b", "weights GB", "acts GB", "comm GB f/b",
+                  "FLOP/B f", "comp/mem", "t_fwd ms", "t_bwd ms", "t_comm ms", "bound", "comm model");
     o << line;
   };
   header();
@@ -271,13 +271,19 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     for (std::uint8_t i = 0; i < c.comm_bwd.count; ++i) comm_b += c.comm_bwd.items[i].volume_gb;
     const std::string comm = fmt("%.3g", comm_f) + "/" + fmt("%.3g", comm_b);
     const CommUse use = row_use(module, r, layout);
-    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %10.4g %10.4g %11s %7.3g %11.4g %11.4g %11.4g %-8s %s\n",
-                  module, c.name, c.flops_fwd, c.flops_bwd, c.weights_mem, c.activation_buffer, comm.c_str(),
-                  r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
+    const std::string hbm = fmt("%.3g", c.mem_fwd) + "/" + fmt("%.3g", c.mem_bwd);
+    // TFLOP / GB = 1000 FLOP per byte
+    const double flop_per_byte = c.mem_fwd > 0 ? 1e3 * c.flops_fwd / c.mem_fwd : 0;
+    std::snprintf(line, sizeof line,
+                  "%-7s %-11s %10.4g %10.4g %17s %10.4g %10.4g %11s %8.4g %8.3g %11.4g %11.4g %11.4g %-8s %s\n",
+                  module, c.name, c.flops_fwd, c.flops_bwd, hbm.c_str(), c.weights_mem, c.activation_buffer,
+                  comm.c_str(), flop_per_byte, r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
                   bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd), use.collectives > 0 ? comm_use_name(use).data() : "-");
     o << line;
   });
-  o << "(AI f: forward arithmetic intensity = compute time / memory time; bound: what dominates the longer pass)\n";
+  o << "(HBM GB: memory traffic of the forward/backward pass; FLOP/B f: forward arithmetic intensity, FLOP per HBM "
+       "byte; comp/mem: forward compute time / memory time, the reference's 'intensity'; bound: what dominates the "
+       "longer pass)\n";
   const CommUse use = total_use(ev, layout);
   if (system.calibration) {
     o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "
