@@ -40,12 +40,11 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
     << ":/grid/" << y << "</DataItem>\n";
   o << "   </Geometry>\n";
   for (std::size_t k = 0; k < ng; ++k) {
-    o << "   <Attribute Name=\"best_throughput_" << n_gpus[k] << "_gpus\" AttributeType=\"Scalar\" Center=\"Node\">\n";
-    o << "    <DataItem ItemType=\"HyperSlab\" Dimensions=\"" << n0 << " " << n1 << " 1\" Type=\"HyperSlab\">\n";
-    o << "     <DataItem Dimensions=\"3 3\" Format=\"XML\">0 0 " << k << " 1 1 1 " << n0 << " " << n1 << " 1</DataItem>\n";
-    o << "     <DataItem Dimensions=\"" << n0 << " " << n1 << " " << ng
-      << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name << ":/grid/best_throughput</DataItem>\n";
-    o << "    </DataItem>\n   </Attribute>\n";
+    const std::string name = "best_throughput_" + std::to_string(n_gpus[k]) + "_gpus";
+    o << "   <Attribute Name=\"" << name << "\" AttributeType=\"Scalar\" Center=\"Node\">\n";
+    o << "    <DataItem Dimensions=\"" << n0 << " " << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">"
+      << h5_name << ":/xdmf/" << name << "</DataItem>\n";
+    o << "   </Attribute>\n";
   }
   o << "  </Grid>\n </Domain>\n</Xdmf>\n";
   return o.str();
@@ -87,6 +86,25 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
     H5Dwrite(best_ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, best.data());
     h5::attr(best_ds.id(), "units", std::string_view("samples/s"));
     h5::attr(best_ds.id(), "description", std::string_view("best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits"));
+
+    // One 2-D slice per GPU count for ParaView: its XDMF readers mis-read hyperslabs of the 3-D array.
+    {
+      h5::Handle xdmf = h5::create_group(file.id(), "xdmf");
+      h5::attr(xdmf.id(), "description",
+               std::string_view("/grid/best_throughput[:, :, k] per GPU count, for the .xmf sidecar (ParaView)"));
+      const hsize_t dims2[2] = {n0, n1};
+      h5::Handle space2(H5Screate_simple(2, dims2, nullptr), H5Sclose);
+      std::vector<double> slice(n0 * n1);
+      for (std::size_t k = 0; k < ng; ++k) {
+        for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = best[p * ng + k];
+        const std::string name = "best_throughput_" + std::to_string(meta.n_gpus[k]) + "_gpus";
+        h5::Handle d(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT),
+                     H5Dclose);
+        H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, slice.data());
+        h5::attr(d.id(), "units", std::string_view("samples/s"));
+      }
+    }
 
     h5::Handle ng_ds = h5::dataset(grid.id(), "n_gpus", meta.n_gpus, "GPUs");
     H5DSset_scale(ng_ds.id(), "n_gpus");
