@@ -174,7 +174,8 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
         if (o.resume && std::filesystem::exists(journal_path)) {
           journal = std::make_unique<Journal>(journal_path, fingerprint, plan.n_gpus.size(),
                                               static_cast<std::size_t>(o.top_n), done);
-          spdlog::info("resuming from {}: {} of {} targets already done", journal_path, done.size(), plan.targets.size());
+          spdlog::info("resuming from {}: {} of {} {} already done", journal_path, done.size(), plan.targets.size(),
+                       plan.hardware_sweep ? "points" : "systems");
         } else {
           if (o.resume) spdlog::warn("--resume: no journal {}; starting from the beginning", journal_path);
           if (std::filesystem::path(journal_path).has_parent_path()) {
