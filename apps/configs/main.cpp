@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "io/report.hpp"
 #include "io/sweep_h5.hpp"
+#include "search/candidates.hpp"
 #include "search/configs.hpp"
 
 using namespace perfsweep;
@@ -33,8 +34,38 @@ struct Options {
   std::string output;
 };
 
-// "" -> {}; "1,2,4" -> {1, 2, 4}; "1:64" -> powers of two from 1 to 64.
-std::vector<std::int64_t> degrees(const std::string& text, const std::string& flag) {
+// --tp, --tp1, --tp2, --pp, --dp: "" -> {} (free); "8" or "1,2,4" -> those, each of which must
+// divide the GPU count; "lo:hi" -> the divisors of the GPU count from lo to hi (the powers of two
+// when the count is one). Repeated values count once.
+std::vector<std::int64_t> degrees(const std::string& text, const std::string& flag, std::int64_t n_gpus) {
+  if (text.empty()) return {};
+  const std::string n = std::to_string(n_gpus);
+  std::vector<std::int64_t> out;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    for (std::int64_t v : parse_gpu_counts(text, flag)) {
+      if (n_gpus % v) throw InputError(flag + "=" + std::to_string(v) + " does not divide --n-gpus=" + n);
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+    return out;
+  }
+  auto bound = [&](const std::string& s, const char* which) {
+    const std::string where = flag + " (range " + which + ")";
+    const std::vector<std::int64_t> v = parse_gpu_counts(s, where);
+    if (v.size() != 1) throw InputError(where + " must be a positive integer, got '" + s + "'");
+    return v.front();
+  };
+  const std::int64_t lo = bound(text.substr(0, colon), "start"), hi = bound(text.substr(colon + 1), "end");
+  if (lo > hi) throw InputError(flag + ": a range runs from low to high, got '" + text + "'");
+  for (std::int64_t d : divisors(n_gpus)) {
+    if (d >= lo && d <= hi) out.push_back(d);
+  }
+  if (out.empty()) throw InputError(flag + "=" + text + ": no divisor of --n-gpus=" + n + " in that range");
+  return out;
+}
+
+// --mbs, --nb: "" -> {}; "1,2,4" -> those; "1:64" -> the powers of two from 1 to 64.
+std::vector<std::int64_t> values(const std::string& text, const std::string& flag) {
   if (text.empty()) return {};
   return parse_gpu_counts(text, flag);
 }
@@ -140,13 +171,13 @@ int run(const Options& o) {
   if (strategy != Strategy::TwoD && !o.nb.empty()) throw InputError("--nb (SUMMA blocks) goes with --strat 2d");
 
   ConfigRanges r;
-  r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1");
-  r.tp2 = degrees(o.tp2, "--tp2");
-  r.pp = degrees(o.pp, "--pp");
-  r.dp = degrees(o.dp, "--dp");
+  r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1", o.n_gpus);
+  r.tp2 = degrees(o.tp2, "--tp2", o.n_gpus);
+  r.pp = degrees(o.pp, "--pp", o.n_gpus);
+  r.dp = degrees(o.dp, "--dp", o.n_gpus);
   r.all_micro_batch_sizes = o.mbs == "all";
-  if (!r.all_micro_batch_sizes) r.mbs = degrees(o.mbs, "--mbs");
-  r.nb = degrees(o.nb, "--nb");
+  if (!r.all_micro_batch_sizes) r.mbs = values(o.mbs, "--mbs");
+  r.nb = values(o.nb, "--nb");
   r.placement.nv1 = one_d ? o.nv_tp : o.nv_tp1;
   r.placement.nv2 = o.nv_tp2;
   r.placement.nv_dp = o.nv_dp;
@@ -211,14 +242,18 @@ int main(int argc, char** argv) {
   app.add_option("--strat", o.strat, "1d, 2d (SUMMA) or 2d-seqp (context parallel)")->capture_default_str();
   app.add_option("--n-gpus", o.n_gpus, "GPU count")->required();
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
-  const char* list = "values: 8 or 1,2,4 or 1:64 (powers of two)";
-  app.add_option("--tp", o.tp, std::string("1d tensor-parallel degrees; ") + list + " (default: the search's)");
-  app.add_option("--tp1", o.tp1, std::string("2d/2d-seqp first tensor dimension; ") + list);
-  app.add_option("--tp2", o.tp2, std::string("2d/2d-seqp second (sequence) dimension; ") + list);
-  app.add_option("--pp", o.pp, std::string("pipeline stages; ") + list + " (default: derived from --dp, or all)");
-  app.add_option("--dp", o.dp, std::string("data-parallel degrees; ") + list + " (default: n / (tp pp))");
-  app.add_option("--mbs", o.mbs, std::string("micro-batch sizes; ") + list + ", or all (default: 1)");
-  app.add_option("--nb", o.nb, std::string("2d SUMMA block counts; ") + list + " (default: the fastest the search tries)");
+  const char* list = "8 or 1,2,4 (each dividing --n-gpus) or 1:64 (the divisors of --n-gpus from 1 to 64)";
+  app.add_option("--tp", o.tp, std::string("1d tensor-parallel degrees: ") + list + " (default: the search's)");
+  app.add_option("--tp1", o.tp1,
+                 std::string("2d/2d-seqp first tensor dimension: ") + list + " (default: the search's)");
+  app.add_option("--tp2", o.tp2, std::string("2d/2d-seqp second (sequence) dimension: ") + list);
+  app.add_option("--pp", o.pp, std::string("pipeline stages: ") + list + " (default: derived from --dp, or all)");
+  app.add_option("--dp", o.dp, std::string("data-parallel degrees: ") + list + " (default: n / (tp pp))");
+  app.add_option("--mbs", o.mbs,
+                 "micro-batch sizes: 1,2,4 or 1:64 (powers of two), or all (the search's); default: 1 when any of "
+                 "--tp/--tp1/--tp2/--pp/--dp is given, else all");
+  app.add_option("--nb", o.nb,
+                 "2d SUMMA block counts: 8 or 8,16 or 8:64 (powers of two); default: the fastest the search tries");
   app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d; default: fastest)");
   app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
@@ -233,10 +268,11 @@ int main(int argc, char** argv) {
   app.add_flag("--csv", o.csv, "print CSV (the columns scripts/plot_configs.py reads) instead of the table");
   app.add_option("-o,--out", o.output, "also write the CSV to this file (atomically)");
   app.footer(
-      "Examples (the notebook's sweeps at 16384 GPUs on B200, NVLink domain 8):\n"
-      "  configs --n-gpus 16384 --tp 8 --pp 1:128            # TP fixed, PP swept, DP = n / (TP PP)\n"
-      "  configs --n-gpus 16384 --pp 64 --tp 1:32            # PP fixed, TP swept\n"
-      "  configs --n-gpus 1024 --top 10 -o configs.csv       # the ten fastest the search tries\n"
+      "Examples (the notebook's sweeps: 16384 B200s in NVLink domains of 8):\n"
+      "  configs --n-gpus 16384 --nvs 8 --tp 8 --pp 1:128     # TP fixed, PP swept, DP = n / (TP PP)\n"
+      "  configs --n-gpus 16384 --nvs 8 --pp 64 --tp 1:32     # PP fixed, TP swept\n"
+      "  configs --n-gpus 16384 --nvs 8 --dp 32 --tp 4:128    # DP fixed, TP swept, PP = n / (TP DP)\n"
+      "  configs --n-gpus 1024 --top 10 -o configs.csv       # the ten fastest of the search's space\n"
       "  scripts/plot_configs.py configs.csv --out configs    # the figure\n"
       "Units: time s per iteration, memory GB, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
   try {

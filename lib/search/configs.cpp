@@ -72,6 +72,16 @@ ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_ba
 
 }  // namespace
 
+std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Transformer& model,
+                                                   const TensorSplit& tensor, std::int64_t local_batch) {
+  const std::int64_t token_split = strategy == Strategy::TwoD ? tensor.tp2 : tensor.tp1 * tensor.tp2;
+  std::vector<std::int64_t> out;
+  for (std::int64_t mbs : divisors(local_batch)) {
+    if ((mbs * model.l) % token_split == 0) out.push_back(mbs);
+  }
+  return out;
+}
+
 ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
                           std::int64_t global_batch, const ConfigRanges& r) {
   ConfigSweep out;
@@ -103,6 +113,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   PlacementChoice choice = r.placement;
   choice.search_nb = strategy == Strategy::TwoD && r.nb.empty();
   const std::vector<std::int64_t> nbs = strategy == Strategy::TwoD && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
+  const bool search_mbs = r.all_micro_batch_sizes ||
+                          (r.mbs.empty() && r.tp1.empty() && r.tp2.empty() && r.pp.empty() && r.dp.empty());
   for (TensorSplit t : splits) {
     const std::int64_t tp = t.tp1 * t.tp2;
     if (tp < 1 || n_gpus % tp != 0) {
@@ -127,10 +139,18 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
         continue;
       }
       const std::int64_t dp = rest / pp;
-      if (!r.dp.empty() && !contains(r.dp, dp)) continue;  // another dp than the ones asked for
+      if (!r.dp.empty() && !contains(r.dp, dp)) {
+        reject("tp x pp = " + std::to_string(tp) + " x " + std::to_string(pp) + " leaves dp=" + std::to_string(dp) +
+               ", not one of --dp");
+        continue;
+      }
       std::vector<std::int64_t> mbss = r.mbs.empty() ? std::vector<std::int64_t>{1} : r.mbs;
-      if (r.all_micro_batch_sizes) {
-        mbss = global_batch % dp == 0 ? divisors(global_batch / dp) : std::vector<std::int64_t>{1};
+      if (search_mbs && global_batch % dp == 0) {
+        mbss = search_micro_batch_sizes(strategy, model, t, global_batch / dp);
+        if (mbss.empty()) {
+          reject("no micro-batch size of the local batch " + std::to_string(global_batch / dp) +
+                 " splits its tokens over tp=" + std::to_string(tp));
+        }
       }
       for (std::int64_t mbs : mbss) {
         for (std::int64_t nb : nbs) {

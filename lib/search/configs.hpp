@@ -31,11 +31,19 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
 std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
                                          std::int64_t global_batch, const PlacementChoice& choice);
 
+// The micro-batch sizes the reference's search tries (micro_batch_size_candidates in
+// execution.py): divisors of the local batch whose tokens (mbs x l) split evenly over the GPUs
+// that share a micro-batch (tp2 for 2d SUMMA, tp1 x tp2 otherwise).
+std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Transformer& model,
+                                                   const TensorSplit& tensor, std::int64_t local_batch);
+
 struct ConfigRanges {
   // Empty: every value the reference's search would try (tp1, tp2), or derived from the GPU
-  // count (one of dp and pp), or all divisors (pp, when dp is free too). mbs: {1} when empty.
+  // count (one of dp and pp), or all divisors (pp, when dp is free too). mbs when empty: {1}, as
+  // the notebook, once any of tp1, tp2, pp, dp is given; else the search's, so that with nothing
+  // given the rows are the search's space (its best placement of each).
   std::vector<std::int64_t> tp1, tp2, pp, dp, mbs, nb;
-  bool all_micro_batch_sizes = false;  // mbs: every divisor of the local batch
+  bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
 };

@@ -6,6 +6,9 @@
 - Every top-10 configuration the reference published for a few (strategy, model, system, GPU
   count) cases (PAPER_DIR, test/data/paper), asked for with its exact degrees and NVLink
   placement, comes back with the reference's throughput, memory and every stats value (1e-9).
+- With no degrees given, configs' fastest fitting row at each GPU count of a few published
+  searches (including 2d optima with mbs 8, 16 and 32) has the reference's best throughput,
+  memory and stats (1e-9): its default space is the search's.
 - A row of configs' CSV equals `estimate --json` totals for the same configuration, bit for bit.
 - The notebook's TP-fixed PP sweep returns its configurations in the order asked for, DP derived.
 """
@@ -16,6 +19,9 @@ import os
 import subprocess
 import sys
 
+# (strategy, model, system) whose every published GPU count the default (search) space must match.
+SEARCHES = [('1d', 'gpt3_1T', 'B200-NVS8'), ('2d', 'gpt3_1T', 'B200-NVS64'), ('2d', 'gpt3_1T', 'H200-NVS64'),
+            ('2d-seqp', 'vit_era5', 'A100-NVS4')]
 CASES = [('1d', 'gpt3_1T', 'B200-NVS8', 1024), ('2d', 'gpt3_1T', 'A100-NVS4', 4096),
          ('2d-seqp', 'vit_era5', 'H200-NVS64', 512)]
 FAILURES = []
@@ -71,6 +77,33 @@ def paper_cases(configs, paper_dir):
     print(f'reference: {n_rows} configurations of {len(CASES)} cases, {compared} stats values compared')
 
 
+def search_space(configs, paper_dir):
+    n_counts = n_same = 0
+    for strat, model, system in SEARCHES:
+        golden = json.load(open(os.path.join(paper_dir, f'{strat}_{model}_{system}.json')))
+        gpu, nvs = system.split('-NVS')
+        for n, top in zip(golden['n_gpus'], golden['top']):
+            if not top:
+                continue
+            rows = rows_of(run([configs, '--model', model, '--system', gpu, '--nvs', nvs, '--strat', strat,
+                                '--n-gpus', n, '--global-batch-size', golden['global_batch_size'], '--top', 1, '--csv']))
+            best, g = rows[0], top[0]
+            what = f'{strat} {model} {system} {n} GPUs, best {g["config"]}'
+            n_counts += 1
+            check(best['fits'] == '1', f'{what}: fits')
+            check(close(float(best['throughput']), g['throughput']),
+                  f'{what}: throughput {best["throughput"]} != {g["throughput"]}')
+            check(close(float(best['mem']), g['mem']), f'{what}: mem {best["mem"]} != {g["mem"]}')
+            same = all(int(best[k]) == v for k, v in g['config'].items())
+            n_same += same
+            if same:  # equal throughputs of other configurations are ties the search broke its own way
+                for k, v in g['stats'].items():
+                    key = 'nv_tp1' if k == 'nv_tp' else k
+                    check(close(float(best[key]), v), f'{what}: {k} {best[key]} != {v}')
+    print(f'search space: best of {n_counts} GPU counts of {len(SEARCHES)} published searches '
+          f'({n_same} the same configuration, stats compared)')
+
+
 def against_estimate(configs, estimate):
     args = ['--model', 'gpt3_1T', '--system', 'B200', '--nvs', '8', '--strat', '1d']
     rows = rows_of(run([configs, *args, '--n-gpus', 1024, '--tp', 4, '--pp', 32, '--mbs', 2, '--csv']))
@@ -101,6 +134,7 @@ def notebook_sweep(configs):
 if __name__ == '__main__':
     configs_bin, estimate_bin, paper = sys.argv[1:4]
     paper_cases(configs_bin, paper)
+    search_space(configs_bin, paper)
     against_estimate(configs_bin, estimate_bin)
     notebook_sweep(configs_bin)
     print('FAILED' if FAILURES else 'ok', len(FAILURES))

@@ -1,0 +1,116 @@
+// Configuration sweeps (lib/search/configs): with nothing chosen, the space is the search's, so
+// the fastest fitting row is the search's optimum at every GPU count; with degrees chosen, rows
+// come in the order asked for with the rest derived; the search's micro-batch sizes by hand.
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "config/inputs.hpp"
+#include "search/configs.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+namespace {
+
+struct SpaceCase {
+  Strategy strategy;
+  const char* model;
+  const char* system;
+  std::int64_t nvs;
+  bool fits_somewhere = true;  // 1d vit_era5 fits at no GPU count (the reference's outputs are empty)
+};
+
+std::string case_name(const ::testing::TestParamInfo<SpaceCase>& info) {
+  const SpaceCase& c = info.param;
+  const char* strat = c.strategy == Strategy::OneD ? "1d" : c.strategy == Strategy::TwoD ? "2d" : "2dseqp";
+  return std::string(strat) + "_" + c.model + "_" + c.system + "_NVS" + std::to_string(c.nvs);
+}
+
+// Keeps CTest's discovered names stable (gtest otherwise prints the struct's bytes, pointers included).
+void PrintTo(const SpaceCase& c, std::ostream* os) { *os << case_name({c, 0}); }
+
+class SearchSpace : public ::testing::TestWithParam<SpaceCase> {};
+
+TEST_P(SearchSpace, FastestFittingRowIsTheSearchOptimum) {
+  const SpaceCase c = GetParam();
+  SearchProblem p;
+  p.strategy = c.strategy;
+  p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(c.model) + ".yaml");
+  p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/" + std::string(c.system) + ".yaml");
+  p.system.nvlink_size = c.nvs;
+  p.top_n = 1;
+  Searcher searcher(p);
+  int compared = 0;
+  for (std::int64_t n = 4; n <= 16384; n *= 2) {
+    SearchCounters counters;
+    const TopN top = searcher.run_all(n, counters);
+    const ConfigSweep sweep = sweep_configs(p.system, p.model, p.strategy, n, p.global_batch, ConfigRanges{});
+    const ConfigRow* best = nullptr;
+    for (const ConfigRow& r : sweep.rows) {
+      if (r.fits && (!best || r.throughput > best->throughput)) best = &r;
+    }
+    if (top.items().empty()) {
+      EXPECT_EQ(best, nullptr) << n << " GPUs: the search found nothing that fits";
+      continue;
+    }
+    ASSERT_NE(best, nullptr) << n << " GPUs";
+    const Candidate& s = top.items().front();
+    EXPECT_EQ(best->throughput, s.throughput) << n << " GPUs";
+    EXPECT_EQ(best->totals.mem, s.mem) << n << " GPUs";
+    EXPECT_EQ(best->layout.n_gpus(), n);
+    ++compared;
+  }
+  EXPECT_EQ(compared > 0, c.fits_somewhere);
+}
+
+INSTANTIATE_TEST_SUITE_P(configs, SearchSpace,
+                         ::testing::Values(SpaceCase{Strategy::OneD, "gpt3_1T", "B200", 8},
+                                           SpaceCase{Strategy::OneD, "vit_era5", "A100", 4, false},
+                                           SpaceCase{Strategy::TwoD, "gpt3_1T", "B200", 64},
+                                           SpaceCase{Strategy::TwoD, "vit_era5", "H200", 8},
+                                           SpaceCase{Strategy::TwoDSeqp, "gpt3_1T", "H200", 64},
+                                           SpaceCase{Strategy::TwoDSeqp, "vit_era5", "A100", 4}),
+                         case_name);
+
+// The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
+TEST(configs, ChosenDegreesInTheOrderAskedFor) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+  System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/B200.yaml");
+  sys.nvlink_size = 8;
+  ConfigRanges r;
+  r.tp1 = {8};
+  r.pp = {1, 2, 4, 8, 16, 32, 64, 128};
+  const ConfigSweep sweep = sweep_configs(sys, model, Strategy::OneD, 16384, 4096, r);
+  ASSERT_EQ(sweep.rows.size(), 8u);
+  for (std::size_t i = 0; i < sweep.rows.size(); ++i) {
+    const Layout& l = sweep.rows[i].layout;
+    EXPECT_EQ(l.pp, r.pp[i]);
+    EXPECT_EQ(l.dp, 16384 / (8 * l.pp));
+    EXPECT_EQ(l.mbs, 1);
+    EXPECT_EQ(sweep.rows[i].micro_batches, 4096 / l.dp);
+  }
+  EXPECT_FALSE(sweep.rows[0].fits);  // pp 1: 561 GB of 192
+  EXPECT_TRUE(sweep.rows[7].fits);
+
+  // A DP that no PP of the list leaves: nothing, and the reason.
+  r.dp = {3000};
+  const ConfigSweep none = sweep_configs(sys, model, Strategy::OneD, 16384, 4096, r);
+  EXPECT_TRUE(none.rows.empty());
+  ASSERT_FALSE(none.rejections.empty());
+  EXPECT_NE(none.rejections.front().find("not one of --dp"), std::string::npos) << none.rejections.front();
+}
+
+// vit_era5: 64800 tokens = 2^5 x 2025, so a 64-way token split needs an even micro-batch.
+TEST(configs, SearchMicroBatchSizes) {
+  const Transformer vit = load_model(PERFSWEEP_SOURCE_DIR "/models/vit_era5.yaml");
+  using V = std::vector<std::int64_t>;
+  EXPECT_EQ(search_micro_batch_sizes(Strategy::OneD, vit, {64, 1, 1, 1, 1}, 8), (V{2, 4, 8}));
+  EXPECT_EQ(search_micro_batch_sizes(Strategy::OneD, vit, {32, 1, 1, 1, 1}, 8), (V{1, 2, 4, 8}));
+  EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoD, vit, {64, 1, 1, 1, 1}, 8), (V{1, 2, 4, 8}));  // tp2 only
+  EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoD, vit, {1, 64, 1, 1, 1}, 8), (V{2, 4, 8}));
+  EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoDSeqp, vit, {8, 8, 1, 1, 1}, 6), (V{2, 6}));
+}
+
+}  // namespace
+}  // namespace perfsweep
