@@ -40,13 +40,6 @@ System system_for(const YAML::Node& n, const std::string& where) {
   }
 }
 
-const SystemNumberField* find_field(const std::string& name) {
-  for (const SystemNumberField& f : kSystemNumberFields) {
-    if (name == f.name) return &f;
-  }
-  return nullptr;
-}
-
 double number(const YAML::Node& n, const std::string& where) {
   if (!n.IsScalar()) throw InputError(where + " must be a number");
   try {
@@ -86,7 +79,7 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     const double per = number(in["points_per_segment"], w + ".points_per_segment");
     if (per < 2 || per != std::floor(per)) throw InputError(w + ".points_per_segment must be an integer >= 2");
     const std::string key = in["key"] ? in["key"].as<std::string>() : param;
-    const SystemNumberField* f = find_field(key);
+    const SystemKey* f = find_system_key(key);
     if (!f) throw InputError(w + ".key: '" + key + "' is not a numeric system parameter");
     std::vector<double> anchors;
     for (std::size_t i = 0; i < in["systems"].size(); ++i) {
@@ -110,13 +103,12 @@ bool is_network_parameter(const std::string& name) {
 }
 
 void check_value(const std::string& name, double v, const std::string& where) {
-  const bool latency = name == "nvlink_latency" || name == "ib_latency";
-  const bool efficiency = name == "nvlink_eff" || name == "ib_eff";
-  if ((latency && v < 0) || (!latency && v <= 0) || (efficiency && v > 1)) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    throw InputError(where + ": " + name + " value out of range, got " + buf);
-  }
+  const SystemKey& k = *find_system_key(name);
+  if (in_range(k, v)) return;
+  char buf[192];
+  std::snprintf(buf, sizeof buf, "%.17g (must be in %s%g, %g]%s%s)", v, k.min_open ? "(" : "[", k.min, k.max,
+                std::string_view(k.unit) == "1" ? "" : " ", std::string_view(k.unit) == "1" ? "" : k.unit);
+  throw InputError(where + ": " + name + " value out of range, got " + buf);
 }
 
 }  // namespace
@@ -127,7 +119,7 @@ System HardwareSweep::point(std::size_t index) const {
   for (const SweepAxis& a : axes) {
     stride /= a.size();
     const std::size_t i = (index / stride) % a.size();
-    for (const SweepParameter& p : a.parameters) s.*(find_field(p.name)->member) = p.values[i];
+    for (const SweepParameter& p : a.parameters) s.*(find_system_key(p.name)->member) = p.values[i];
   }
   return s;
 }
@@ -168,7 +160,7 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
     for (const auto& kv : axes[a]) {
       SweepParameter p;
       p.name = kv.first.as<std::string>();
-      if (!find_field(p.name)) throw InputError(where + ": '" + p.name + "' is not a numeric system parameter");
+      if (!find_system_key(p.name)) throw InputError(where + ": '" + p.name + "' is not a numeric system parameter");
       if (sw.base.calibration && is_network_parameter(p.name)) {
         throw InputError(where + ": '" + p.name + "' cannot be swept on " + sw.base_system +
                          ", whose collectives are timed by its calibration (" + sw.base.calibration_file +

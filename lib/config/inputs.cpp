@@ -164,59 +164,13 @@ std::string default_name(const fs::path& file) {
   return stem;
 }
 
-// How each numeric system key is checked.
-enum class Range {
-  kPositive,     // > 0: bandwidths, flops, capacities, element sizes, nic_factor
-  kNonNegative,  // >= 0: latencies; vector_flops_fp32 (unused by the model, 0 when unknown)
-  kEfficiency,   // (0, 1]
-};
-
-struct SystemKey {
-  const char* name;
-  double System::*member;
-  bool required;
-  Range range;
-};
-
-// The reference's keys in its order; the optional ones default to System's initializers.
-constexpr SystemKey kSystemKeys[] = {
-    {"matrix_flops_fp16", &System::matrix_flops_fp16, true, Range::kPositive},
-    {"vector_flops_fp32", &System::vector_flops_fp32, false, Range::kNonNegative},
-    {"vector_flops_fp16", &System::vector_flops_fp16, true, Range::kPositive},
-    {"hbm_bandwidth", &System::hbm_bandwidth, true, Range::kPositive},
-    {"hbm_capacity", &System::hbm_capacity, true, Range::kPositive},
-    {"nvlink_bandwidth", &System::nvlink_bandwidth, true, Range::kPositive},
-    {"nvlink_eff", &System::nvlink_eff, true, Range::kEfficiency},
-    {"nvlink_latency", &System::nvlink_latency, true, Range::kNonNegative},
-    {"ib_bandwidth", &System::ib_bandwidth, true, Range::kPositive},
-    {"ib_eff", &System::ib_eff, true, Range::kEfficiency},
-    {"ib_latency", &System::ib_latency, true, Range::kNonNegative},
-    {"nic_factor", &System::nic_factor, false, Range::kPositive},
-    {"element_size", &System::element_size, false, Range::kPositive},
-    {"mask_element_size", &System::mask_element_size, false, Range::kPositive},
-    {"flops_units", &System::flops_units, false, Range::kPositive},
-};
-
-const char* unit_of(std::string_view key) {
-  for (const SystemNumberField& f : kSystemNumberFields) {
-    if (key == f.name) return f.unit;
-  }
-  return "";
-}
-
 void check_range(const Mapping& m, const SystemKey& k, const YAML::Node& n, double v) {
-  const std::string prefix = m.file() + ": " + k.name;
-  switch (k.range) {
-    case Range::kPositive:
-      if (!(v > 0)) throw InputError(prefix + " must be > 0, got " + Mapping::shown(n));
-      break;
-    case Range::kNonNegative:
-      if (!(v >= 0)) throw InputError(prefix + " must be >= 0, got " + Mapping::shown(n));
-      break;
-    case Range::kEfficiency:
-      if (!(v > 0 && v <= 1)) throw InputError(prefix + " must be in (0, 1], got " + Mapping::shown(n));
-      break;
-  }
+  if (in_range(k, v)) return;
+  char range[96];
+  const bool unitless = std::string_view(k.unit) == "1";
+  std::snprintf(range, sizeof range, "%s%g, %g]%s%s", k.min_open ? "(" : "[", k.min, k.max, unitless ? "" : " ",
+                unitless ? "" : k.unit);
+  throw InputError(m.file() + ": " + k.name + " must be in " + range + ", got " + Mapping::shown(n));
 }
 
 std::string singular(std::string_view kind) {
@@ -387,7 +341,7 @@ std::string system_to_yaml(const System& system) {
   for (const SystemKey& k : kSystemKeys) {
     // The reference's order puts nvlink_size before nic_factor and empirical, summa_nb after it.
     if (std::string_view(k.name) == "nic_factor") line("nvlink_size", std::to_string(system.nvlink_size), "GPUs");
-    line(k.name, format_double(system.*(k.member)), unit_of(k.name));
+    line(k.name, format_double(system.*(k.member)), k.unit);
     if (std::string_view(k.name) == "nic_factor") {
       line("empirical", system.empirical ? "true" : "false", "");
       line("summa_nb", std::to_string(system.summa_nb), "");

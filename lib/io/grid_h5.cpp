@@ -12,15 +12,6 @@
 
 namespace perfsweep {
 
-namespace {
-const char* unit_of(const std::string& name) {
-  for (const SystemNumberField& f : kSystemNumberFields) {
-    if (name == f.name) return f.unit;
-  }
-  return "";
-}
-}  // namespace
-
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
   const std::string x = sweep.axes.size() > 1 ? sweep.axes[1].parameters.front().name : "";
@@ -111,7 +102,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
     H5DSattach_scale(best_ds.id(), ng_ds.id(), 2);
     for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
       for (const SweepParameter& p : sweep.axes[a].parameters) {
-        h5::Handle d = h5::dataset(grid.id(), p.name, p.values, unit_of(p.name));
+        h5::Handle d = h5::dataset(grid.id(), p.name, p.values, find_system_key(p.name)->unit);
         h5::attr(d.id(), "axis", static_cast<std::int64_t>(a));
         H5DSset_scale(d.id(), p.name.c_str());
         H5DSattach_scale(best_ds.id(), d.id(), static_cast<unsigned>(a));

@@ -66,7 +66,7 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
                         const std::vector<TopN>& tops) {
   h5::attr(group, "name", std::string_view(sys.name));
   h5::attr(group, "nvs", sys.nvlink_size);
-  for (const SystemNumberField& f : kSystemNumberFields) h5::attr(group, f.name, sys.*f.member);
+  for (const SystemKey& f : kSystemKeys) h5::attr(group, f.name, sys.*f.member);
   h5::attr(group, "summa_nb", sys.summa_nb);
   // Which collective model timed the results; a calibration travels with them, so the file
   // describes itself.

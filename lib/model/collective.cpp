@@ -22,14 +22,6 @@ std::string_view comm_type_name(CommType type) {
   return "none";
 }
 
-double compute_seconds(const System& system, double tflop, bool tensor_cores) {
-  double peak = tensor_cores ? system.matrix_flops_fp16 : system.vector_flops_fp16;
-  peak *= 0.8;  // average achievable efficiency (reference constant)
-  return 20 * 1E-6 + tflop / peak;
-}
-
-double memory_seconds(const System& system, double gigabytes) { return gigabytes / system.hbm_bandwidth; }
-
 double analytical_collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,
                                      std::int64_t fast_domain) {
   if (std::isnan(volume_gb) || volume_gb == 0) return 0;

@@ -1,6 +1,6 @@
 #pragma once
-// Roofline and two-tier ring-collective timing, as in the reference's Estimates class
-// (estimates.py: get_time_flops, get_time_mem, get_time_comm), and collectives timed from
+// Two-tier ring-collective timing, as in the reference's Estimates class (estimates.py:
+// get_time_comm), and collectives timed from
 // measurements where the system names a calibration.
 #include <cstdint>
 #include <string_view>
@@ -12,13 +12,6 @@ namespace perfsweep {
 enum class CommType : std::uint8_t { None, AllReduce, AllGather, ReduceScatter, Reduce, Broadcast, P2P };
 
 std::string_view comm_type_name(CommType type);  // the reference's spelling: "allreduce", "p2p", "none"
-
-// Seconds to execute `tflop` TFLOP on tensor cores (or vector units): 20 us launch overhead plus
-// the work at 80% of peak.
-double compute_seconds(const System& system, double tflop, bool tensor_cores);
-
-// Seconds to stream `gigabytes` through HBM.
-double memory_seconds(const System& system, double gigabytes);
 
 // Seconds for one collective of `volume_gb` GB over `n_gpus` GPUs, `fast_domain` of which share an
 // NVLink domain (the rest of the ring crosses the slow network), by the reference's analytical

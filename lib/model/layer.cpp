@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/roofline.hpp"
 
 namespace perfsweep {
 namespace {
@@ -34,6 +35,7 @@ CommSet one(Collective c) {
 
 CommSet list(std::initializer_list<Collective> cs) {
   CommSet s;
+  if (cs.size() > s.items.size()) throw ConfigError("a layer pass issues at most 4 collectives");
   s.count = 0;
   for (const Collective& c : cs) s.items[s.count++] = c;
   s.is_list = true;
@@ -80,8 +82,8 @@ std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, cons
 
 PassTime time_pass(const System& s, const LayerCost& c, double flops, double mem, const CommSet& comms) {
   PassTime p;
-  p.comp = compute_seconds(s, flops, c.tensor_cores);
-  const double t_mem = memory_seconds(s, mem);
+  p.comp = compute_seconds(s, c.kernel, flops);
+  const double t_mem = memory_seconds(s, c.kernel, mem);
   p.intensity = p.comp / t_mem;
   const double t_compute = std::max(p.comp, t_mem);
   if (c.overlap == Overlap::Summa) {
@@ -212,7 +214,7 @@ LayerCost bias(const System& s, const char* name, I b, I l, I f, Split2 p) {
   const I l_local = l / m2, f_local = f / m1;
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Elementwise;
   c.weights_mem = D(1 * f_local) * u.elem;
   c.flops_fwd = D(b * l_local) * (D(f_local) * u.add);
   c.mem_fwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
@@ -227,7 +229,7 @@ LayerCost activation(const System& s, const char* name, I m) {
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Elementwise;
   c.flops_fwd = D(m) * u.mult * 8;
   const double act_in = D(m) * u.elem;
   const double act_out = D(m) * u.elem;
@@ -242,7 +244,7 @@ LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool r
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(m) * u.mult;
   double act_in = D(m) * u.elem;
@@ -262,7 +264,7 @@ LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, 
   const I n = b * h_local * l1 * l2;
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
   const double buffer = D(n) * u.elem;
@@ -270,27 +272,6 @@ LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, 
   c.flops_bwd = D(2 * b * h_local * l1 * l2) * u.mult + D(b * h_local * l1 * (l2 - 1)) * u.add + D(n) * u.add;
   c.mem_bwd = D(2 * n) * u.elem + buffer;
   c.activation_buffer = remat ? 0.0 : buffer;
-  return c;
-}
-
-// Softmax over a (l/m2, l/m1) block: row statistics are all-reduced across m1.
-LayerCost softmax_2d(const System& s, const char* name, I b, I h, I l1, I l2, Split2 p) {
-  const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t1 = p.t2;
-  const I l_local_1 = l1 / m2, l_local_2 = l2 / m1;
-  const I n = b * h * l_local_1 * l_local_2;
-  LayerCost c;
-  c.name = name;
-  c.tensor_cores = false;
-  c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h * l_local_1 * (l_local_2 - 1)) * u.add;
-  c.activation_buffer = D(n) * u.elem;
-  c.mem_fwd = D(n) * u.elem + D(n) * u.elem;
-  const double stats = m1 > 1 ? D(b * h * l_local_1) * u.elem : 0.0;
-  c.comm_fwd = one(coll(stats, CommType::AllReduce, m1, t1));
-  c.flops_bwd =
-      D(2 * b * h * l_local_1 * l_local_2) * u.mult + D(b * h * l_local_1 * (l_local_2 - 1)) * u.add + D(n) * u.add;
-  c.mem_bwd = D(2 * n) * u.elem + c.activation_buffer;
-  c.comm_bwd = one(coll(stats, CommType::AllReduce, m1, t1));
   return c;
 }
 
@@ -324,7 +305,7 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t)
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l / m, e, u);
   layer_norm_memory(c, b, l / m, e, u);
   const double full = m > 1 ? D(b * l * e) * u.elem : 0.0;
@@ -341,7 +322,7 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2
   const I l_local = l / m2, e_local = l / m1;
   LayerCost c;
   c.name = name;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l_local, e_local, u);
   layer_norm_memory(c, b, l_local, e_local, u);
   c.comm_fwd = one(coll(m1 > 1 ? D(2 * b * l_local) * u.elem : 0.0, CommType::AllReduce, m1, t1));
@@ -382,56 +363,6 @@ LayerCost attend(const System& s, const char* name, I b, I l, I q, I h, I m, boo
   c.flops_bwd += dot_flops(b * h_local * l * q, l, u);
   c.mem_bwd = D(3 * (b * h_local * l * q)) * u.elem + D(b * h_local * l * l) * u.elem + attention_buffer + value_buffer;
   c.activation_buffer = (remat ? 0.0 : attention_buffer) + value_buffer;
-  return c;
-}
-
-// SUMMA logits: (b,h,l/m2,l/m1) = (b,h,l/m2,q/m1)(b,h,l/m2,q/m1)^T.
-LayerCost logits_summa(const System& s, const char* name, I b, I l, I q, I h, Split2 p, I nb) {
-  const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
-  const bool m1_par = m1 > 1, m2_par = m2 > 1;
-  const I l_local_2 = l / m2, q_local = q / m1;
-  LayerCost c;
-  c.name = name;
-  c.overlap = Overlap::Summa;
-  c.summa_nb = nb;
-  c.flops_fwd = dot_flops(b * h * l_local_2 * l, q_local, u);
-  c.activation_buffer = D(2 * (b * h * l_local_2 * q_local)) * u.elem;  // Q and K
-  c.mem_fwd = D(b * h * l * q_local + b * h * l_local_2 * q_local * nb + b * h * l_local_2 * l) * u.elem;
-  const double kv = m2_par ? D(b * h * l * q_local) * u.elem : 0.0;
-  const double scores = m1_par ? D(b * h * l_local_2 * l) * u.elem : 0.0;
-  c.comm_fwd = list({coll(kv, CommType::Broadcast, m2, t2), coll(scores, CommType::Reduce, m1, t1)});
-  c.flops_bwd = dot_flops(b * h * l_local_2 * q_local, l, u);
-  c.flops_bwd += dot_flops(b * h * l * q_local, l_local_2, u);
-  c.mem_bwd = D(2 * b * h * l_local_2 * l + 2 * b * h * l * q_local + 2 * b * h * l_local_2 * q_local * nb) * u.elem;
-  c.comm_bwd = list({coll(scores, CommType::Broadcast, m1, t1), coll(kv, CommType::Broadcast, m2, t2),
-                     coll(scores, CommType::Broadcast, m1, t1), coll(kv, CommType::Reduce, m2, t2)});
-  return c;
-}
-
-// SUMMA attend: (b,h,l/m2,q/m1) = (b,h,l/m2,l/m1)(b,h,l/m2,q/m1).
-LayerCost attend_summa(const System& s, const char* name, I b, I l, I q, I h, Split2 p, I nb) {
-  const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
-  const bool m1_par = m1 > 1, m2_par = m2 > 1;
-  const I l_local_1 = l / m1, l_local_2 = l / m2, q_local = q / m1;
-  LayerCost c;
-  c.name = name;
-  c.overlap = Overlap::Summa;
-  c.summa_nb = nb;
-  c.flops_fwd = D(b * h * l_local_2 * q_local) * (D(l) * u.mult + D(l) * u.add);
-  c.activation_buffer = D(b * h * l_local_2 * l_local_1 + b * h * l_local_2 * q_local) * u.elem;
-  c.mem_fwd = D(b * h * l_local_2 * l + b * h * l * q_local + b * h * l_local_2 * q_local * nb) * u.elem;
-  const double scores = m1_par ? D(b * h * l_local_2 * l) * u.elem : 0.0;
-  const double values = m2_par ? D(b * h * l * q_local) * u.elem : 0.0;
-  c.comm_fwd = list({coll(scores, CommType::Broadcast, m1, t1), coll(values, CommType::Broadcast, m2, t2)});
-  const double agrad_flops = dot_flops(b * h * l_local_2 * l, q_local, u);
-  const double vgrad_flops = dot_flops(b * h * l * q_local, l_local_2, u);
-  c.flops_bwd = agrad_flops + vgrad_flops;
-  c.mem_bwd = D(b * h * (l_local_2 * q_local * nb + q_local * l + l_local_2 * l)) * u.elem;
-  c.mem_bwd += D(b * h * (l_local_2 * q_local * nb + l * l_local_2 + l * q_local)) * u.elem;
-  c.comm_bwd = list({coll(values, CommType::Broadcast, m2, t2), coll(scores, CommType::Reduce, m1, t1),
-                     coll(scores, CommType::Broadcast, m1, t1), coll(values, CommType::Reduce, m2, t2)});
   return c;
 }
 
@@ -502,6 +433,7 @@ LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m) {
   const I bh = b * h_local;
   LayerCost c;
   c.name = name;
+  c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
   c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
   c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;           // dropout
@@ -538,6 +470,7 @@ LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, S
   const I bh = b * h_local;
   LayerCost c;
   c.name = name;
+  c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l_local * l, q, u);
   c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
   c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;

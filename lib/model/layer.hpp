@@ -35,7 +35,7 @@ enum class Overlap : std::uint8_t {
 
 struct LayerCost {
   const char* name = "";
-  bool tensor_cores = true;
+  KernelClass kernel = KernelClass::Gemm;  // how the roofline times it (model/roofline.hpp)
   double flops_fwd = 0;          // TFLOP
   double mem_fwd = 0;            // GB moved through HBM
   double activation_buffer = 0;  // GB kept for the backward pass (0 if rematerialized)
@@ -91,8 +91,6 @@ LayerCost activation(const System& s, const char* name, std::int64_t m);
 LayerCost dropout(const System& s, const char* name, std::int64_t m, bool recompute = false, bool remat = false);
 LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
                   std::int64_t m, bool recompute = false, bool remat = false);
-LayerCost softmax_2d(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1,
-                     std::int64_t l2, Split2 p);
 LayerCost layer_norm(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t m,
                      std::int64_t t);
 LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Split2 p);
@@ -100,10 +98,6 @@ LayerCost logits(const System& s, const char* name, std::int64_t b, std::int64_t
                  std::int64_t m, bool recompute = false);
 LayerCost attend(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
                  std::int64_t m, bool remat = false);
-LayerCost logits_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                       std::int64_t h, Split2 p, std::int64_t nb);
-LayerCost attend_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                       std::int64_t h, Split2 p, std::int64_t nb);
 LayerCost logits_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
                       std::int64_t h, Split2 p);
 LayerCost attend_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,

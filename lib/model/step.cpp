@@ -14,7 +14,7 @@ constexpr double D(I v) { return static_cast<double>(v); }
 LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommType bwd_type, I group, I fast) {
   LayerResult r;
   r.cost.name = name;
-  r.cost.tensor_cores = false;
+  r.cost.kernel = KernelClass::Collective;
   r.cost.comm_fwd.items[0] = {volume, fwd_type, group, fast};
   r.cost.comm_bwd.items[0] = {volume, bwd_type, group, fast};
   return r;
@@ -28,14 +28,11 @@ PassTime comm_only(double seconds) {
 }
 }  // namespace
 
-BlockSummary summarize(const Module& mlp, const Module& sa) {
+BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb) {
   BlockSummary b;
   b.mlp = sum_module(mlp);
   b.sa = sum_module(sa);
-  for (int i = 0; i < mlp.count; ++i) {
-    const LayerResult& r = mlp.layers[static_cast<std::size_t>(i)];
-    if (std::string_view(r.cost.name) == "ln1") b.p2p_volume_gb = r.cost.activation_buffer;
-  }
+  b.p2p_volume_gb = p2p_volume_gb;
   return b;
 }
 
@@ -159,6 +156,10 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   if (c.strategy == Strategy::TwoD) {
     require(m.e % t.tp2 == 0, "tp2=" + str(t.tp2) + " does not divide embed_dim " + str(m.e));
   }
+  require(c.attention.flash || c.strategy == Strategy::OneD || !c.attention.recompute,
+          "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");
+  require(!(c.attention.flash && c.attention.recompute),
+          "attention recompute goes with unfused attention; flash attention recomputes inside its kernel");
   require(m.depth % c.pp == 0, "pp=" + str(c.pp) + " does not divide depth " + str(m.depth));
   require(global_batch % c.dp == 0,
           "dp=" + str(c.dp) + " does not divide the global batch size " + str(global_batch));
@@ -177,19 +178,27 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
                                      str(s.nvlink_size));
 }
 
+StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, const BlockSummary& block,
+                       I global_batch) {
+  const StrategyPlan& plan = plan_of(c.strategy);
+  const I micro_batches = global_batch / c.dp / c.mbs;
+  StepCosts out;
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, dp_group(plan, c), dp_group_fast(plan, c));
+  out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp);
+  out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp,
+                           optimizer_shards_beyond_dp(plan, c), micro_batches);
+  return out;
+}
+
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   validate_layout(s, m, c, global_batch);
   Evaluation ev;
-  build_block(s, c.strategy, c.mbs, m, c.tensor, ev.mlp, ev.sa);
-  const BlockSummary block = summarize(ev.mlp, ev.sa);
-  const I micro_batches = global_batch / c.dp / c.mbs;
-  const bool seqp = c.strategy == Strategy::TwoDSeqp;
-  // Context parallelism replicates weights over tp2 too: its gradients join the DP reduction.
-  const I dp_group = seqp ? c.dp * c.tensor.tp2 : c.dp;
-  const I dp_fast = seqp ? c.nv_dp * c.tensor.nv2 : c.nv_dp;
-  ev.dp_row = data_parallel(s, block, m.depth / c.pp, dp_group, dp_fast);
-  ev.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp);
-  ev.totals = step_totals(block, ev.dp_row.t, ev.pp_row.t, m.depth, c.pp, c.dp, seqp ? c.tensor.tp2 : 1, micro_batches);
+  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, c.tensor, c.attention,
+                                 ev.mlp, ev.sa);
+  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch);
+  ev.dp_row = step.dp_row;
+  ev.pp_row = step.pp_row;
+  ev.totals = step.totals;
   ev.throughput = D(global_batch) / ev.totals.t;
   ev.fits = !(ev.totals.mem > s.hbm_capacity);
   return ev;

@@ -4,28 +4,18 @@
 #include <array>
 #include <cstdint>
 
-#include "model/module.hpp"
+#include "model/plan.hpp"
 
 namespace perfsweep {
-
-// How a step is laid out on n = dp x tp1 x tp2 x pp GPUs, and which GPUs of each group share an
-// NVLink domain (nv_* of the reference's search).
-struct Layout {
-  Strategy strategy = Strategy::OneD;
-  std::int64_t dp = 1, pp = 1, mbs = 1;
-  TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
-  std::int64_t nv_dp = 1, nv_pp = 1;
-  std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
-};
 
 // What a step needs of one block's modules.
 struct BlockSummary {
   ModuleSums mlp;
   ModuleSums sa;
-  double p2p_volume_gb = 0;  // activations sent between pipeline stages: ln1's input buffer
+  double p2p_volume_gb = 0;  // activations sent between pipeline stages per micro-batch
 };
 
-BlockSummary summarize(const Module& mlp, const Module& sa);
+BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb);
 
 // Weight all-gather (forward) and gradient reduce-scatter (backward) across the data-parallel
 // group, overlapped with the compute of the other layers of a stage: one collective is exposed,
@@ -78,6 +68,16 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
 // seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
                    std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
+
+// The step around one block: DP and PP communication and the totals.
+struct StepCosts {
+  LayerResult dp_row, pp_row;
+  Totals totals;
+};
+
+// The one composition of a step from a block's summary, used by evaluate and the search.
+StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
+                       std::int64_t global_batch);
 
 // Everything about one configuration: the per-layer tables, DP and PP rows and totals.
 struct Evaluation {

@@ -1,15 +1,33 @@
 #pragma once
 // Hardware description of one GPU system, with the reference's keys and units
 // (systems/config-*.json of transformer-perf-estimates).
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace perfsweep {
 
 namespace comm {
 struct Calibration;  // model/comm_calibration.hpp
 }
+
+// What a layer pass runs as, for the roofline (model/roofline.hpp): each class has its own
+// achieved compute and memory efficiency and launch cost.
+enum class KernelClass : std::uint8_t { Gemm, Attention, Elementwise, Norm, Optimizer, Collective };
+inline constexpr std::size_t kKernelClassCount = 6;
+inline constexpr std::array<const char*, kKernelClassCount> kKernelClassNames{
+    "gemm", "attention", "elementwise", "norm", "optimizer", "collective"};
+
+// A kernel class's achieved fractions of the peaks and its fixed cost. The defaults are the
+// reference's roofline: 80% of peak FLOP/s and 20 us per kernel (estimates.py get_time_flops),
+// the full HBM bandwidth (get_time_mem).
+struct KernelEfficiency {
+  double compute = 0.8;         // fraction of the class's peak FLOP/s
+  double memory = 1.0;          // fraction of hbm_bandwidth
+  double launch_s = 20 * 1E-6;  // s per kernel, added to its compute time
+};
 
 struct System {
   std::string name;                  // label, e.g. "A100"; the file stem by default
@@ -36,30 +54,61 @@ struct System {
   // the analytical model alone, as in the reference. Shared and immutable, so copies are cheap.
   std::shared_ptr<const comm::Calibration> calibration;
   std::string calibration_file;      // the system file's `calibration:` value as written; "" if none
+  // Per kernel class, indexed by KernelClass.
+  std::array<KernelEfficiency, kKernelClassCount> kernels{};
+  const KernelEfficiency& kernel(KernelClass k) const { return kernels[static_cast<std::size_t>(k)]; }
 };
 
-// The numeric parameters in the reference's key order, for writers and readers of every format.
-struct SystemNumberField {
+// The registry of numeric system keys, in the reference's key order: the one list that loading,
+// writing (YAML, HDF5 attributes), hardware-sweep axes and tests go through. A key's range is
+// what a physical system can have; values outside are refused where they are read.
+struct SystemKey {
   const char* name;
   double System::*member;
   const char* unit;
+  bool required;     // must appear in a system file (optional keys default to System's initializers)
+  double min;        // smallest accepted value
+  bool min_open;     // min itself refused (a value must be > min)
+  double max;        // largest accepted value
+  bool sweepable;    // may be an axis of a hardware sweep
+  const char* what;  // one line for documentation and HDF5 attribute descriptions
 };
-inline constexpr SystemNumberField kSystemNumberFields[] = {
-    {"matrix_flops_fp16", &System::matrix_flops_fp16, "TFLOP/s"},
-    {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s"},
-    {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s"},
-    {"hbm_bandwidth", &System::hbm_bandwidth, "GB/s"},
-    {"hbm_capacity", &System::hbm_capacity, "GB"},
-    {"nvlink_bandwidth", &System::nvlink_bandwidth, "GB/s"},
-    {"nvlink_eff", &System::nvlink_eff, "1"},
-    {"nvlink_latency", &System::nvlink_latency, "s"},
-    {"ib_bandwidth", &System::ib_bandwidth, "GB/s"},
-    {"ib_eff", &System::ib_eff, "1"},
-    {"ib_latency", &System::ib_latency, "s"},
-    {"nic_factor", &System::nic_factor, "NICs per GPU"},
-    {"element_size", &System::element_size, "GB"},
-    {"mask_element_size", &System::mask_element_size, "GB"},
-    {"flops_units", &System::flops_units, "TFLOP per flop"},
+inline constexpr SystemKey kSystemKeys[] = {
+    {"matrix_flops_fp16", &System::matrix_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,
+     "tensor-core dense fp16/bf16 peak"},
+    {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s", false, 0, false, 1e7, true,
+     "CUDA-core fp32 peak (recorded, not used by the model)"},
+    {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,
+     "CUDA-core fp16 peak"},
+    {"hbm_bandwidth", &System::hbm_bandwidth, "GB/s", true, 1e-3, false, 1e9, true, "HBM bandwidth"},
+    {"hbm_capacity", &System::hbm_capacity, "GB", true, 1e-3, false, 1e9, true, "HBM capacity per GPU"},
+    {"nvlink_bandwidth", &System::nvlink_bandwidth, "GB/s", true, 1e-3, false, 1e9, true,
+     "NVLink bandwidth per GPU, one direction"},
+    {"nvlink_eff", &System::nvlink_eff, "1", true, 0, true, 1, true, "achievable fraction of nvlink_bandwidth"},
+    {"nvlink_latency", &System::nvlink_latency, "s", true, 0, false, 1, true, "latency per ring step on NVLink"},
+    {"ib_bandwidth", &System::ib_bandwidth, "GB/s", true, 1e-3, false, 1e9, true,
+     "bandwidth per NIC on the network between NVLink domains"},
+    {"ib_eff", &System::ib_eff, "1", true, 0, true, 1, true, "achievable fraction of ib_bandwidth"},
+    {"ib_latency", &System::ib_latency, "s", true, 0, false, 1, true, "latency per ring step across domains"},
+    {"nic_factor", &System::nic_factor, "NICs per GPU", false, 1e-3, false, 1e3, true, "NICs per GPU"},
+    {"element_size", &System::element_size, "GB", false, 0, true, 1e-6, false,
+     "size of one activation or weight element"},
+    {"mask_element_size", &System::mask_element_size, "GB", false, 0, true, 1e-6, false,
+     "size of one dropout-mask element"},
+    {"flops_units", &System::flops_units, "TFLOP per flop", false, 0, true, 1, false, "TFLOP per counted flop"},
 };
+
+// The key named `name`, or null.
+inline const SystemKey* find_system_key(std::string_view name) {
+  for (const SystemKey& k : kSystemKeys) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+// Whether v lies in the key's range (NaN never does).
+inline bool in_range(const SystemKey& k, double v) {
+  return (k.min_open ? v > k.min : v >= k.min) && v <= k.max;
+}
 
 }  // namespace perfsweep

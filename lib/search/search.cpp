@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/error.hpp"
 #include "search/candidates.hpp"
 
 namespace perfsweep {
@@ -44,11 +45,16 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
   return out;
 }
 
-// Block summaries of one tensor split, keyed by (micro-batch, SUMMA nb, NVLink tensor placement):
-// an open-addressing table whose entries are invalidated by bumping a generation number.
+// Block summaries of one tensor split, keyed by every input of the block that varies inside the
+// split: micro-batch, SUMMA nb and the tensor groups' NVLink placement. An open-addressing table
+// whose entries are invalidated by bumping a generation number.
 struct Searcher::Cache {
+  struct Key {
+    std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
+    bool operator==(const Key&) const = default;
+  };
   struct Entry {
-    std::uint64_t key = 0;
+    Key key;
     std::uint32_t generation = 0;
     BlockSummary block;
   };
@@ -61,11 +67,17 @@ struct Searcher::Cache {
     used = 0;
   }
 
+  static std::uint64_t hash(const Key& k) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2}) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
+    return h * 0x9E3779B97F4A7C15ull;
+  }
+
   // Returns the slot for key and whether it holds a valid block.
-  std::pair<Entry*, bool> find(std::uint64_t key) {
+  std::pair<Entry*, bool> find(const Key& key) {
     if (2 * (used + 1) > table.size()) grow();
     const std::size_t mask = table.size() - 1;
-    std::size_t i = (key * 0x9E3779B97F4A7C15ull) >> 40 & mask;
+    std::size_t i = static_cast<std::size_t>(hash(key) >> 32) & mask;
     while (true) {
       Entry& e = table[i];
       if (e.generation != generation) return {&e, false};
@@ -74,7 +86,7 @@ struct Searcher::Cache {
     }
   }
 
-  void insert(Entry* e, std::uint64_t key, const BlockSummary& block) {
+  void insert(Entry* e, const Key& key, const BlockSummary& block) {
     e->key = key;
     e->generation = generation;
     e->block = block;
@@ -96,13 +108,17 @@ struct Searcher::Cache {
 };
 
 Searcher::Searcher(const SearchProblem& problem)
-    : problem_(problem), batch_divisors_(divisors(problem.global_batch)), cache_(new Cache) {}
+    : problem_(problem),
+      batch_divisors_(divisors(problem.global_batch)),
+      block_(describe_block(problem.model, problem.attention)),
+      cache_(new Cache) {}
 
 Searcher::~Searcher() { delete cache_; }
 
 void Searcher::set_problem(const SearchProblem& problem) {
   if (problem.global_batch != problem_.global_batch) batch_divisors_ = divisors(problem.global_batch);
   problem_ = problem;
+  block_ = describe_block(problem.model, problem.attention);
 }
 
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
@@ -113,14 +129,15 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
   const std::int64_t nvs = sys.nvlink_size;
   const std::int64_t tp1 = split.tp1, tp2 = split.tp2, tp = tp1 * tp2;
   const bool one_d = p.strategy == Strategy::OneD;
-  const bool seqp = p.strategy == Strategy::TwoDSeqp;
-  // GPUs the micro-batch's tokens are split over (micro_batch_size_candidates' divisibility test)
-  const std::int64_t token_split = p.strategy == Strategy::TwoD ? tp2 : tp;
+  const std::int64_t tokens_over = token_split(plan_of(p.strategy), split);
 
   std::array<std::int64_t, 64> nbs{};
   std::size_t n_nb = 0;
   if (p.strategy == Strategy::TwoD) {
-    for_each_summa_nb(tp1, tp2, m.e, [&](std::int64_t nb) { nbs[n_nb++] = nb; });
+    for_each_summa_nb(tp1, tp2, m.e, [&](std::int64_t nb) {
+      if (n_nb == nbs.size()) throw ConfigError("more than 64 SUMMA block counts");
+      nbs[n_nb++] = nb;
+    });
   } else {
     nbs[n_nb++] = 1;
   }
@@ -130,6 +147,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
   cand.layout.strategy = p.strategy;
   cand.layout.tensor.tp1 = tp1;
   cand.layout.tensor.tp2 = tp2;
+  cand.layout.attention = p.attention;
 
   const std::int64_t max_pp = std::min(n / tp, m.depth);
   for (std::int64_t pp = 1; pp <= max_pp; ++pp) {
@@ -140,37 +158,21 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
       continue;
     }
     const std::int64_t local_batch = G / dp;
-    const std::int64_t layers = m.depth / pp;
     for (std::size_t mi = 0; mi < batch_divisors_.size(); ++mi) {
       const std::int64_t mbs = batch_divisors_[mi];
       if (mbs > local_batch) break;
-      if (local_batch % mbs || (mbs * m.l) % token_split) continue;
-      const std::int64_t micro_batches = local_batch / mbs;
+      if (local_batch % mbs || (mbs * m.l) % tokens_over) continue;
       for (std::size_t ni = 0; ni < n_nb; ++ni) {
         auto visit = [&](std::int64_t nv1, std::int64_t nv2, std::int64_t nv_dp, std::int64_t nv_pp) {
           ++counters.candidates;
-          const std::uint64_t key = static_cast<std::uint64_t>(mi) | static_cast<std::uint64_t>(ni) << 8 |
-                                    static_cast<std::uint64_t>(nv1) << 16 | static_cast<std::uint64_t>(nv2) << 40;
+          const Cache::Key key{mbs, nbs[ni], nv1, nv2};
           auto [slot, found] = cache_->find(key);
           if (!found) {
-            Module mlp, sa;
-            build_block(sys, p.strategy, mbs, m, {tp1, tp2, nv1, nv2, nbs[ni]}, mlp, sa);
-            cache_->insert(slot, key, summarize(mlp, sa));
+            const double p2p = build_block(sys, p.strategy, block_, mbs, m, {tp1, tp2, nv1, nv2, nbs[ni]}, p.attention,
+                                           mlp_, sa_);
+            cache_->insert(slot, key, summarize(mlp_, sa_, p2p));
             ++counters.module_evaluations;
           }
-          const BlockSummary& block = slot->block;
-          const double t_dp = data_parallel(sys, block, layers, seqp ? dp * tp2 : dp, seqp ? nv_dp * nv2 : nv_dp).t;
-          const double t_pp = pipeline_parallel(sys, block, micro_batches, pp, nv_pp).t;
-          const Totals totals = step_totals(block, t_dp, t_pp, m.depth, pp, dp, seqp ? tp2 : 1, micro_batches);
-          if (totals.mem > sys.hbm_capacity) {
-            ++counters.infeasible_memory;
-            return;
-          }
-          const double throughput = static_cast<double>(G) / totals.t;
-          if (!top.admits(throughput)) return;
-          cand.throughput = throughput;
-          cand.mem = totals.mem;
-          cand.totals = totals;
           Layout& l = cand.layout;
           l.dp = dp;
           l.pp = pp;
@@ -180,6 +182,16 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
           l.tensor.nv2 = nv2;
           l.nv_dp = nv_dp;
           l.nv_pp = nv_pp;
+          const Totals totals = compose_step(sys, m, l, slot->block, G).totals;
+          if (totals.mem > sys.hbm_capacity) {
+            ++counters.infeasible_memory;
+            return;
+          }
+          const double throughput = static_cast<double>(G) / totals.t;
+          if (!top.admits(throughput)) return;
+          cand.throughput = throughput;
+          cand.mem = totals.mem;
+          cand.totals = totals;
           top.push(cand);
         };
         if (one_d) {

@@ -15,6 +15,7 @@ struct SearchProblem {
   System system;  // nvlink_size is the NVLink domain searched
   std::int64_t global_batch = 4096;
   std::size_t top_n = 10;
+  AttentionMode attention;  // the reference's search: flash attention
 };
 
 // How many candidates each check took out (the reference's "#possible candidates" is
@@ -54,6 +55,8 @@ class Searcher {
   struct Cache;
   SearchProblem problem_;
   std::vector<std::int64_t> batch_divisors_;
+  std::vector<BlockLayer> block_;  // the model's block description
+  Module mlp_, sa_;                // scratch for building a block
   Cache* cache_;
 };
 

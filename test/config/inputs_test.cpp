@@ -34,7 +34,7 @@ std::string input_error(const std::function<void()>& f) {
 
 void expect_same_system(const System& a, const System& b) {
   EXPECT_EQ(a.name, b.name);
-  for (const SystemNumberField& f : kSystemNumberFields) EXPECT_EQ(a.*(f.member), b.*(f.member)) << f.name;
+  for (const SystemKey& f : kSystemKeys) EXPECT_EQ(a.*(f.member), b.*(f.member)) << f.name;
   EXPECT_EQ(a.nvlink_size, b.nvlink_size);
   EXPECT_EQ(a.summa_nb, b.summa_nb);
   EXPECT_EQ(a.empirical, b.empirical);
@@ -233,13 +233,16 @@ TEST_F(InputsTest, SystemValuesOutOfRange) {
     return system_with(base.substr(0, at) + key + ": " + value + base.substr(end));
   };
   const fs::path neg = replaced("hbm_bandwidth", "-5");
-  EXPECT_EQ(input_error([&] { load_system(neg); }), neg.string() + ": hbm_bandwidth must be > 0, got -5");
+  EXPECT_EQ(input_error([&] { load_system(neg); }), neg.string() + ": hbm_bandwidth must be in [0.001, 1e+09] GB/s, got -5");
   const fs::path zero = replaced("matrix_flops_fp16", "0");
-  EXPECT_EQ(input_error([&] { load_system(zero); }), zero.string() + ": matrix_flops_fp16 must be > 0, got 0");
+  EXPECT_EQ(input_error([&] { load_system(zero); }), zero.string() + ": matrix_flops_fp16 must be in [0.001, 1e+07] TFLOP/s, got 0");
   const fs::path eff = replaced("ib_eff", "1.5");
   EXPECT_EQ(input_error([&] { load_system(eff); }), eff.string() + ": ib_eff must be in (0, 1], got 1.5");
   const fs::path lat = replaced("ib_latency", "-1e-6");
-  EXPECT_EQ(input_error([&] { load_system(lat); }), lat.string() + ": ib_latency must be >= 0, got -1e-6");
+  EXPECT_EQ(input_error([&] { load_system(lat); }), lat.string() + ": ib_latency must be in [0, 1] s, got -1e-6");
+  // Tiny bandwidths would turn times into inf/NaN: the registry's physical range refuses them.
+  const fs::path tiny = replaced("hbm_bandwidth", "1e-308");
+  EXPECT_EQ(input_error([&] { load_system(tiny); }), tiny.string() + ": hbm_bandwidth must be in [0.001, 1e+09] GB/s, got 1e-308");
   EXPECT_EQ(load_system(replaced("nvlink_latency", "0")).nvlink_latency, 0.0);
   EXPECT_EQ(load_system(replaced("nvlink_eff", "1")).nvlink_eff, 1.0);
 
@@ -254,7 +257,7 @@ TEST_F(InputsTest, SystemValuesOutOfRange) {
   EXPECT_EQ(load_system(replaced("hbm_bandwidth", "+1.5e3")).hbm_bandwidth, 1500.0);
 
   const fs::path nic = system_with(base + "nic_factor: 0\n");
-  EXPECT_EQ(input_error([&] { load_system(nic); }), nic.string() + ": nic_factor must be > 0, got 0");
+  EXPECT_EQ(input_error([&] { load_system(nic); }), nic.string() + ": nic_factor must be in [0.001, 1000] NICs per GPU, got 0");
   EXPECT_EQ(load_system(system_with(base + "nic_factor: 0.5\n")).nic_factor, 0.5);
 }
 
@@ -302,7 +305,7 @@ TEST_F(InputsTest, CalibrationIsLoadedRelativeToTheSystemFile) {
   EXPECT_EQ(calibrated.calibration_file, "calibrations/perlmutter_a100.yaml");
   EXPECT_EQ(calibrated.calibration->file_text, calibration);
   const System a100 = load_system_named("A100");
-  for (const SystemNumberField& f : kSystemNumberFields) EXPECT_EQ(calibrated.*(f.member), a100.*(f.member)) << f.name;
+  for (const SystemKey& f : kSystemKeys) EXPECT_EQ(calibrated.*(f.member), a100.*(f.member)) << f.name;
   EXPECT_EQ(calibrated.nvlink_size, a100.nvlink_size);
 }
 

@@ -1,0 +1,84 @@
+#pragma once
+// The transformer block as data: one strategy-independent list of layers, each with a role and
+// the shapes it gets from the model, and each strategy's sharding rules that turn a described
+// layer into its per-GPU cost (the counts of model/layer.hpp). A new layer kind is an entry in
+// describe_block and a case in each strategy's rule; a new strategy is one rule function.
+#include <cstdint>
+#include <vector>
+
+#include "model/module.hpp"
+
+namespace perfsweep {
+
+// Which sub-layer of the block a layer belongs to (the reference's MLP and self-attention
+// modules; reports keep them apart as "mlp" and "sa").
+enum class Sublayer : std::uint8_t { Mlp, Attention };
+
+enum class Role : std::uint8_t {
+  ColumnProjection,  // GEMM whose output features are split over tensor parallelism (fc1, qkv)
+  RowProjection,     // GEMM whose input features are split; its output is reduced (fc2, vproj)
+  Bias,              // bias add of a projection's output (`operand`: Hidden or Residual)
+  Activation,        // GELU on the hidden features
+  Dropout,           // dropout on `operand`
+  Norm,              // layer norm of the sub-layer's output
+  AttentionCore,     // flash attention: scores, softmax, dropout and weighted values in one kernel
+  AttentionScores,   // unfused attention: Q K^T
+  AttentionSoftmax,  // unfused attention: softmax over the scores
+  AttentionValues,   // unfused attention: probabilities times V
+};
+
+// What an elementwise layer (bias, dropout) acts on, which decides how it is sharded.
+enum class Operand : std::uint8_t {
+  Hidden,    // a column projection's output: features split over tensor parallelism
+  Residual,  // a row projection's output, the block's residual stream (e wide)
+  Scores,    // the attention probabilities (b x heads x l x l)
+};
+
+struct BlockLayer {
+  const char* name;
+  Sublayer sublayer;
+  Role role;
+  Operand operand = Operand::Residual;  // Bias and Dropout
+  std::int64_t in = 0;                  // input features (projections)
+  std::int64_t out = 0;                 // output features (projections); width of elementwise layers
+  // Its saved input is the activation a pipeline stage sends to the next (the reference times
+  // the transfer with ln1's activation buffer).
+  bool stage_input = false;
+};
+
+// How attention runs: the reference's two modes (modules.py sa_*: flash_attention,
+// attention_recompute). Its search uses flash attention.
+struct AttentionMode {
+  bool flash = true;
+  bool recompute = false;  // unfused only: scores, softmax and dropout re-run in the backward, not kept
+};
+
+// The block of `model` in the reference's layer order: the MLP (fc1, fc1-bias, act1, dpr1, fc2,
+// fc2-bias, dpr2, ln1), then self-attention (qkv, the attention core, vproj, vproj-bias, dpr_v,
+// ln2), where the core is fusedla with flash attention, else logits, softmax, dpr_at, attend.
+std::vector<BlockLayer> describe_block(const Transformer& model, AttentionMode attention);
+
+enum class Strategy : std::uint8_t { OneD, TwoD, TwoDSeqp };
+
+// Tensor-parallel layout of one block: tp1 x tp2 GPUs (1d: tp1 = tp, tp2 = 1), of which
+// nv1 x nv2 sit in the NVLink domain; nb SUMMA blocks (2d only).
+struct TensorSplit {
+  std::int64_t tp1 = 1, tp2 = 1;
+  std::int64_t nv1 = 1, nv2 = 1;
+  std::int64_t nb = 1;
+};
+
+// Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding
+// rules: 1d (Megatron tensor parallelism over tp1), 2d (SUMMA GEMMs on a tp1 x tp2 grid with
+// context-parallel attention; execute_2d), 2d-seqp (1d weights over tp1, sequence over tp2;
+// execute_seqp). Throws ConfigError for a layer a strategy cannot shard.
+LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, std::int64_t b,
+                      const Transformer& model, const TensorSplit& split, const AttentionMode& attention);
+
+// The block's MLP and attention modules for one micro-batch on one GPU, timed. Returns the GB
+// one micro-batch sends from a pipeline stage to the next (the stage_input layer's buffer).
+double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
+                 const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
+                 Module& sa);
+
+}  // namespace perfsweep
