@@ -1,7 +1,7 @@
 // model/step.hpp: data- and pipeline-parallel communication, the step totals (pipeline bubble,
 // memory) and the layout checks, with numbers worked out by hand. The network is the made-up
-// one of collective_test.cpp: NVLink 50 GB/s achieved and 1e-6 s per step, IB 5 GB/s and 1e-5 s
-// per step, 4 GPUs per domain. EXPECT_DOUBLE_EQ (4 ulp) where a decimal latency has no exact
+// one of common/round_system.hpp: NVLink 50 GB/s achieved and 1e-6 s per step, IB 5 GB/s and
+// 1e-5 s per step, 4 GPUs per domain. EXPECT_DOUBLE_EQ (4 ulp) where a decimal latency has no exact
 // binary form; EXPECT_EQ where the block's numbers are chosen as binary fractions (0.125,
 // 0.0625, ...) so that every sum and product is exact.
 #include <gtest/gtest.h>
