@@ -11,6 +11,11 @@ std::size_t& compared_numbers() {
   return n;
 }
 
+double& largest_relative_difference() {
+  static double d = 0;
+  return d;
+}
+
 namespace {
 
 bool parse_number(const YAML::Node& n, double& out) {
@@ -63,9 +68,11 @@ void walk(const YAML::Node& e, const YAML::Node& a, const std::string& path, con
   const bool ay = parse_number(a, y);
   if (ex && ay) {
     ++compared_numbers();
-    if (std::isnan(x) && std::isnan(y)) return;
+    if (x == y || (std::isnan(x) && std::isnan(y))) return;
     const double diff = std::fabs(x - y);
-    if (diff <= opt.abs_tol || diff <= opt.rel_tol * std::max(std::fabs(x), std::fabs(y))) return;
+    const double scale = std::max(std::fabs(x), std::fabs(y));
+    if (diff > 0) largest_relative_difference() = std::max(largest_relative_difference(), diff / scale);
+    if (diff <= opt.rel_tol * scale) return;
     out.push_back(path + ": expected " + e.Scalar() + ", got " + a.Scalar());
     return;
   }

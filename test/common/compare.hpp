@@ -1,7 +1,9 @@
 #pragma once
 // Recursive comparison of two parsed JSON documents (yaml-cpp nodes): same keys, same list
-// lengths, equal strings, numbers equal to a relative tolerance. Returns the mismatches found,
-// each with its path, so a failing golden test says exactly where.
+// lengths, equal strings, numbers equal (bit for bit by default: both sides print doubles that
+// read back exactly, the reference with Python's shortest round-trip repr and perfsweep with
+// %.17g). Returns the mismatches found, each with its path, so a failing golden test says
+// exactly where.
 #include <yaml-cpp/yaml.h>
 
 #include <string>
@@ -10,15 +12,16 @@
 namespace perfsweep::test {
 
 struct CompareOptions {
-  double rel_tol = 1e-9;
-  double abs_tol = 1e-300;  // below this magnitude two numbers are equal (0 vs 0.0)
+  double rel_tol = 0;  // |x - y| <= rel_tol max(|x|, |y|); 0: equal doubles (0 == -0, NaN == NaN)
   std::size_t max_reports = 20;
 };
 
 std::vector<std::string> compare_json(const YAML::Node& expected, const YAML::Node& actual, const std::string& path,
                                       const CompareOptions& opt = {});
 
-// Number of numeric leaves compared by the last calls (for the closing counts tests print).
+// Number of numeric leaves compared by the last calls, and the largest relative difference
+// |x - y| / max(|x|, |y|) among them (for the closing counts tests print); reset by assigning 0.
 std::size_t& compared_numbers();
+double& largest_relative_difference();
 
 }  // namespace perfsweep::test

@@ -74,6 +74,7 @@ TEST(GoldenLayers, EveryFieldMatchesTheReference) {
   ASSERT_GE(cases.size(), 30u);
   std::size_t failures = 0;
   test::compared_numbers() = 0;
+  test::largest_relative_difference() = 0;
   for (const YAML::Node& c : cases) {
     const std::string id = c["id"].as<std::string>();
     const System sys = system_from(c["system"]);
@@ -106,8 +107,8 @@ TEST(GoldenLayers, EveryFieldMatchesTheReference) {
     failures += diffs.size();
     EXPECT_EQ(ev.fits, !(c["totals"]["mem"].as<double>() > sys.hbm_capacity)) << id;
   }
-  std::printf("golden layers: %zu cases, %zu numbers compared, %zu mismatches\n", cases.size(),
-              test::compared_numbers(), failures);
+  std::printf("golden layers: %zu cases, %zu numbers compared, %zu mismatches, largest relative difference %.3g\n",
+              cases.size(), test::compared_numbers(), failures, test::largest_relative_difference());
 }
 
 }  // namespace

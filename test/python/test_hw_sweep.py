@@ -4,9 +4,9 @@
   test_hw_sweep.py grid    SWEEP_BIN REPO DATA_DIR OUT_DIR
       Runs the paper's two sweeps (sweeps/bw_capacity.yaml, sweeps/flops_capacity.yaml) for 1d
       gpt3_1T and checks: the /grid axes and every point's swept values equal the reference's
-      sweep_utils grids (DATA_DIR/grids.json) to 1e-9; point index = i0 x n1 + i1; the grid's
+      sweep_utils grids (DATA_DIR/grids.json) bit for bit; point index = i0 x n1 + i1; the grid's
       best throughput equals each point's t_max; the grid points the reference was run on
-      (DATA_DIR/<strategy>_<sweep>_<index>.json) match it to 1e-9, including 2d-seqp points run as
+      (DATA_DIR/<strategy>_<sweep>_<index>.json) match it bit for bit, including 2d-seqp points run as
       one-point sweeps; the XDMF sidecar names datasets that exist with the right shapes.
   test_hw_sweep.py plain   SWEEP_BIN REPO OUT_DIR
       A point's results equal a plain run (`sweep --system`) of the same system.
@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
 sys.path.insert(0, HERE)
 import perfsweep_h5 as ps  # noqa: E402
 from compare_h5 import main as compare_files  # noqa: E402
-from test_paper_h5 import close, compare_group  # noqa: E402
+from test_paper_h5 import TALLY, compare_group, same  # noqa: E402
 
 SKIP = 77
 SWEPT = ('hbm_capacity', 'hbm_bandwidth', 'matrix_flops_fp16', 'vector_flops_fp16')
@@ -61,7 +61,7 @@ def check_grid_file(path, grid, zipped):
             want = np.array(grid[key])
             exact = int(np.sum(got == want))
             print(f'{path}: /grid/{key}: {len(want)} values, {exact} bit-identical to the reference')
-            bad += sum(not close(float(a), float(b)) for a, b in zip(got, want)) + (len(got) != len(want))
+            bad += sum(not same(float(a), float(b)) for a, b in zip(got, want)) + (len(got) != len(want))
         n_gpus = list(g['n_gpus'][()])
         best = g['best_throughput'][()]
         points = grid['points']
@@ -72,7 +72,7 @@ def check_grid_file(path, grid, zipped):
             bad += (index != i0 * n1 + i1)
             values = dict(zip(('hbm_bandwidth', 'hbm_capacity', 'matrix_flops_fp16', 'vector_flops_fp16'), p))
             for key, want in values.items():
-                if not close(float(pt.attrs[key]), want):
+                if not same(float(pt.attrs[key]), want):
                     bad += 1
                     print(f'point {index}: {key} = {pt.attrs[key]!r}, reference {want!r}')
             # /grid/best_throughput holds each point's best throughput at every GPU count
@@ -157,7 +157,8 @@ def cmd_grid(sweep, repo, data_dir, out):
         print(f'{fixture}: {c} stats values compared, {fails} mismatches')
         compared += c
         bad += fails
-    print(f'grid test: {compared} reference stats values compared, {bad} mismatches')
+    print(f'grid test: {compared} reference stats values compared ({TALLY["compared"]} values in all), {bad} '
+          f'mismatches, largest relative difference {TALLY["largest"]:.3g}')
     return 1 if bad else 0
 
 

@@ -1,0 +1,239 @@
+// model/step.hpp: data- and pipeline-parallel communication, the step totals (pipeline bubble,
+// memory) and the layout checks, with numbers worked out by hand. The network is the made-up
+// one of common/round_system.hpp: NVLink 50 GB/s achieved and 1e-6 s per step, IB 5 GB/s and
+// 1e-5 s per step, 4 GPUs per domain. EXPECT_DOUBLE_EQ (4 ulp) where a decimal latency has no exact
+// binary form; EXPECT_EQ where the block's numbers are chosen as binary fractions (0.125,
+// 0.0625, ...) so that every sum and product is exact.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/round_system.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep {
+namespace {
+
+using test::config_error;
+using test::round_system;
+
+// One layer: MLP weights 6 GB, attention 2 GB; forward compute 0.06 + 0.04 = 0.1 s, backward
+// 0.15 + 0.05 = 0.2 s; 10 GB sent between pipeline stages.
+BlockSummary comm_block() {
+  BlockSummary b;
+  b.mlp.weights_mem = 6;
+  b.sa.weights_mem = 2;
+  b.mlp.t_fwd = 0.06;
+  b.sa.t_fwd = 0.04;
+  b.mlp.t_bwd = 0.15;
+  b.sa.t_bwd = 0.05;
+  b.p2p_volume_gb = 10;
+  return b;
+}
+
+// 8 GB of weights over dp = 4 in one domain: 3 x 1e-6 + (3/4 x 8) / 50 = 0.120003 s per layer,
+// for the all-gather (forward) and the reduce-scatter (backward) alike. 5 layers per stage.
+TEST(DataParallel, OneCollectiveExposedAndTheExcessOfTheOthers) {
+  const LayerResult r = data_parallel(round_system(), comm_block(), 5, 4, 4);
+  // forward: 0.120003 exceeds the 0.1 s of compute by 0.020003 on each of the other 4 layers
+  EXPECT_DOUBLE_EQ(r.fwd.t, 0.200015);  // 0.120003 + 4 x 0.020003
+  // backward: 0.2 s of compute hides the other 4
+  EXPECT_DOUBLE_EQ(r.bwd.t, 0.120003);
+  EXPECT_DOUBLE_EQ(r.t, 0.320018);
+  EXPECT_EQ(r.fwd.comm, r.fwd.t);  // a communication-only row
+  EXPECT_EQ(r.fwd.comp, 0.0);
+}
+
+TEST(DataParallel, WithoutOverlapEveryLayerPays) {
+  const LayerResult r = data_parallel(round_system(), comm_block(), 5, 4, 4, /*overlap=*/false);
+  EXPECT_DOUBLE_EQ(r.fwd.t, 0.600015);  // 5 x 0.120003
+  EXPECT_DOUBLE_EQ(r.bwd.t, 0.600015);
+}
+
+TEST(DataParallel, OneReplicaCommunicatesNothing) {
+  const LayerResult r = data_parallel(round_system(), comm_block(), 5, 1, 1);
+  EXPECT_EQ(r.t, 0.0);
+}
+
+// 10 GB per transfer; 4 micro-batches; fwd and bwd each send every micro-batch once.
+//   NVLink link: 1e-6 + 10 / 50 = 0.200001 s;  network link: 1e-5 + 10 / 5 = 2.00001 s
+TEST(PipelineParallel, AllLinksSlowWhenNoStagesShareADomain) {
+  const LayerResult r = pipeline_parallel(round_system(), comm_block(), 4, 4, 1);
+  EXPECT_DOUBLE_EQ(r.fwd.t, 8.00004);  // 4 x 2.00001
+  EXPECT_DOUBLE_EQ(r.bwd.t, 8.00004);
+  EXPECT_DOUBLE_EQ(r.t, 16.00008);
+}
+
+// pp = 4 with 2 stages per domain: 3 links, 4/2 - 1 = 1 crossing domains (timed as free, the
+// reference's quirk), 2 on NVLink: 2/3 x 0.200001 + 1/3 x 0 = 0.133334 per micro-batch.
+TEST(PipelineParallel, FastAndSlowLinksMix) {
+  const LayerResult r = pipeline_parallel(round_system(), comm_block(), 4, 4, 2);
+  EXPECT_DOUBLE_EQ(r.fwd.t, 0.533336);  // 4 x 0.133334
+  EXPECT_DOUBLE_EQ(r.t, 1.066672);
+  // every stage in one domain: 3/3 fast links
+  EXPECT_DOUBLE_EQ(pipeline_parallel(round_system(), comm_block(), 4, 4, 4).fwd.t, 0.800004);
+}
+
+TEST(PipelineParallel, NoPipelineOrOverlapCostsNothing) {
+  EXPECT_EQ(pipeline_parallel(round_system(), comm_block(), 4, 1, 1).t, 0.0);
+  EXPECT_EQ(pipeline_parallel(round_system(), comm_block(), 4, 4, 1, /*overlap=*/true).t, 0.0);
+}
+
+TEST(PipelineParallel, NonPositivePlacementIsAnError) {
+  EXPECT_EQ(config_error([] { pipeline_parallel(round_system(), comm_block(), 4, 4, 0); }),
+            "pipeline NVLink placement must be positive, got 0");
+}
+
+// A block whose every number is a binary fraction, so the totals are exact:
+//   MLP: 1 + 2 TFLOP, t 0.25 + 0.5 s (comm 0.0625 + 0.125, comp 0.125 + 0.25, mem 0.03125 + 0.0625),
+//        weights 2 GB, activations 1 GB
+//   SA:  0.5 + 1 TFLOP, t 0.125 + 0.25 s (comm 0 + 0.0625, comp 0.0625 + 0.125, mem 0 + 0.03125),
+//        weights 1 GB, activations 0.5 GB
+BlockSummary exact_block() {
+  BlockSummary b;
+  ModuleSums& m = b.mlp;
+  m.flops_fwd = 1, m.flops_bwd = 2, m.t_fwd = 0.25, m.t_bwd = 0.5;
+  m.t_fwd_comm = 0.0625, m.t_bwd_comm = 0.125, m.t_fwd_comp = 0.125, m.t_bwd_comp = 0.25;
+  m.t_fwd_mem = 0.03125, m.t_bwd_mem = 0.0625, m.weights_mem = 2, m.activation_buffer = 1;
+  ModuleSums& a = b.sa;
+  a.flops_fwd = 0.5, a.flops_bwd = 1, a.t_fwd = 0.125, a.t_bwd = 0.25;
+  a.t_fwd_comm = 0, a.t_bwd_comm = 0.0625, a.t_fwd_comp = 0.0625, a.t_bwd_comp = 0.125;
+  a.t_fwd_mem = 0, a.t_bwd_mem = 0.03125, a.weights_mem = 1, a.activation_buffer = 0.5;
+  return b;
+}
+
+// depth 16 over pp = 4: 4 layers per stage; 8 micro-batches; dp = 2; dp comm 1.5 s, pp comm 2 s.
+TEST(StepTotals, TimeWithBubble) {
+  const Totals x = step_totals(exact_block(), 1.5, 2, 16, 4, 2, 1, 8);
+  // (0.375 + 0.75) s per layer and micro-batch x 8 micro-batches x 4 layers = 36 s, + pp 2 = 38
+  // bubble: (pp - 1) x 38 / 8 = 3 x 4.75 = 14.25 (the pp comm is inside the per-micro-batch time)
+  EXPECT_EQ(x.t_bubble, 14.25);
+  EXPECT_EQ(x.t_pp_comm, 2.0);
+  EXPECT_EQ(x.t_dp_comm, 1.5);
+  EXPECT_EQ(x.t, 53.75);                    // 38 + 14.25 + 1.5
+  EXPECT_EQ(x.flops_per_gpu, 144.0);        // (1 + 2 + 0.5 + 1) x 4 layers x 8
+  EXPECT_EQ(x.t_tp_comm, 8.0);              // 0.25 x 8 x 4
+  EXPECT_EQ(x.t_comp, 18.0);                // 0.5625 x 8 x 4
+  EXPECT_EQ(x.t_mem, 4.0);                  // 0.125 x 8 x 4
+  // fractions of t: each one correctly rounded division
+  EXPECT_EQ(x.comp_frac, 18.0 / 53.75);
+  EXPECT_EQ(x.tp_comm_frac, 8.0 / 53.75);
+  EXPECT_EQ(x.dp_comm_frac, 1.5 / 53.75);
+  EXPECT_EQ(x.pp_comm_frac, 2.0 / 53.75);
+  EXPECT_EQ(x.bubble_frac, 14.25 / 53.75);
+  EXPECT_EQ(x.mem_frac, 4.0 / 53.75);
+}
+
+TEST(StepTotals, MemoryWithOptimizerStatesAndInFlightActivations) {
+  const Totals x = step_totals(exact_block(), 1.5, 2, 16, 4, 2, 1, 8);
+  EXPECT_EQ(x.wts_mem, 12.0);                   // (2 + 1) GB x 4 layers
+  EXPECT_EQ(x.wts_grad_mem, 12.0);              // one gradient per weight
+  EXPECT_EQ(x.wts_optimizer_states_mem, 36.0);  // 6 x 12 / (dp 2 x seqp 1)
+  EXPECT_EQ(x.acts_mem, 24.0);                  // 1.5 GB x 4 layers x min(8 micro-batches, pp 4)
+  EXPECT_EQ(x.mem, 84.0);                       // 12 + 12 + 36 + 24
+}
+
+// Fewer micro-batches than stages, and optimizer states shared over dp x seqp = 2 x 2.
+TEST(StepTotals, FewMicroBatchesAndSequenceSharding) {
+  const Totals x = step_totals(exact_block(), 1.5, 2, 16, 4, 2, 2, 2);
+  // 1.125 x 2 x 4 = 9, + 2 = 11; bubble 3 x 11 / 2 = 16.5; + 1.5
+  EXPECT_EQ(x.t_bubble, 16.5);
+  EXPECT_EQ(x.t, 29.0);
+  EXPECT_EQ(x.wts_optimizer_states_mem, 18.0);  // 6 x 12 / 4
+  EXPECT_EQ(x.acts_mem, 12.0);                  // 1.5 x 4 x min(2, 4)
+  EXPECT_EQ(x.mem, 54.0);                       // 12 + 12 + 18 + 12
+}
+
+TEST(StepTotals, NoPipelineNoBubble) {
+  const Totals x = step_totals(exact_block(), 0, 0, 16, 1, 1, 1, 8);
+  EXPECT_EQ(x.t_bubble, 0.0);
+  EXPECT_EQ(x.t, 144.0);       // 1.125 x 8 x 16 layers
+  EXPECT_EQ(x.acts_mem, 24.0);  // 1.5 x 16 x min(8, 1)
+}
+
+// A small model whose every degree check can be hit: 16 heads, e = 1024, 8 blocks.
+Transformer small_model() {
+  Transformer m;
+  m.name = "small";
+  m.l = 2048;
+  m.e = 1024;
+  m.h = 16;
+  m.depth = 8;
+  m.f = 4096;
+  return m;
+}
+
+std::string layout_error(const Layout& l, std::int64_t global_batch = 64, const Transformer& m = small_model()) {
+  return config_error([&] { validate_layout(round_system(), m, l, global_batch); });
+}
+
+Layout one_d(std::int64_t dp, std::int64_t tp, std::int64_t pp, std::int64_t mbs) {
+  Layout l;
+  l.dp = dp;
+  l.pp = pp;
+  l.mbs = mbs;
+  l.tensor.tp1 = tp;
+  return l;
+}
+
+TEST(ValidateLayout, AcceptsAnExpressibleLayout) {
+  Layout l = one_d(2, 4, 2, 4);
+  l.tensor.nv1 = 2;
+  l.nv_dp = 2;
+  EXPECT_EQ(layout_error(l), "");
+}
+
+TEST(ValidateLayout, NamesTheBadDegree) {
+  EXPECT_EQ(layout_error(one_d(0, 1, 1, 1)), "dp must be a positive integer, got 0");
+  Layout nb = one_d(1, 1, 1, 1);
+  nb.tensor.nb = -1;
+  EXPECT_EQ(layout_error(nb), "nb must be a positive integer, got -1");
+  EXPECT_EQ(layout_error(one_d(1, 3, 1, 1)), "tp=3 does not divide the 16 heads");
+  Transformer odd_e = small_model();
+  odd_e.e = 1000;
+  EXPECT_EQ(layout_error(one_d(1, 16, 1, 1), 64, odd_e), "tp=16 does not divide embed_dim 1000");
+  EXPECT_EQ(layout_error(one_d(1, 1, 3, 1)), "pp=3 does not divide depth 8");
+  EXPECT_EQ(layout_error(one_d(3, 1, 1, 1)), "dp=3 does not divide the global batch size 64");
+  EXPECT_EQ(layout_error(one_d(2, 1, 1, 3)), "mbs=3 does not divide the local batch size 32");
+}
+
+TEST(ValidateLayout, OneDHasNoSecondDimension) {
+  Layout l = one_d(1, 2, 1, 1);
+  l.tensor.tp2 = 2;
+  EXPECT_EQ(layout_error(l), "1d tensor parallelism has no second dimension");
+}
+
+TEST(ValidateLayout, TwoDNamesTp1AndTp2) {
+  Layout l = one_d(1, 3, 1, 1);
+  l.strategy = Strategy::TwoD;
+  EXPECT_EQ(layout_error(l), "tp1=3 does not divide the 16 heads");
+  l.tensor.tp1 = 2;
+  l.tensor.tp2 = 3;
+  EXPECT_EQ(layout_error(l), "tp2=3 does not divide embed_dim 1024");
+  l.tensor.tp2 = 2;
+  l.tensor.nv1 = 4;
+  EXPECT_EQ(layout_error(l), "nv_tp1=4 does not divide tp1=2");
+  l.tensor.nv1 = 1;
+  l.tensor.nv2 = 4;
+  EXPECT_EQ(layout_error(l), "nv_tp2=4 does not divide tp2=2");
+}
+
+TEST(ValidateLayout, NvlinkPlacement) {
+  Layout l = one_d(2, 2, 2, 1);
+  l.tensor.nv1 = 4;
+  EXPECT_EQ(layout_error(l), "nv_tp=4 does not divide tp=2");
+  l.tensor.nv1 = 1;
+  l.nv_dp = 4;
+  EXPECT_EQ(layout_error(l), "nv_dp=4 does not divide dp=2");
+  l.nv_dp = 1;
+  l.nv_pp = 4;
+  EXPECT_EQ(layout_error(l), "nv_pp=4 does not divide pp=2");
+  // 2 x 2 x 2 = 8 GPUs per domain on a system of 4
+  l.tensor.nv1 = 2;
+  l.nv_dp = 2;
+  l.nv_pp = 2;
+  EXPECT_EQ(layout_error(l), "the NVLink placement uses 8 GPUs per domain, more than nvs=4");
+}
+
+}  // namespace
+}  // namespace perfsweep

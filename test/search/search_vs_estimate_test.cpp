@@ -1,0 +1,82 @@
+// The search and `estimate` compose a step the same way: every configuration a search ranks,
+// evaluated on its own (model/step.hpp: evaluate), has bit-identical throughput, memory and
+// totals. The search caches block summaries; a cache key that loses a field hands one
+// configuration another's costs, which this comparison catches.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "config/inputs.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+namespace {
+
+void expect_search_matches_estimate(Strategy strategy, const char* model, const char* system, std::int64_t nvs,
+                                    std::int64_t n_gpus, std::int64_t global_batch) {
+  SearchProblem p;
+  p.strategy = strategy;
+  p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(model) + ".yaml");
+  p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/" + std::string(system) + ".yaml");
+  p.system.nvlink_size = nvs;
+  p.global_batch = global_batch;
+  p.top_n = 10;
+  Searcher searcher(p);
+  SearchCounters counters;
+  const TopN top = searcher.run_all(n_gpus, counters);
+  ASSERT_FALSE(top.items().empty()) << n_gpus << " GPUs: no feasible configuration";
+  for (std::size_t rank = 0; rank < top.items().size(); ++rank) {
+    const Candidate& c = top.items()[rank];
+    const Layout& l = c.layout;
+    const std::string where = std::to_string(n_gpus) + " GPUs, rank " + std::to_string(rank) + ": dp=" +
+                              std::to_string(l.dp) + " tp1=" + std::to_string(l.tensor.tp1) +
+                              " tp2=" + std::to_string(l.tensor.tp2) + " pp=" + std::to_string(l.pp) +
+                              " mbs=" + std::to_string(l.mbs) + " nb=" + std::to_string(l.tensor.nb);
+    const Evaluation ev = evaluate(p.system, p.model, l, global_batch);
+    // Bit-identical: the same functions on the same inputs, so ==, not a tolerance. One failure per
+    // configuration, naming every field that differs (search value vs estimate value).
+    std::string differ;
+    auto compare = [&](const char* name, double searched, double estimated) {
+      if (searched == estimated) return;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "\n  %s: search %.17g, estimate %.17g", name, searched, estimated);
+      differ += buf;
+    };
+    compare("throughput (samples/s)", c.throughput, ev.throughput);
+    compare("mem (GB)", c.mem, ev.totals.mem);
+    for (const TotalsField& f : kTotalsFields) compare(f.name, c.totals.*f.member, ev.totals.*f.member);
+    if (!differ.empty()) ADD_FAILURE() << where << differ;
+    EXPECT_TRUE(ev.fits) << where << ": the search kept a configuration that does not fit";
+  }
+}
+
+TEST(SearchVsEstimate, Gpt3OneD) {
+  for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::OneD, "gpt3", "B200", 8, n, 4096);
+}
+
+TEST(SearchVsEstimate, Gpt3TwoD) {
+  for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoD, "gpt3", "B200", 8, n, 4096);
+}
+
+TEST(SearchVsEstimate, Gpt3TwoDSeqp) {
+  for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoDSeqp, "gpt3", "B200", 8, n, 4096);
+}
+
+// 720720 = 2^4 x 3^2 x 5 x 7 x 11 x 13 has 5 x 3 x 2^4 = 240 divisors: micro-batch indices fit in
+// 8 bits.
+TEST(SearchVsEstimate, Gpt3TwoDBatchWith240Divisors) {
+  for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoD, "gpt3", "B200", 8, n, 720720);
+}
+
+// Issue 10: 1441440 = 2^5 x 3^2 x 5 x 7 x 11 x 13 has 288 divisors, and the search cache packs the
+// micro-batch index into 8 bits, so a 2d search reuses another micro-batch size's block costs
+// (it ranked dp=2 tp1=2 pp=8 mbs=32760 nb=8 first at about 635,636 samples/s, where estimate
+// gives about 20.5). Disabled until the cache key is fixed; run with
+// --gtest_also_run_disabled_tests.
+TEST(SearchVsEstimate, DISABLED_Gpt3TwoDBatchWith288Divisors) {
+  for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoD, "gpt3", "B200", 8, n, 1441440);
+}
+
+}  // namespace
+}  // namespace perfsweep
