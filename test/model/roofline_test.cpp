@@ -1,4 +1,4 @@
-// The roofline (model/collective.hpp: compute_seconds, memory_seconds) and the timing of one
+// The kernel-class roofline (model/roofline.hpp: compute_seconds, memory_seconds) and the timing of one
 // layer (model/layer.hpp: time_layer), serial and SUMMA-overlapped, with numbers worked out by
 // hand on the made-up system of common/round_system.hpp: tensor cores 100 TFLOP/s, vector units
 // 10 TFLOP/s, both at the reference's 80% (80 and 8 TFLOP/s achieved) after a 20 us launch; HBM
@@ -11,6 +11,7 @@
 #include "common/round_system.hpp"
 #include "model/collective.hpp"
 #include "model/layer.hpp"
+#include "model/roofline.hpp"
 
 namespace perfsweep {
 namespace {
@@ -20,16 +21,28 @@ using test::round_system;
 // 20 us + 8 TFLOP / (0.8 x 100 TFLOP/s) = 2e-5 + 0.1; on the vector units 8 / (0.8 x 10) = 1.
 TEST(Roofline, ComputeIsLaunchPlusWorkAtEightyPercentOfPeak) {
   const System s = round_system();
-  EXPECT_DOUBLE_EQ(compute_seconds(s, 8, true), 0.10002);
-  EXPECT_DOUBLE_EQ(compute_seconds(s, 8, false), 1.00002);
-  EXPECT_DOUBLE_EQ(compute_seconds(s, 0, true), 20e-6);  // the launch alone
+  EXPECT_DOUBLE_EQ(compute_seconds(s, KernelClass::Gemm, 8), 0.10002);
+  EXPECT_DOUBLE_EQ(compute_seconds(s, KernelClass::Elementwise, 8), 1.00002);
+  EXPECT_DOUBLE_EQ(compute_seconds(s, KernelClass::Attention, 0), 20e-6);  // the launch alone
 }
 
 // 500 GB / 1000 GB/s: one exact division.
 TEST(Roofline, MemoryIsBytesOverBandwidth) {
   const System s = round_system();
-  EXPECT_EQ(memory_seconds(s, 500), 0.5);
-  EXPECT_EQ(memory_seconds(s, 0), 0.0);
+  EXPECT_EQ(memory_seconds(s, KernelClass::Gemm, 500), 0.5);
+  EXPECT_EQ(memory_seconds(s, KernelClass::Norm, 0), 0.0);
+}
+
+// A kernel class's own efficiencies: norms at half the vector peak after 5 us, at a quarter of
+// the HBM bandwidth: 5e-6 + 8 / (0.5 x 10) = 1.600005 s; 500 GB / (0.25 x 1000 GB/s) = 2 s. The
+// other classes keep the reference's 80% and 20 us.
+TEST(Roofline, EachKernelClassHasItsOwnEfficiencies) {
+  System s = round_system();
+  s.kernels[static_cast<std::size_t>(KernelClass::Norm)] = {0.5, 0.25, 5e-6};
+  EXPECT_DOUBLE_EQ(compute_seconds(s, KernelClass::Norm, 8), 1.600005);
+  EXPECT_EQ(memory_seconds(s, KernelClass::Norm, 500), 2.0);
+  EXPECT_DOUBLE_EQ(compute_seconds(s, KernelClass::Elementwise, 8), 1.00002);
+  EXPECT_EQ(memory_seconds(s, KernelClass::Elementwise, 500), 0.5);
 }
 
 // One collective per pass, timed serially after max(compute, memory).
@@ -80,7 +93,7 @@ TEST(TimeLayer, RecomputeAddsTheForwardToTheBackward) {
 // A layer without collectives: the default pass has one empty collective, which costs nothing.
 TEST(TimeLayer, NoCollectiveNoCommunication) {
   LayerCost c;
-  c.tensor_cores = false;
+  c.kernel = KernelClass::Elementwise;
   c.flops_fwd = 8;  // vector units: 2e-5 + 1
   c.mem_fwd = 1;    // 0.001 s
   const LayerResult r = time_layer(round_system(), c);

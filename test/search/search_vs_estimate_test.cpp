@@ -69,12 +69,11 @@ TEST(SearchVsEstimate, Gpt3TwoDBatchWith240Divisors) {
   for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoD, "gpt3", "B200", 8, n, 720720);
 }
 
-// Issue 10: 1441440 = 2^5 x 3^2 x 5 x 7 x 11 x 13 has 288 divisors, and the search cache packs the
+// 1441440 = 2^5 x 3^2 x 5 x 7 x 11 x 13 has 288 divisors, and the search cache packs the
 // micro-batch index into 8 bits, so a 2d search reuses another micro-batch size's block costs
 // (it ranked dp=2 tp1=2 pp=8 mbs=32760 nb=8 first at about 635,636 samples/s, where estimate
-// gives about 20.5). Disabled until the cache key is fixed; run with
-// --gtest_also_run_disabled_tests.
-TEST(SearchVsEstimate, DISABLED_Gpt3TwoDBatchWith288Divisors) {
+// gives about 20.5). The cache key is now the checked fields themselves.
+TEST(SearchVsEstimate, Gpt3TwoDBatchWith288Divisors) {
   for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::TwoD, "gpt3", "B200", 8, n, 1441440);
 }
 
