@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
 
   try {
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));
-    std::printf("%-8s %-10s %8s %12s %10s %14s %12s\n", "strategy", "model", "systems", "candidates", "seconds",
-                "candidates/s", "us/candidate");
+    std::printf("%-8s %-10s %8s %12s %10s %14s %12s %11s %10s\n", "strategy", "model", "systems", "candidates",
+                "seconds", "candidates/s", "us/candidate", "over HBM %", "blocks");
     std::int64_t grid_candidates = 0;
     double grid_seconds = 0;
     for (const std::string& strat : strategies) {
@@ -35,10 +35,12 @@ int main(int argc, char** argv) {
         p.strategy = strat == "1d" ? Strategy::OneD : strat == "2d" ? Strategy::TwoD : Strategy::TwoDSeqp;
         p.model = load_model_named(model_name);
         double best = 1e300;
-        std::int64_t candidates = 0;
+        std::int64_t candidates = 0, infeasible = 0, blocks = 0;
         int n_systems = 0;
         for (int r = 0; r < repeat; ++r) {
           candidates = 0;
+          infeasible = 0;
+          blocks = 0;
           n_systems = 0;
           const auto t0 = std::chrono::steady_clock::now();
           for (const SystemChoice& c : choices) {
@@ -50,14 +52,18 @@ int main(int argc, char** argv) {
               SearchCounters counters;
               for (std::int64_t n = 4; n <= 16384; n *= 2) searcher.run_all(n, counters);
               candidates += counters.candidates;
+              infeasible += counters.infeasible_memory;
+              blocks += counters.module_evaluations;
               ++n_systems;
             }
           }
           best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-        std::printf("%-8s %-10s %8d %12lld %10.3f %14.4g %12.4f\n", strat.c_str(), model_name.c_str(), n_systems,
-                    static_cast<long long>(candidates), best, static_cast<double>(candidates) / best,
-                    1e6 * best / static_cast<double>(candidates));
+        std::printf("%-8s %-10s %8d %12lld %10.3f %14.4g %12.4f %11.1f %10lld\n", strat.c_str(), model_name.c_str(),
+                    n_systems, static_cast<long long>(candidates), best, static_cast<double>(candidates) / best,
+                    1e6 * best / static_cast<double>(candidates),
+                    100.0 * static_cast<double>(infeasible) / static_cast<double>(candidates),
+                    static_cast<long long>(blocks));
         grid_candidates += candidates;
         grid_seconds += best;
       }

@@ -27,20 +27,15 @@ Strategy parse_strategy(const std::string& s) {
 }
 
 std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {
-  const TensorSplit& t = c.tensor;
-  switch (c.strategy) {
-    case Strategy::OneD: return {{"dp", c.dp}, {"tp", t.tp1}, {"pp", c.pp}, {"mbs", c.mbs}};
-    case Strategy::TwoD:
-      return {{"dp", c.dp}, {"tp", t.tp1 * t.tp2}, {"tp1", t.tp1}, {"tp2", t.tp2}, {"pp", c.pp}, {"mbs", c.mbs}, {"nb", t.nb}};
-    case Strategy::TwoDSeqp:
-      return {{"dp", c.dp}, {"tp", t.tp1 * t.tp2}, {"tp1", t.tp1}, {"tp2", t.tp2}, {"pp", c.pp}, {"mbs", c.mbs}};
-  }
-  return {};
+  std::vector<std::pair<const char*, std::int64_t>> out;
+  for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  return out;
 }
 
 std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c) {
-  if (c.strategy == Strategy::OneD) return {{"nv_tp", c.tensor.nv1}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}};
-  return {{"nv_tp1", c.tensor.nv1}, {"nv_tp2", c.tensor.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}};
+  std::vector<std::pair<const char*, std::int64_t>> out;
+  for_each_config_key(c, KeyKind::Placement, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  return out;
 }
 
 CommUse comm_use(const LayerResult& row, bool pipeline_row, const Layout& layout) {

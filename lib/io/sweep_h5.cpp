@@ -44,6 +44,8 @@ void write_run_metadata(hid_t file, const RunMetadata& m) {
   h5::attr(file, "command_line", std::string_view(m.command_line));
   h5::attr(file, "n_ranks", m.n_ranks);
   h5::attr(file, "strategy", strategy_name(m.strategy));
+  h5::attr(file, "config_keys", config_key_names(m.strategy, KeyKind::Degree));
+  h5::attr(file, "placement_keys", config_key_names(m.strategy, KeyKind::Placement));
   h5::attr(file, "model", std::string_view(m.model.name));
   h5::attr(file, "global_batch_size", m.global_batch);
   h5::attr(file, "top_n", m.top_n);
@@ -117,6 +119,9 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
   h5::dataset(top.id(), "rank", row_rank, "0 = fastest");
   h5::dataset(top.id(), "throughput", throughput, "samples/s");
   h5::dataset(top.id(), "mem", mem, "GB");
+  // The strategy's configuration keys (model/plan.hpp kConfigKeys), so readers need no list of their own.
+  h5::attr(top.id(), "config_keys", config_key_names(strategy, KeyKind::Degree));
+  h5::attr(top.id(), "placement_keys", config_key_names(strategy, KeyKind::Placement));
   // Config and NVLink keys: names from a representative layout of the strategy.
   Layout probe;
   probe.strategy = strategy;

@@ -1,5 +1,6 @@
 #include "model/block.hpp"
 
+#include <array>
 #include <string>
 
 #include "core/error.hpp"
@@ -147,6 +148,25 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
     case Strategy::TwoDSeqp: return shard_seqp(s, layer, b, m, split, attention);
   }
   unsupported(layer, "unknown");
+}
+
+BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b,
+                         const Transformer& m, const TensorSplit& split, const AttentionMode& attention) {
+  std::array<double, kMaxModuleLayers> weights[2]{}, activations[2]{};
+  std::size_t n[2] = {0, 0};
+  for (const BlockLayer& layer : block) {
+    const std::size_t module = layer.sublayer == Sublayer::Mlp ? 0 : 1;
+    if (n[module] == weights[module].size()) throw ConfigError("a module holds at most 12 layers");
+    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention);
+    weights[module][n[module]] = cost.weights_mem;
+    activations[module][n[module]++] = cost.activation_buffer;
+  }
+  BlockMemory out;
+  out.mlp_weights = pandas_sum(weights[0].data(), n[0]);
+  out.mlp_activations = pandas_sum(activations[0].data(), n[0]);
+  out.sa_weights = pandas_sum(weights[1].data(), n[1]);
+  out.sa_activations = pandas_sum(activations[1].data(), n[1]);
+  return out;
 }
 
 double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b, const Transformer& m,

@@ -75,6 +75,17 @@ struct TensorSplit {
 LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, std::int64_t b,
                       const Transformer& model, const TensorSplit& split, const AttentionMode& attention);
 
+// Weights and saved activations (GB) of the block's MLP and attention for one micro-batch on one
+// GPU: the same sums as the timed modules' (sum_module), without timing anything. They do not
+// depend on the NVLink placement, so the search checks memory once for all placements.
+struct BlockMemory {
+  double mlp_weights = 0, mlp_activations = 0, sa_weights = 0, sa_activations = 0;
+  double weights() const { return mlp_weights + sa_weights; }
+  double activations() const { return mlp_activations + sa_activations; }
+};
+BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
+                         const Transformer& model, const TensorSplit& split, const AttentionMode& attention);
+
 // The block's MLP and attention modules for one micro-batch on one GPU, timed. Returns the GB
 // one micro-batch sends from a pipeline stage to the next (the stage_input layer's buffer).
 double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,

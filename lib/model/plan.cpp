@@ -11,4 +11,15 @@ const StrategyPlan& plan_of(Strategy strategy) {
   return kPlans[static_cast<std::size_t>(strategy)];
 }
 
+std::string config_key_names(Strategy strategy, KeyKind kind) {
+  std::string out;
+  const StrategyPlan& plan = plan_of(strategy);
+  for (const ConfigKey& k : kConfigKeys) {
+    if (k.kind != kind || !k.applies(plan)) continue;
+    if (!out.empty()) out += ',';
+    out += k.name;
+  }
+  return out;
+}
+
 }  // namespace perfsweep

@@ -4,6 +4,7 @@
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
 #include <cstdint>
+#include <string>
 
 #include "model/block.hpp"
 
@@ -50,6 +51,59 @@ inline std::int64_t dp_group_fast(const StrategyPlan& p, const Layout& c) {
 inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layout& c) {
   return p.tp2_replicates_weights ? c.tensor.tp2 : 1;
 }
+
+// The keys that name a configuration, in the reference's order: the one list that reports,
+// HDF5 columns (and their `config_keys` attribute), journal fingerprints and the search's
+// tie-break read. A new dimension of the configuration space is one entry here.
+enum class KeyKind : std::uint8_t {
+  Degree,     // the reference's "config" keys: degrees, micro-batch size, SUMMA blocks
+  Placement,  // NVLink placement (nv_*), reported with the stats as the reference does
+};
+struct ConfigKey {
+  const char* name;
+  KeyKind kind;
+  std::int64_t (*value)(const Layout&);
+  bool (*applies)(const StrategyPlan&);
+  bool orders_ties;  // part of the tie-break tuple; a derived key (tp = tp1 x tp2) is not
+};
+namespace config_key_detail {
+constexpr bool always(const StrategyPlan&) { return true; }
+constexpr bool one_tensor_degree(const StrategyPlan& p) { return !p.has_tp2; }
+constexpr bool two_tensor_degrees(const StrategyPlan& p) { return p.has_tp2; }
+constexpr bool summa(const StrategyPlan& p) { return p.has_nb; }
+}  // namespace config_key_detail
+inline constexpr ConfigKey kConfigKeys[] = {
+    {"dp", KeyKind::Degree, [](const Layout& c) { return c.dp; }, config_key_detail::always, true},
+    {"tp", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2; }, config_key_detail::always,
+     false},
+    {"tp1", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp1; }, config_key_detail::two_tensor_degrees,
+     true},
+    {"tp2", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp2; }, config_key_detail::two_tensor_degrees,
+     true},
+    {"pp", KeyKind::Degree, [](const Layout& c) { return c.pp; }, config_key_detail::always, true},
+    {"mbs", KeyKind::Degree, [](const Layout& c) { return c.mbs; }, config_key_detail::always, true},
+    {"nb", KeyKind::Degree, [](const Layout& c) { return c.tensor.nb; }, config_key_detail::summa, true},
+    {"nv_tp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; }, config_key_detail::one_tensor_degree,
+     false},
+    {"nv_tp1", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; },
+     config_key_detail::two_tensor_degrees, true},
+    {"nv_tp2", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv2; },
+     config_key_detail::two_tensor_degrees, true},
+    {"nv_dp", KeyKind::Placement, [](const Layout& c) { return c.nv_dp; }, config_key_detail::always, true},
+    {"nv_pp", KeyKind::Placement, [](const Layout& c) { return c.nv_pp; }, config_key_detail::always, true},
+};
+
+// f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
+template <typename F>
+void for_each_config_key(const Layout& c, KeyKind kind, F&& f) {
+  const StrategyPlan& plan = plan_of(c.strategy);
+  for (const ConfigKey& k : kConfigKeys) {
+    if (k.kind == kind && k.applies(plan)) f(k.name, k.value(c));
+  }
+}
+
+// "dp,tp,pp,mbs" (Degree) or "nv_tp,nv_dp,nv_pp" (Placement): a strategy's key names.
+std::string config_key_names(Strategy strategy, KeyKind kind);
 
 // Placements of the NVLink domain over the groups (tp, dp, pp): every (n1, n2, n3) with
 // n1 n2 n3 = nvs dividing their groups, or the whole job when it fits in one domain.

@@ -89,6 +89,22 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
   return r;
 }
 
+StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
+                       I micro_batches) {
+  const double layers = D(depth / pp);
+  StepMemory x;
+  x.weights = weights_per_block * layers;
+  x.weight_grads = x.weights;
+  // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
+  x.optimizer_states = 6 * (x.weights / D(dp * seqp));
+  double acts = activations_per_block * layers;
+  // 1F1B: at most pp micro-batches of activations are alive at once
+  acts *= D(micro_batches >= pp ? pp : micro_batches);
+  x.activations = acts;
+  x.total = x.weights + x.weight_grads + x.optimizer_states + acts;
+  return x;
+}
+
 Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I depth, I pp, I dp, I seqp,
                    I micro_batches) {
   const ModuleSums& m = b.mlp;
@@ -109,15 +125,13 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
   t += t_dp_comm;
   x.t = t;
 
-  x.wts_mem = (m.weights_mem + a.weights_mem) * layers;
-  x.wts_grad_mem = x.wts_mem;
-  // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
-  x.wts_optimizer_states_mem = 6 * (x.wts_mem / D(dp * seqp));
-  double acts = (m.activation_buffer + a.activation_buffer) * layers;
-  // 1F1B: at most pp micro-batches of activations are alive at once
-  acts *= D(micro_batches >= pp ? pp : micro_batches);
-  x.acts_mem = acts;
-  x.mem = x.wts_mem + x.wts_grad_mem + x.wts_optimizer_states_mem + acts;
+  const StepMemory mem = step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth,
+                                     pp, dp, seqp, micro_batches);
+  x.wts_mem = mem.weights;
+  x.wts_grad_mem = mem.weight_grads;
+  x.wts_optimizer_states_mem = mem.optimizer_states;
+  x.acts_mem = mem.activations;
+  x.mem = mem.total;
 
   x.t_tp_comm = (m.t_fwd_comm + m.t_bwd_comm + a.t_fwd_comm + a.t_bwd_comm) * nmb;
   x.t_tp_comm *= layers;

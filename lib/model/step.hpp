@@ -65,6 +65,15 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
     {"acts_mem", &Totals::acts_mem, "GB"},
 }};
 
+// Memory per GPU (GB) of a stage of depth/pp blocks: weights, their gradients, fp32 master
+// weights and Adam moments (6x the fp16 weights) sharded over dp x seqp, and the activations of at
+// most pp micro-batches in flight (1F1B). It does not depend on the NVLink placement.
+struct StepMemory {
+  double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
+};
+StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
+                       std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
+
 // seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
                    std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "search/candidates.hpp"
+#include "search/dimensions.hpp"
 
 namespace perfsweep {
 
@@ -45,65 +46,102 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
   return out;
 }
 
-// Block summaries of one tensor split, keyed by every input of the block that varies inside the
-// split: micro-batch, SUMMA nb and the tensor groups' NVLink placement. An open-addressing table
-// whose entries are invalidated by bumping a generation number.
-struct Searcher::Cache {
-  struct Key {
-    std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
-    bool operator==(const Key&) const = default;
-  };
-  struct Entry {
-    Key key;
-    std::uint32_t generation = 0;
-    BlockSummary block;
-  };
-  std::vector<Entry> table = std::vector<Entry>(1 << 12);
-  std::uint32_t generation = 1;
-  std::size_t used = 0;
+// Costs of one tensor split, keyed by every input of the block that varies inside the split:
+// micro-batch, SUMMA nb and the tensor groups' NVLink placement (zero for the placement-free
+// memory entries). An open-addressing table whose entries are invalidated by bumping a
+// generation number.
+struct BlockKey {
+  std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
+  bool operator==(const BlockKey&) const = default;
+};
 
+template <typename Value>
+class KeyedCache {
+ public:
   void reset() {
-    ++generation;
-    used = 0;
+    ++generation_;
+    used_ = 0;
   }
 
-  static std::uint64_t hash(const Key& k) {
+  // The value stored for key, computing it with make() on a miss.
+  template <typename Make>
+  const Value& get(const BlockKey& key, Make&& make) {
+    auto [slot, found] = find(key);
+    if (!found) {
+      slot->value = make();
+      slot->key = key;
+      slot->generation = generation_;
+      ++used_;
+    }
+    return slot->value;
+  }
+
+ private:
+  struct Entry {
+    BlockKey key;
+    std::uint32_t generation = 0;
+    Value value;
+  };
+  std::vector<Entry> table_ = std::vector<Entry>(1 << 10);
+  std::uint32_t generation_ = 1;
+  std::size_t used_ = 0;
+
+  static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2}) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
-    return h * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
   }
 
-  // Returns the slot for key and whether it holds a valid block.
-  std::pair<Entry*, bool> find(const Key& key) {
-    if (2 * (used + 1) > table.size()) grow();
-    const std::size_t mask = table.size() - 1;
-    std::size_t i = static_cast<std::size_t>(hash(key) >> 32) & mask;
-    while (true) {
-      Entry& e = table[i];
-      if (e.generation != generation) return {&e, false};
+  std::pair<Entry*, bool> find(const BlockKey& key) {
+    if (2 * (used_ + 1) > table_.size()) grow();
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t i = slot_of(key, mask);; i = (i + 1) & mask) {
+      Entry& e = table_[i];
+      if (e.generation != generation_) return {&e, false};
       if (e.key == key) return {&e, true};
-      i = (i + 1) & mask;
     }
-  }
-
-  void insert(Entry* e, const Key& key, const BlockSummary& block) {
-    e->key = key;
-    e->generation = generation;
-    e->block = block;
-    ++used;
   }
 
   void grow() {
-    std::vector<Entry> old;
-    old.swap(table);
-    table.assign(old.size() * 2, Entry{});
-    const std::uint32_t gen = generation;
-    used = 0;
-    for (const Entry& e : old) {
-      if (e.generation != gen) continue;
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    used_ = 0;
+    for (Entry& e : old) {
+      if (e.generation != generation_) continue;
       auto [slot, found] = find(e.key);
-      if (!found) insert(slot, e.key, e.block);
+      *slot = e;
+      ++used_;
     }
+  }
+};
+
+struct Searcher::Cache {
+  KeyedCache<BlockSummary> blocks;
+  KeyedCache<BlockMemory> memory;
+  std::vector<std::vector<Choice>> choices;  // per dimension, reused
+  std::vector<char> listed;                  // per dimension: choices hold its values for the outer ones
+
+  // The values of dimension `depth` for the layout's outer dimensions, listed only when stale.
+  const std::vector<Choice>& values(std::size_t depth, const SearchContext& context, const Layout& c) {
+    if (!listed[depth]) {
+      choices[depth].clear();
+      search_dimensions()[depth].values(context, c, choices[depth]);
+      listed[depth] = 1;
+    }
+    return choices[depth];
+  }
+  // Dimension `depth` took another value: the inner ones that depend on it are stale.
+  void changed(std::size_t depth) {
+    const auto dims = search_dimensions();
+    for (std::size_t j = depth + 1; j < dims.size(); ++j) {
+      if (dims[j].depends_on >> depth & 1u) listed[j] = 0;
+    }
+  }
+
+  void reset() {
+    blocks.reset();
+    memory.reset();
+    std::fill(listed.begin(), listed.end(), 0);
   }
 };
 
@@ -111,7 +149,10 @@ Searcher::Searcher(const SearchProblem& problem)
     : problem_(problem),
       batch_divisors_(divisors(problem.global_batch)),
       block_(describe_block(problem.model, problem.attention)),
-      cache_(new Cache) {}
+      cache_(new Cache) {
+  cache_->choices.resize(search_dimensions().size());
+  cache_->listed.resize(search_dimensions().size(), 0);
+}
 
 Searcher::~Searcher() { delete cache_; }
 
@@ -121,88 +162,97 @@ void Searcher::set_problem(const SearchProblem& problem) {
   block_ = describe_block(problem.model, problem.attention);
 }
 
+namespace {
+// The index of the last dimension that changes memory (the search checks memory after it).
+std::size_t last_memory_dimension() {
+  const auto dims = search_dimensions();
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].changes_memory) last = i;
+  }
+  return last;
+}
+}  // namespace
+
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
   const SearchProblem& p = problem_;
-  const Transformer& m = p.model;
   const System& sys = p.system;
-  const std::int64_t G = p.global_batch;
-  const std::int64_t nvs = sys.nvlink_size;
-  const std::int64_t tp1 = split.tp1, tp2 = split.tp2, tp = tp1 * tp2;
-  const bool one_d = p.strategy == Strategy::OneD;
-  const std::int64_t tokens_over = token_split(plan_of(p.strategy), split);
-
-  std::array<std::int64_t, 64> nbs{};
-  std::size_t n_nb = 0;
-  if (p.strategy == Strategy::TwoD) {
-    for_each_summa_nb(tp1, tp2, m.e, [&](std::int64_t nb) {
-      if (n_nb == nbs.size()) throw ConfigError("more than 64 SUMMA block counts");
-      nbs[n_nb++] = nb;
-    });
-  } else {
-    nbs[n_nb++] = 1;
-  }
+  const auto dims = search_dimensions();
+  static const std::size_t memory_checked_after = last_memory_dimension();
+  const SearchContext context{p, n, batch_divisors_, counters};
   cache_->reset();
 
   Candidate cand;
-  cand.layout.strategy = p.strategy;
-  cand.layout.tensor.tp1 = tp1;
-  cand.layout.tensor.tp2 = tp2;
-  cand.layout.attention = p.attention;
+  Layout& c = cand.layout;
+  c = Layout{};
+  c.strategy = p.strategy;
+  c.tensor.tp1 = split.tp1;
+  c.tensor.tp2 = split.tp2;
+  c.attention = p.attention;
+  const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
 
-  const std::int64_t max_pp = std::min(n / tp, m.depth);
-  for (std::int64_t pp = 1; pp <= max_pp; ++pp) {
-    if (max_pp % pp || n % (tp * pp) || m.depth % pp) continue;
-    const std::int64_t dp = n / (tp * pp);
-    if (dp > G || G % dp) {
-      ++counters.pipelines_rejected_dp;
-      continue;
+  // Configurations below `depth` (all of them infeasible once memory says so).
+  auto count_leaves = [&](auto& self, std::size_t depth) -> std::int64_t {
+    if (depth == dims.size()) return 1;
+    const std::vector<Choice>& values = cache_->values(depth, context, c);
+    if (depth + 1 == dims.size()) return static_cast<std::int64_t>(values.size());
+    std::int64_t leaves = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      dims[depth].set(c, values[i]);
+      cache_->changed(depth);
+      leaves += self(self, depth + 1);
     }
-    const std::int64_t local_batch = G / dp;
-    for (std::size_t mi = 0; mi < batch_divisors_.size(); ++mi) {
-      const std::int64_t mbs = batch_divisors_[mi];
-      if (mbs > local_batch) break;
-      if (local_batch % mbs || (mbs * m.l) % tokens_over) continue;
-      for (std::size_t ni = 0; ni < n_nb; ++ni) {
-        auto visit = [&](std::int64_t nv1, std::int64_t nv2, std::int64_t nv_dp, std::int64_t nv_pp) {
-          ++counters.candidates;
-          const Cache::Key key{mbs, nbs[ni], nv1, nv2};
-          auto [slot, found] = cache_->find(key);
-          if (!found) {
-            const double p2p = build_block(sys, p.strategy, block_, mbs, m, {tp1, tp2, nv1, nv2, nbs[ni]}, p.attention,
-                                           mlp_, sa_);
-            cache_->insert(slot, key, summarize(mlp_, sa_, p2p));
-            ++counters.module_evaluations;
-          }
-          Layout& l = cand.layout;
-          l.dp = dp;
-          l.pp = pp;
-          l.mbs = mbs;
-          l.tensor.nb = nbs[ni];
-          l.tensor.nv1 = nv1;
-          l.tensor.nv2 = nv2;
-          l.nv_dp = nv_dp;
-          l.nv_pp = nv_pp;
-          const Totals totals = compose_step(sys, m, l, slot->block, G).totals;
-          if (totals.mem > sys.hbm_capacity) {
-            ++counters.infeasible_memory;
-            return;
-          }
-          const double throughput = static_cast<double>(G) / totals.t;
-          if (!top.admits(throughput)) return;
-          cand.throughput = throughput;
-          cand.mem = totals.mem;
-          cand.totals = totals;
-          top.push(cand);
-        };
-        if (one_d) {
-          for_each_nv_1d(tp1, dp, pp, nvs,
-                         [&](std::int64_t a, std::int64_t b, std::int64_t c) { visit(a, 1, b, c); });
-        } else {
-          for_each_nv_2d(tp1, tp2, dp, pp, nvs, visit);
-        }
+    return leaves;
+  };
+
+  auto fits = [&]() {
+    const BlockMemory& mem = cache_->memory.get({c.mbs, c.tensor.nb, 0, 0}, [&] {
+      return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention);
+    });
+    const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
+    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, micro_batches).total >
+             sys.hbm_capacity);
+  };
+
+  auto leaf = [&]() {
+    ++counters.candidates;
+    const BlockSummary& block = cache_->blocks.get({c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2}, [&] {
+      ++counters.module_evaluations;
+      const double p2p = build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_);
+      return summarize(mlp_, sa_, p2p);
+    });
+    const Totals totals = compose_step(sys, p.model, c, block, p.global_batch).totals;
+    if (totals.mem > sys.hbm_capacity) {
+      ++counters.infeasible_memory;
+      return;
+    }
+    const double throughput = static_cast<double>(p.global_batch) / totals.t;
+    if (!top.admits(throughput)) return;
+    cand.throughput = throughput;
+    cand.mem = totals.mem;
+    cand.totals = totals;
+    top.push(cand);
+  };
+
+  auto descend = [&](auto& self, std::size_t depth) -> void {
+    if (depth == dims.size()) {
+      leaf();
+      return;
+    }
+    const std::vector<Choice>& values = cache_->values(depth, context, c);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      dims[depth].set(c, values[i]);
+      cache_->changed(depth);
+      if (depth == memory_checked_after && !fits()) {
+        const std::int64_t skipped = count_leaves(count_leaves, depth + 1);
+        counters.candidates += skipped;
+        counters.infeasible_memory += skipped;
+        continue;
       }
+      self(self, depth + 1);
     }
-  }
+  };
+  descend(descend, 0);
 }
 
 TopN Searcher::run_all(std::int64_t n, SearchCounters& counters) {

@@ -1,21 +1,19 @@
 #include "search/top_n.hpp"
 
 #include <algorithm>
-#include <tuple>
 
 namespace perfsweep {
 
-namespace {
-auto key(const Candidate& c) {
-  const Layout& l = c.layout;
-  const TensorSplit& t = l.tensor;
-  return std::tuple(l.dp, t.tp1, t.tp2, l.pp, l.mbs, t.nb, t.nv1, t.nv2, l.nv_dp, l.nv_pp);
-}
-}  // namespace
-
+// Higher throughput first; ties by the declared configuration keys that order ties (model/plan.hpp:
+// dp, tp1, tp2, pp, mbs, nb, nv_tp1, nv_tp2, nv_dp, nv_pp), ascending.
 bool ranks_before(const Candidate& a, const Candidate& b) {
   if (a.throughput != b.throughput) return a.throughput > b.throughput;
-  return key(a) < key(b);
+  for (const ConfigKey& k : kConfigKeys) {
+    if (!k.orders_ties) continue;
+    const std::int64_t x = k.value(a.layout), y = k.value(b.layout);
+    if (x != y) return x < y;
+  }
+  return false;
 }
 
 bool TopN::push(const Candidate& c) {

@@ -1,0 +1,75 @@
+#include "search/dimensions.hpp"
+
+#include <algorithm>
+
+#include "search/candidates.hpp"
+
+namespace perfsweep {
+namespace {
+using I = std::int64_t;
+
+// Pipeline depths dividing both the GPUs left after tensor parallelism and the model depth
+// (execute_*: pp over the divisors of min(n / tp, depth)); dp = n / (tp pp) must divide the batch.
+void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2, depth = x.problem.model.depth, G = x.problem.global_batch;
+  const I max_pp = std::min(n / tp, depth);
+  for (I pp = 1; pp <= max_pp; ++pp) {
+    if (max_pp % pp || n % (tp * pp) || depth % pp) continue;
+    const I dp = n / (tp * pp);
+    if (dp > G || G % dp) {
+      ++x.counters.pipelines_rejected_dp;
+      continue;
+    }
+    out.push_back({{pp, dp}});
+  }
+}
+
+// Micro-batch sizes dividing the local batch whose tokens split over the GPUs sharing a
+// micro-batch (micro_batch_size_candidates).
+void micro_batch_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  const I local_batch = x.problem.global_batch / c.dp;
+  const I tokens_over = token_split(plan_of(c.strategy), c.tensor);
+  for (const I mbs : x.batch_divisors) {
+    if (mbs > local_batch) break;
+    if (local_batch % mbs || (mbs * x.problem.model.l) % tokens_over) continue;
+    out.push_back({{mbs}});
+  }
+}
+
+// SUMMA block counts (summa_nb_candidates) for 2d; one block otherwise.
+void summa_block_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  if (!plan_of(c.strategy).has_nb) {
+    out.push_back({{1}});
+    return;
+  }
+  for_each_summa_nb(c.tensor.tp1, c.tensor.tp2, x.problem.model.e, [&](I nb) { out.push_back({{nb}}); });
+}
+
+void placement_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for_each_placement(plan_of(c.strategy), c, x.problem.system.nvlink_size,
+                     [&](I nv1, I nv2, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_dp, nv_pp}}); });
+}
+
+// Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, nv 3.
+constexpr SearchDimension kDimensions[] = {
+    {"pp", true, 0, pipeline_values,
+     [](Layout& c, const Choice& v) {
+       c.pp = v.v[0];
+       c.dp = v.v[1];
+     }},
+    {"mbs", true, 1u << 0, micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
+    {"nb", true, 0, summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
+    {"nv", false, 1u << 0, placement_values,
+     [](Layout& c, const Choice& v) {
+       c.tensor.nv1 = v.v[0];
+       c.tensor.nv2 = v.v[1];
+       c.nv_dp = v.v[2];
+       c.nv_pp = v.v[3];
+     }},
+};
+
+}  // namespace
+
+std::span<const SearchDimension> search_dimensions() { return kDimensions; }
+
+}  // namespace perfsweep

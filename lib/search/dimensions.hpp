@@ -1,0 +1,46 @@
+#pragma once
+// The search's loop nest as declared dimensions, in the style of timeloop's mapspace: each
+// dimension lists the values it can take once the outer ones are fixed, and writes a chosen value
+// into the layout. The search walks them in order (search.cpp), checks memory once after the
+// last dimension that changes it (the rest cannot make a configuration fit or not), and costs the
+// leaves. The tensor split (tp1, tp2) is the unit of work, outside the nest. A new dimension is
+// one entry here, its field in Layout, and its key in model/plan.hpp kConfigKeys.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/plan.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+
+// One value of a dimension: up to four integers (a placement sets four fields at once).
+struct Choice {
+  std::array<std::int64_t, 4> v{};
+};
+
+// What the values of a dimension may depend on besides the outer dimensions' values.
+struct SearchContext {
+  const SearchProblem& problem;
+  std::int64_t n_gpus;
+  std::span<const std::int64_t> batch_divisors;  // ascending divisors of the global batch
+  SearchCounters& counters;
+};
+
+struct SearchDimension {
+  const char* name;
+  bool changes_memory;  // weights, gradients, optimizer states or activations depend on it
+  // Bit i set: the values depend on the value of outer dimension i (so the search lists them
+  // again only when one of those changes; the tensor split and the problem are fixed in a run).
+  std::uint32_t depends_on;
+  // Appends the values this dimension takes for the layout's outer dimensions, in the
+  // reference's order.
+  void (*values)(const SearchContext& context, const Layout& layout, std::vector<Choice>& out);
+  void (*set)(Layout& layout, const Choice& choice);
+};
+
+// pp (with dp = n / (tp pp)), mbs, nb (2d SUMMA blocks), NVLink placement.
+std::span<const SearchDimension> search_dimensions();
+
+}  // namespace perfsweep
