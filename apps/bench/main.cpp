@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     for (const std::string& strat : strategies) {
       for (const std::string& model_name : models) {
         SearchProblem p;
-        p.strategy = strat == "1d" ? Strategy::OneD : strat == "2d" ? Strategy::TwoD : Strategy::TwoDSeqp;
+        p.strategy = parse_strategy(strat);
         p.model = load_model_named(model_name);
         double best = 1e300;
         std::int64_t candidates = 0, infeasible = 0, blocks = 0;

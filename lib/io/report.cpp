@@ -10,19 +10,13 @@
 
 namespace perfsweep {
 
-std::string_view strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::OneD: return "1d";
-    case Strategy::TwoD: return "2d";
-    case Strategy::TwoDSeqp: return "2d-seqp";
-  }
-  return "1d";
-}
+std::string_view strategy_name(Strategy s) { return plan_of(s).name; }
 
 Strategy parse_strategy(const std::string& s) {
-  if (s == "1d") return Strategy::OneD;
-  if (s == "2d") return Strategy::TwoD;
-  if (s == "2d-seqp" || s == "2d-seq") return Strategy::TwoDSeqp;
+  for (Strategy k : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) {
+    if (s == plan_of(k).name) return k;
+  }
+  if (s == "2d-seq") return Strategy::TwoDSeqp;  // the reference's spelling
   throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
 }
 

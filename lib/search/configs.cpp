@@ -23,16 +23,12 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
     c.nv_pp = n4;
     f(c);
   };
+  const StrategyPlan& plan = plan_of(layout.strategy);
   auto placements = [&](const Layout& c) {
-    if (c.strategy == Strategy::OneD) {
-      for_each_nv_1d(t.tp1, c.dp, c.pp, sys.nvlink_size,
-                     [&](std::int64_t a, std::int64_t b, std::int64_t d) { place(c, a, 1, b, d); });
-    } else {
-      for_each_nv_2d(t.tp1, t.tp2, c.dp, c.pp, sys.nvlink_size,
-                     [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { place(c, a, b, d, e); });
-    }
+    perfsweep::for_each_placement(plan, c, sys.nvlink_size,
+                                  [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { place(c, a, b, d, e); });
   };
-  if (layout.strategy == Strategy::TwoD && choice.search_nb) {
+  if (plan.has_nb && choice.search_nb) {
     for_each_summa_nb(t.tp1, t.tp2, model.e, [&](std::int64_t nb) {
       Layout c = layout;
       c.tensor.nb = nb;
@@ -74,10 +70,10 @@ ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_ba
 
 std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Transformer& model,
                                                    const TensorSplit& tensor, std::int64_t local_batch) {
-  const std::int64_t token_split = strategy == Strategy::TwoD ? tensor.tp2 : tensor.tp1 * tensor.tp2;
+  const std::int64_t tokens_over = token_split(plan_of(strategy), tensor);
   std::vector<std::int64_t> out;
   for (std::int64_t mbs : divisors(local_batch)) {
-    if ((mbs * model.l) % token_split == 0) out.push_back(mbs);
+    if ((mbs * model.l) % tokens_over == 0) out.push_back(mbs);
   }
   return out;
 }
@@ -101,7 +97,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
       const std::vector<std::int64_t> t2s =
-          strategy == Strategy::OneD ? std::vector<std::int64_t>{1} : or_divisors(r.tp2, n_gpus / std::max<std::int64_t>(t1, 1));
+          !plan_of(strategy).has_tp2 ? std::vector<std::int64_t>{1}
+                                     : or_divisors(r.tp2, n_gpus / std::max<std::int64_t>(t1, 1));
       for (std::int64_t t2 : t2s) {
         TensorSplit t;
         t.tp1 = t1;
@@ -111,8 +108,9 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     }
   }
   PlacementChoice choice = r.placement;
-  choice.search_nb = strategy == Strategy::TwoD && r.nb.empty();
-  const std::vector<std::int64_t> nbs = strategy == Strategy::TwoD && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
+  const bool summa = plan_of(strategy).has_nb;
+  choice.search_nb = summa && r.nb.empty();
+  const std::vector<std::int64_t> nbs = summa && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
   const bool search_mbs = r.all_micro_batch_sizes ||
                           (r.mbs.empty() && r.tp1.empty() && r.tp2.empty() && r.pp.empty() && r.dp.empty());
   for (TensorSplit t : splits) {

@@ -20,12 +20,13 @@ void SearchCounters::add(const SearchCounters& o) {
 
 std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, SearchCounters* counters) {
   const Transformer& m = p.model;
+  const StrategyPlan& plan = plan_of(p.strategy);
   std::vector<TensorSplit> out;
   SearchCounters local;
   for (std::int64_t tp1 : divisors(n)) {
     if (m.h % tp1 || m.e % tp1) continue;
-    if (p.strategy == Strategy::OneD) {
-      if ((3 * m.e) / tp1 < 128) {
+    if (!plan.has_tp2) {
+      if ((3 * m.e) / tp1 < 128) {  // qkv's output shard
         ++local.tensor_splits_too_thin;
         continue;
       }
@@ -33,7 +34,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
       continue;
     }
     for (std::int64_t tp2 : divisors(n / tp1)) {
-      if (p.strategy == Strategy::TwoD && m.e % tp2) continue;
+      if (plan.has_nb && m.e % tp2) continue;  // SUMMA splits the embedding over tp2 too
       if (m.e / tp1 < 128 || m.l / tp2 < 128) {
         ++local.tensor_splits_too_thin;
         continue;
