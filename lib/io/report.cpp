@@ -249,7 +249,8 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
                           std::int64_t global_batch) {
   std::ostringstream o;
   o << "perfsweep estimate: " << model.name << " on " << system.name << " (NVLink domain " << system.nvlink_size
-    << "), strategy " << strategy_name(layout.strategy) << ", global batch " << global_batch << "\n";
+    << "), strategy " << strategy_name(layout.strategy) << ", global batch " << global_batch << ", attention "
+    << (layout.attention.flash ? "flash" : layout.attention.recompute ? "unfused with recompute" : "unfused") << "\n";
   o << "configuration:";
   for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
   o << "  | NVLink placement:";
