@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/attention_options.hpp"
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "io/report.hpp"
@@ -21,8 +22,7 @@ struct Options {
   std::int64_t global_batch = 4096;
   std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
-  std::string attention = "flash";
-  bool attention_recompute = false;
+  AttentionOptions attention;
   bool json = false, csv = false;
 };
 
@@ -49,18 +49,7 @@ int run(const Options& o) {
       layout.tensor.nb = o.nb;
     }
   }
-  layout.attention.flash = o.attention == "flash";
-  if (o.attention_recompute) {
-    if (layout.attention.flash) {
-      throw InputError("--attention-recompute goes with --attention unfused (flash attention recomputes inside its "
-                       "kernel)");
-    }
-    if (layout.strategy != Strategy::OneD) {
-      throw InputError("--attention-recompute is modeled for --strat 1d only (the reference's sa_1d), got --strat " +
-                       o.strat);
-    }
-    layout.attention.recompute = true;
-  }
+  layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
   const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
@@ -119,14 +108,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
-  app.add_option("--attention", o.attention,
-                 "attention kernels: flash (fused, as the reference's search) or unfused (logits, softmax, dropout, "
-                 "attend)")
-      ->check(CLI::IsMember({"flash", "unfused"}))
-      ->capture_default_str();
-  app.add_flag("--attention-recompute", o.attention_recompute,
-               "unfused attention (1d only): re-run logits, softmax and dropout in the backward pass instead of "
-               "keeping the attention matrix");
+  add_attention_options(app, o.attention);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   app.add_flag("--csv", o.csv, "print per-layer rows and totals as CSV");
   app.footer(
