@@ -74,10 +74,16 @@ INSTANTIATE_TEST_SUITE_P(configs, SearchSpace,
                          case_name);
 
 // The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
-TEST(configs, ChosenDegreesInTheOrderAskedFor) {
-  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+// The notebook's system: B200 in NVLink domains of 8.
+System b200_nvs8() {
   System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/B200.yaml");
   sys.nvlink_size = 8;
+  return sys;
+}
+
+TEST(configs, ChosenDegreesInTheOrderAskedFor) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+  const System sys = b200_nvs8();
   ConfigRanges r;
   r.tp1 = {8};
   r.pp = {1, 2, 4, 8, 16, 32, 64, 128};
@@ -105,8 +111,7 @@ TEST(configs, ChosenDegreesInTheOrderAskedFor) {
 // with it, as `estimate` evaluates the same layout, and differs from the flash-attention row.
 TEST(configs, AttentionModeReachesEveryRow) {
   const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
-  System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/B200.yaml");
-  sys.nvlink_size = 8;
+  const System sys = b200_nvs8();
   ConfigRanges r;
   r.tp1 = {8};
   r.pp = {8, 16};
