@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/attention_options.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
@@ -28,6 +29,7 @@ struct Options {
   std::int64_t global_batch = 4096;
   std::string tp, tp1, tp2, pp, dp, mbs, nb;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
+  AttentionOptions attention;
   bool all_placements = false, fits_only = false, csv = false;
   std::string sort = "auto";
   std::size_t top = 0;
@@ -183,6 +185,7 @@ int run(const Options& o) {
   r.placement.nv_dp = o.nv_dp;
   r.placement.nv_pp = o.nv_pp;
   r.all_placements = o.all_placements;
+  r.attention = parse_attention(o.attention.mode, o.attention.recompute, strategy);
 
   ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);
   std::vector<ConfigRow>& rows = sweep.rows;
@@ -216,9 +219,10 @@ int run(const Options& o) {
   if (o.csv) {
     std::cout << csv;
   } else if (o.output.empty()) {
-    std::printf("%s on %s (NVLink domain %lld), %s, %lld GPUs, global batch %lld: %zu configurations%s\n",
+    const std::string attention = r.attention.flash ? "" : ", attention " + std::string(attention_name(r.attention));
+    std::printf("%s on %s (NVLink domain %lld), %s%s, %lld GPUs, global batch %lld: %zu configurations%s\n",
                 model.name.c_str(), sys.name.c_str(), static_cast<long long>(sys.nvlink_size),
-                std::string(strategy_name(strategy)).c_str(), static_cast<long long>(o.n_gpus),
+                std::string(strategy_name(strategy)).c_str(), attention.c_str(), static_cast<long long>(o.n_gpus),
                 static_cast<long long>(o.global_batch), rows.size(),
                 by_throughput ? ", fastest first (those that fit before those that do not)" : ", in the order asked for");
     std::cout << to_table(rows, strategy, sys);
@@ -259,6 +263,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
+  add_attention_options(app, o.attention);
   app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
   app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
   app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")

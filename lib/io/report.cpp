@@ -20,6 +20,29 @@ Strategy parse_strategy(const std::string& s) {
   throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
 }
 
+AttentionMode parse_attention(const std::string& mode, bool recompute, Strategy strategy) {
+  if (mode != "flash" && mode != "unfused") throw InputError("--attention must be flash or unfused, got '" + mode + "'");
+  AttentionMode a;
+  a.flash = mode == "flash";
+  if (recompute) {
+    if (a.flash) {
+      throw InputError("--attention-recompute goes with --attention unfused (flash attention recomputes inside its "
+                       "kernel)");
+    }
+    if (strategy != Strategy::OneD) {
+      throw InputError("--attention-recompute is modeled for --strat 1d only (the reference's sa_1d), got --strat " +
+                       std::string(strategy_name(strategy)));
+    }
+    a.recompute = true;
+  }
+  return a;
+}
+
+std::string_view attention_name(const AttentionMode& a) {
+  if (a.flash) return "flash";
+  return a.recompute ? "unfused with recompute" : "unfused";
+}
+
 std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {
   std::vector<std::pair<const char*, std::int64_t>> out;
   for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
@@ -238,7 +261,8 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
                           std::int64_t global_batch) {
   std::ostringstream o;
   o << "perfsweep estimate: " << model.name << " on " << system.name << " (NVLink domain " << system.nvlink_size
-    << "), strategy " << strategy_name(layout.strategy) << ", global batch " << global_batch << "\n";
+    << "), strategy " << strategy_name(layout.strategy) << ", global batch " << global_batch << ", attention "
+    << attention_name(layout.attention) << "\n";
   o << "configuration:";
   for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
   o << "  | NVLink placement:";

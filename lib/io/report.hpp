@@ -17,6 +17,11 @@ std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& layout);
 
 std::string_view strategy_name(Strategy s);  // "1d", "2d", "2d-seqp"
 Strategy parse_strategy(const std::string& name);  // also accepts "2d-seq"; InputError otherwise
+// The --attention and --attention-recompute options: mode "flash" or "unfused"; recompute only
+// with unfused attention and strategy 1d (the reference's sa_1d). InputError naming the option
+// otherwise.
+AttentionMode parse_attention(const std::string& mode, bool recompute, Strategy strategy);
+std::string_view attention_name(const AttentionMode& a);  // "flash", "unfused", "unfused with recompute"
 
 // Which model timed a row's collectives: those that move data (volume > 0 over two or more GPUs;
 // the pipeline row's only when pp > 1) and, of them, those timed from the system's calibration.

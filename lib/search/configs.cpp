@@ -93,6 +93,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     problem.model = model;
     problem.system = sys;
     problem.global_batch = global_batch;
+    problem.attention = r.attention;
     splits = tensor_splits(problem, n_gpus);
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
@@ -160,6 +161,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           c.mbs = mbs;
           c.tensor = t;
           c.tensor.nb = nb;
+          c.attention = r.attention;
           try {
             validate_layout(sys, model, c, global_batch);
           } catch (const ConfigError& e) {

@@ -46,6 +46,7 @@ struct ConfigRanges {
   bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
+  AttentionMode attention;       // the reference's search: flash attention
 };
 
 struct ConfigRow {

@@ -1,5 +1,7 @@
 // Every per-layer field and total of `estimate --json` against the reference implementation's own
-// output for the configurations in test/data/layer_cases.json (see test/data/README.md).
+// output: flash attention (the reference's search) for the configurations in
+// test/data/layer_cases.json, unfused attention with and without recompute for those in
+// test/data/attention/cases.json (see test/data/README.md).
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -55,6 +57,10 @@ Layout layout_from(const YAML::Node& c) {
     l.tensor.nv2 = nv["tp2"].as<std::int64_t>();
     if (cfg["nb"]) l.tensor.nb = cfg["nb"].as<std::int64_t>();
   }
+  if (c["attention"]) {
+    l.attention.flash = c["attention"].as<std::string>() == "flash";
+    l.attention.recompute = c["recompute"] && c["recompute"].as<bool>();
+  }
   return l;
 }
 
@@ -69,10 +75,17 @@ Transformer model_from(const YAML::Node& m) {
   return t;
 }
 
-TEST(GoldenLayers, EveryFieldMatchesTheReference) {
-  const YAML::Node cases = YAML::LoadFile(PERFSWEEP_TEST_DATA_DIR "/layer_expected.json");
-  ASSERT_GE(cases.size(), 30u);
-  std::size_t failures = 0;
+struct GoldenCounts {
+  std::size_t cases = 0, failures = 0;
+};
+
+// Evaluates every case of `expected_file` and compares its `estimate --json` output with the
+// reference's rows, totals and throughput, bit for bit.
+GoldenCounts compare_with_reference(const char* expected_file, std::size_t min_cases) {
+  const YAML::Node cases = YAML::LoadFile(expected_file);
+  EXPECT_GE(cases.size(), min_cases);
+  GoldenCounts counts;
+  counts.cases = cases.size();
   test::compared_numbers() = 0;
   test::largest_relative_difference() = 0;
   for (const YAML::Node& c : cases) {
@@ -104,11 +117,42 @@ TEST(GoldenLayers, EveryFieldMatchesTheReference) {
     expected["throughput"] = c["throughput"];
     const auto diffs = test::compare_json(expected, actual, id);
     for (const auto& d : diffs) ADD_FAILURE() << d;
-    failures += diffs.size();
+    counts.failures += diffs.size();
     EXPECT_EQ(ev.fits, !(c["totals"]["mem"].as<double>() > sys.hbm_capacity)) << id;
   }
+  return counts;
+}
+
+TEST(GoldenLayers, EveryFieldMatchesTheReference) {
+  const GoldenCounts n = compare_with_reference(PERFSWEEP_TEST_DATA_DIR "/layer_expected.json", 30);
   std::printf("golden layers: %zu cases, %zu numbers compared, %zu mismatches, largest relative difference %.3g\n",
-              cases.size(), test::compared_numbers(), failures, test::largest_relative_difference());
+              n.cases, test::compared_numbers(), n.failures, test::largest_relative_difference());
+}
+
+// Unfused attention (logits, softmax, dpr_at, attend and their context-parallel variants), with
+// and without 1d attention recompute: reachable through Layout::attention only, not the search.
+TEST(GoldenLayers, UnfusedAttentionMatchesTheReference) {
+  const char* file = PERFSWEEP_TEST_DATA_DIR "/attention/expected.json";
+  const YAML::Node cases = YAML::LoadFile(file);
+  std::size_t unfused = 0, recompute = 0;
+  for (const YAML::Node& c : cases) {
+    const Layout l = layout_from(c);
+    if (!l.attention.flash) ++unfused;
+    if (l.attention.recompute) ++recompute;
+    std::size_t scores_layers = 0;
+    for (const YAML::Node& layer : c["modules"]["sa"]) {
+      const std::string name = layer["name"].as<std::string>();
+      if (name == "logits" || name == "softmax" || name == "dpr_at" || name == "attend") ++scores_layers;
+      EXPECT_NE(name, "fusedla") << c["id"].as<std::string>();
+    }
+    EXPECT_EQ(scores_layers, 4u) << c["id"].as<std::string>();
+  }
+  EXPECT_EQ(unfused, cases.size());
+  EXPECT_GE(recompute, 1u);
+  const GoldenCounts n = compare_with_reference(file, 12);
+  std::printf("golden unfused attention: %zu cases (%zu with recompute), %zu numbers compared, %zu mismatches, "
+              "largest relative difference %.3g\n",
+              n.cases, recompute, test::compared_numbers(), n.failures, test::largest_relative_difference());
 }
 
 }  // namespace

@@ -74,10 +74,16 @@ INSTANTIATE_TEST_SUITE_P(configs, SearchSpace,
                          case_name);
 
 // The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
-TEST(configs, ChosenDegreesInTheOrderAskedFor) {
-  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+// The notebook's system: B200 in NVLink domains of 8.
+System b200_nvs8() {
   System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/B200.yaml");
   sys.nvlink_size = 8;
+  return sys;
+}
+
+TEST(configs, ChosenDegreesInTheOrderAskedFor) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+  const System sys = b200_nvs8();
   ConfigRanges r;
   r.tp1 = {8};
   r.pp = {1, 2, 4, 8, 16, 32, 64, 128};
@@ -99,6 +105,31 @@ TEST(configs, ChosenDegreesInTheOrderAskedFor) {
   EXPECT_TRUE(none.rows.empty());
   ASSERT_FALSE(none.rejections.empty());
   EXPECT_NE(none.rejections.front().find("not one of --dp"), std::string::npos) << none.rejections.front();
+}
+
+// Unfused attention (configs --attention unfused [--attention-recompute]): every row is evaluated
+// with it, as `estimate` evaluates the same layout, and differs from the flash-attention row.
+TEST(configs, AttentionModeReachesEveryRow) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+  const System sys = b200_nvs8();
+  ConfigRanges r;
+  r.tp1 = {8};
+  r.pp = {8, 16};
+  const ConfigSweep flash = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
+  for (const bool recompute : {false, true}) {
+    r.attention = {false, recompute};
+    const ConfigSweep unfused = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
+    ASSERT_EQ(unfused.rows.size(), flash.rows.size());
+    for (std::size_t i = 0; i < unfused.rows.size(); ++i) {
+      const ConfigRow& row = unfused.rows[i];
+      EXPECT_FALSE(row.layout.attention.flash);
+      EXPECT_EQ(row.layout.attention.recompute, recompute);
+      const Evaluation ev = evaluate(sys, model, row.layout, 4096);
+      EXPECT_EQ(row.throughput, ev.throughput);
+      EXPECT_EQ(row.totals.mem, ev.totals.mem);
+      EXPECT_NE(row.throughput, flash.rows[i].throughput);
+    }
+  }
 }
 
 // vit_era5: 64800 tokens = 2^5 x 2025, so a 64-way token split needs an even micro-batch.
