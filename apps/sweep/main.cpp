@@ -152,6 +152,7 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
   std::string inputs = std::string("perfsweep ") + PERFSWEEP_VERSION + "\n" + o.strat + "\n" + model_to_yaml(plan.model) +
                        "gbs " + std::to_string(o.global_batch) + " top " + std::to_string(o.top_n) + " n_gpus";
   for (std::int64_t n : plan.n_gpus) inputs += " " + std::to_string(n);
+  inputs += "\n" + result_schema();
   for (const std::string& y : plan.system_yaml) inputs += "\n" + y;
   // The system YAML names a calibration by path; its content decides the collective times.
   const comm::Calibration* previous = nullptr;

@@ -89,6 +89,20 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
   return r;
 }
 
+std::string result_schema() {
+  std::string out = "config";
+  for (const ConfigKey& k : kConfigKeys) {
+    out += std::string(" ") + k.name + "[";
+    for (Strategy s : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) {
+      if (k.applies(plan_of(s))) out += std::string(plan_of(s).name) + ";";
+    }
+    out += k.orders_ties ? "]t" : "]";
+  }
+  out += "\ntotals";
+  for (const TotalsField& f : kTotalsFields) out += std::string(" ") + f.name + "[" + f.unit + "]";
+  return out;
+}
+
 StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
                        I micro_batches) {
   const double layers = D(depth / pp);

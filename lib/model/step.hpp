@@ -74,6 +74,11 @@ struct StepMemory {
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
 
+// The layout of a result row: every configuration key (kConfigKeys, with the strategies that
+// have it) and totals field, in order. Journals fingerprint it, so records written by a build
+// with other columns are never read as this build's.
+std::string result_schema();
+
 // seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
                    std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
