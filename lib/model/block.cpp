@@ -17,15 +17,34 @@ using I = std::int64_t;
 // to 2D layers: dim1 is the sequence (tp2) split, dim2 the feature/head (tp1) split.
 Split2 grid(const TensorSplit& t) { return {t.tp2, t.tp1, t.nv2, t.nv1}; }
 
-// 1d (modules.py mlp_1d, sa_1d): weights split over tp; the residual stream (row projections'
-// reduce-scatter output, dropout, norm) is split over the sequence, gathered before the next block.
+// Plain tensor parallelism in place of the reduce-scatter / all-gather pairs: a pass's
+// reduce-scatters of full activations become all-reduces (Megatron's f and g operators).
+void all_reduce_instead(CommSet& set) {
+  for (std::uint8_t i = 0; i < set.count; ++i) {
+    if (set.items[i].type == CommType::ReduceScatter) set.items[i].type = CommType::AllReduce;
+  }
+}
+
+// 1d (modules.py mlp_1d, sa_1d): weights split over tp; with sequence parallelism (the
+// reference's) the residual stream (row projections' reduce-scatter output, dropout, norm) is
+// split over the sequence and gathered before the next projection.
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
-                   const AttentionMode& a) {
+                   const AttentionMode& a, const Execution& x) {
   const I l = m.l, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
   const bool rc = a.recompute;
+  const bool sp = x.sequence_parallel;
+  const I l_residual = sp ? l / tp : l;  // rows of the residual stream on one GPU
   switch (y.role) {
-    case Role::ColumnProjection: return linear(s, y.name, b, l, y.in, y.out, {1, tp, 1, nv});
-    case Role::RowProjection: return linear(s, y.name, b, l, y.in, y.out, {tp, 1, nv, 1});
+    case Role::ColumnProjection: {
+      LayerCost c = linear(s, y.name, b, l, y.in, y.out, {1, tp, 1, nv});
+      if (!sp) all_reduce_instead(c.comm_bwd);
+      return c;
+    }
+    case Role::RowProjection: {
+      LayerCost c = linear(s, y.name, b, l, y.in, y.out, {tp, 1, nv, 1});
+      if (!sp) all_reduce_instead(c.comm_fwd);
+      return c;
+    }
     case Role::Bias:
       return y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
                                           : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
@@ -33,11 +52,11 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::Dropout:
       switch (y.operand) {
         case Operand::Hidden: return dropout(s, y.name, b * l * (y.out / tp));
-        case Operand::Residual: return dropout(s, y.name, b * (l / tp) * y.out);
+        case Operand::Residual: return dropout(s, y.name, b * l_residual * y.out);
         case Operand::Scores: return dropout(s, y.name, b * (h / tp) * l * l, rc, rc);
       }
       break;
-    case Role::Norm: return layer_norm(s, y.name, b, l, y.out, tp, nv);
+    case Role::Norm: return sp ? layer_norm(s, y.name, b, l, y.out, tp, nv) : layer_norm(s, y.name, b, l, y.out, 1, 1);
     case Role::AttentionCore: return fused_la(s, y.name, b, l, q, h, tp);
     case Role::AttentionScores: return logits(s, y.name, b, l, q, h, tp, rc);
     case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
@@ -140,24 +159,46 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   return out;
 }
 
-LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
-                      const TensorSplit& split, const AttentionMode& attention) {
+namespace {
+LayerCost shard_for_strategy(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
+                             const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
   switch (strategy) {
-    case Strategy::OneD: return shard_1d(s, layer, b, m, split, attention);
+    case Strategy::OneD: return shard_1d(s, layer, b, m, split, attention, exec);
     case Strategy::TwoD: return shard_2d(s, layer, b, m, split, attention);
     case Strategy::TwoDSeqp: return shard_seqp(s, layer, b, m, split, attention);
   }
   unsupported(layer, "unknown");
 }
+}  // namespace
+
+LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
+                      const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
+  if (!exec.sequence_parallel && strategy != Strategy::OneD) {
+    throw ConfigError("sequence parallelism off is modeled for 1d tensor parallelism only");
+  }
+  AttentionMode a = attention;
+  // Selective recomputation: unfused attention re-runs its core (the reference's
+  // attention_recompute); flash attention already recomputes inside its kernel.
+  if (exec.recompute == Recompute::Selective && !a.flash) a.recompute = true;
+  LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec);
+  if (exec.recompute == Recompute::Full) {
+    // The block keeps only its input (the residual stream a stage also sends on) and runs its
+    // forward again in the backward.
+    c.recompute = true;
+    if (!layer.stage_input) c.activation_buffer = 0;
+  }
+  return c;
+}
 
 BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b,
-                         const Transformer& m, const TensorSplit& split, const AttentionMode& attention) {
+                         const Transformer& m, const TensorSplit& split, const AttentionMode& attention,
+                         const Execution& exec) {
   std::array<double, kMaxModuleLayers> weights[2]{}, activations[2]{};
   std::size_t n[2] = {0, 0};
   for (const BlockLayer& layer : block) {
     const std::size_t module = layer.sublayer == Sublayer::Mlp ? 0 : 1;
     if (n[module] == weights[module].size()) throw ConfigError("a module holds at most 12 layers");
-    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention);
+    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
     weights[module][n[module]] = cost.weights_mem;
     activations[module][n[module]++] = cost.activation_buffer;
   }
@@ -170,12 +211,13 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
 }
 
 double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b, const Transformer& m,
-                   const TensorSplit& split, const AttentionMode& attention, Module& mlp, Module& sa) {
+                   const TensorSplit& split, const AttentionMode& attention, Module& mlp, Module& sa,
+                   const Execution& exec) {
   mlp.count = 0;
   sa.count = 0;
   double p2p_volume_gb = 0;
   for (const BlockLayer& layer : block) {
-    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention);
+    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
     if (layer.stage_input) p2p_volume_gb = cost.activation_buffer;
     (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost);
   }

@@ -53,6 +53,34 @@ struct AttentionMode {
   bool recompute = false;  // unfused only: scores, softmax and dropout re-run in the backward, not kept
 };
 
+// Execution options (Megatron-LM's names; each default is what the reference models).
+enum class Recompute : std::uint8_t {
+  None,       // keep every layer's activations for the backward
+  Selective,  // the attention core re-runs in the backward (Korthikanti et al. 2022): unfused
+              // attention keeps no scores; flash attention does this inside its kernel already
+  Full,       // every block re-runs its forward in the backward and keeps only its input
+};
+enum class ParamLayout : std::uint8_t {
+  Reference,  // the reference: fp16 weights and gradients (2 + 2 bytes), optimizer 6x the weights
+  Megatron,   // bf16 weights (2), fp32 gradient buffer (4), fp32 master weights and two moments (12)
+  Amp,        // PyTorch autocast: fp32 weights and gradients (4 + 4), two fp32 moments (8), and
+              // bf16 copies of the weights (2) alive during forward and backward
+};
+struct Execution {
+  Recompute recompute = Recompute::None;
+  // 1d: Megatron sequence parallelism, as the reference's 1D block already is (row projections
+  // reduce-scatter, norms all-gather, dropout and norm on l/tp). Off: plain tensor parallelism
+  // (all-reduces, norm and dropout on the whole sequence). Other strategies: on only.
+  bool sequence_parallel = true;
+  // ZeRO stage over the data-parallel group: 1 shards the optimizer states (the reference's
+  // default), 2 also the gradients, 3 also the weights (all-gathered in forward and backward);
+  // 0 shards nothing.
+  std::int64_t zero = 1;
+  std::int64_t interleave = 1;  // virtual pipeline stages per GPU (interleaved 1F1B)
+  ParamLayout params = ParamLayout::Reference;
+  bool operator==(const Execution&) const = default;
+};
+
 // The block of `model` in the reference's layer order: the MLP (fc1, fc1-bias, act1, dpr1, fc2,
 // fc2-bias, dpr2, ln1), then self-attention (qkv, the attention core, vproj, vproj-bias, dpr_v,
 // ln2), where the core is fusedla with flash attention, else logits, softmax, dpr_at, attend.
@@ -73,7 +101,8 @@ struct TensorSplit {
 // context-parallel attention; execute_2d), 2d-seqp (1d weights over tp1, sequence over tp2;
 // execute_seqp). Throws ConfigError for a layer a strategy cannot shard.
 LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, std::int64_t b,
-                      const Transformer& model, const TensorSplit& split, const AttentionMode& attention);
+                      const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
+                      const Execution& exec = {});
 
 // Weights and saved activations (GB) of the block's MLP and attention for one micro-batch on one
 // GPU: the same sums as the timed modules' (sum_module), without timing anything. They do not
@@ -84,12 +113,13 @@ struct BlockMemory {
   double activations() const { return mlp_activations + sa_activations; }
 };
 BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
-                         const Transformer& model, const TensorSplit& split, const AttentionMode& attention);
+                         const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
+                         const Execution& exec = {});
 
 // The block's MLP and attention modules for one micro-batch on one GPU, timed. Returns the GB
 // one micro-batch sends from a pipeline stage to the next (the stage_input layer's buffer).
 double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
                  const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
-                 Module& sa);
+                 Module& sa, const Execution& exec = {});
 
 }  // namespace perfsweep

@@ -1,5 +1,7 @@
 #include "model/plan.hpp"
 
+#include "core/error.hpp"
+
 namespace perfsweep {
 
 const StrategyPlan& plan_of(Strategy strategy) {
@@ -9,6 +11,38 @@ const StrategyPlan& plan_of(Strategy strategy) {
       {Strategy::TwoDSeqp, "2d-seqp", "tp1", "nv_tp1", true, false, false, true},
   };
   return kPlans[static_cast<std::size_t>(strategy)];
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "none";
+}
+
+const char* param_layout_name(ParamLayout p) {
+  switch (p) {
+    case ParamLayout::Reference: return "reference";
+    case ParamLayout::Megatron: return "megatron";
+    case ParamLayout::Amp: return "amp";
+  }
+  return "reference";
+}
+
+Recompute parse_recompute(const std::string& text, const std::string& flag) {
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+    if (text == recompute_name(r)) return r;
+  }
+  throw InputError(flag + " must be none, selective or full, got '" + text + "'");
+}
+
+ParamLayout parse_param_layout(const std::string& text, const std::string& flag) {
+  for (ParamLayout p : {ParamLayout::Reference, ParamLayout::Megatron, ParamLayout::Amp}) {
+    if (text == param_layout_name(p)) return p;
+  }
+  throw InputError(flag + " must be reference, megatron or amp, got '" + text + "'");
 }
 
 std::string config_key_names(Strategy strategy, KeyKind kind) {

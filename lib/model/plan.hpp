@@ -18,6 +18,7 @@ struct Layout {
   TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
   std::int64_t nv_dp = 1, nv_pp = 1;
   AttentionMode attention;
+  Execution exec;
   std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
 };
 
@@ -58,6 +59,7 @@ inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layo
 enum class KeyKind : std::uint8_t {
   Degree,     // the reference's "config" keys: degrees, micro-batch size, SUMMA blocks
   Placement,  // NVLink placement (nv_*), reported with the stats as the reference does
+  Execution,  // execution options beyond the reference (recompute, sp, zero, interleave, layout)
 };
 struct ConfigKey {
   const char* name;
@@ -91,7 +93,23 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::two_tensor_degrees, true},
     {"nv_dp", KeyKind::Placement, [](const Layout& c) { return c.nv_dp; }, config_key_detail::always, true},
     {"nv_pp", KeyKind::Placement, [](const Layout& c) { return c.nv_pp; }, config_key_detail::always, true},
+    {"recompute", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.recompute)}; },
+     config_key_detail::always, true},
+    {"sp", KeyKind::Execution, [](const Layout& c) { return std::int64_t{c.exec.sequence_parallel}; },
+     config_key_detail::always, true},
+    {"zero", KeyKind::Execution, [](const Layout& c) { return c.exec.zero; }, config_key_detail::always, true},
+    {"interleave", KeyKind::Execution, [](const Layout& c) { return c.exec.interleave; }, config_key_detail::always,
+     true},
+    {"layout", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.params)}; },
+     config_key_detail::always, true},
 };
+
+// Names of the execution options' values, as flags and reports spell them.
+const char* recompute_name(Recompute r);         // "none", "selective", "full"
+const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
+// Parses those names; throws InputError naming `flag` and the value otherwise.
+Recompute parse_recompute(const std::string& text, const std::string& flag);
+ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
 template <typename F>

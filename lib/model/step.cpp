@@ -36,16 +36,30 @@ BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb
   return b;
 }
 
+DataParallelTraffic data_parallel_traffic(const Execution& x) {
+  DataParallelTraffic t;
+  switch (x.params) {
+    case ParamLayout::Reference: break;
+    case ParamLayout::Megatron: t.reduce_scale = 2; break;  // fp32 gradient buffer reduced; bf16 weights gathered
+    case ParamLayout::Amp:  // fp32 weights and gradients
+      t.gather_scale = 2;
+      t.reduce_scale = 2;
+      break;
+  }
+  t.gather_in_backward = x.zero >= 3;
+  return t;
+}
+
 LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_per_stage, I group, I fast_domain,
-                          bool overlap) {
+                          bool overlap, const DataParallelTraffic& traffic) {
   const double weights = block.mlp.weights_mem + block.sa.weights_mem;  // one layer's weights
   LayerResult r = comm_row("dp_comms", weights, CommType::AllGather, CommType::ReduceScatter, group, fast_domain);
-  auto pass = [&](CommType type, double overlap_compute, std::uint8_t& calibrated) {
+  auto pass = [&](CommType type, double volume, double overlap_compute, std::uint8_t& calibrated) {
     double t = 0;
     if (s.calibration == nullptr) [[likely]] {
-      t = analytical_collective_seconds(s, type, weights, group, fast_domain);
+      t = analytical_collective_seconds(s, type, volume, group, fast_domain);
     } else {
-      const CollectiveTime ct = collective_time(s, s.calibration.get(), type, weights, group, fast_domain);
+      const CollectiveTime ct = collective_time(s, s.calibration.get(), type, volume, group, fast_domain);
       t = ct.seconds;
       if (ct.model == CommModel::Calibrated) calibrated = 1;
     }
@@ -56,14 +70,28 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
     }
     return comm_only(t);
   };
-  r.fwd = pass(CommType::AllGather, block.mlp.t_fwd + block.sa.t_fwd, r.calibrated_fwd);
-  r.bwd = pass(CommType::ReduceScatter, block.mlp.t_bwd + block.sa.t_bwd, r.calibrated_bwd);
+  const double gathered = traffic.gather_scale == 1 ? weights : weights * traffic.gather_scale;
+  const double reduced = traffic.reduce_scale == 1 ? weights : weights * traffic.reduce_scale;
+  r.cost.comm_fwd.items[0].volume_gb = gathered;
+  r.cost.comm_bwd.items[0].volume_gb = reduced;
+  r.fwd = pass(CommType::AllGather, gathered, block.mlp.t_fwd + block.sa.t_fwd, r.calibrated_fwd);
+  r.bwd = pass(CommType::ReduceScatter, reduced, block.mlp.t_bwd + block.sa.t_bwd, r.calibrated_bwd);
+  if (traffic.gather_in_backward) {
+    // ZeRO-3: the backward gathers each layer's parameters again before its gradients exist.
+    std::uint8_t calibrated = 0;
+    const PassTime again = pass(CommType::AllGather, gathered, block.mlp.t_bwd + block.sa.t_bwd, calibrated);
+    r.bwd.t += again.t;
+    r.bwd.comm += again.comm;
+    r.cost.comm_bwd.items[1] = {gathered, CommType::AllGather, group, fast_domain};
+    r.cost.comm_bwd.count = 2;
+    r.calibrated_bwd = static_cast<std::uint8_t>(r.calibrated_bwd + calibrated);
+  }
   r.t = r.fwd.t + r.bwd.t;
   return r;
 }
 
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micro_batches, I pp, I fast_domain,
-                              bool overlap) {
+                              bool overlap, I interleave) {
   const double volume = block.p2p_volume_gb;
   LayerResult r = comm_row("pp_comms", volume, CommType::P2P, CommType::P2P, 2, fast_domain);
   double t = 0;
@@ -83,6 +111,7 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
     }
   }
   t = overlap ? 0.0 : t * D(micro_batches);
+  if (interleave > 1) t *= D(interleave);
   r.fwd = comm_only(t);
   r.bwd = comm_only(t);
   r.t = r.fwd.t + r.bwd.t;
@@ -104,23 +133,49 @@ std::string result_schema() {
 }
 
 StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
-                       I micro_batches) {
+                       I micro_batches, const Execution& exec) {
   const double layers = D(depth / pp);
   StepMemory x;
   x.weights = weights_per_block * layers;
   x.weight_grads = x.weights;
-  // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
-  x.optimizer_states = 6 * (x.weights / D(dp * seqp));
+  if (exec.params == ParamLayout::Reference && exec.zero == 1) {
+    // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
+    x.optimizer_states = 6 * (x.weights / D(dp * seqp));
+  } else {
+    // Bytes per parameter relative to the reference's 2-byte weights (ParamLayout), then the
+    // ZeRO stage's sharding over the data-parallel group (dp x seqp, as the reference shards).
+    const double w = x.weights;
+    double weights = w, grads = w, optimizer = 6 * w, copies = 0;
+    if (exec.params == ParamLayout::Megatron) grads = 2 * w;
+    if (exec.params == ParamLayout::Amp) {
+      weights = 2 * w;
+      grads = 2 * w;
+      optimizer = 4 * w;
+      copies = w;  // bf16 casts of the weights, alive from forward to backward
+    }
+    const double shards = D(dp * seqp);
+    if (exec.zero >= 1) optimizer /= shards;
+    if (exec.zero >= 2) grads /= shards;
+    if (exec.zero >= 3) {
+      weights /= shards;
+      // the gathered parameters of the block being computed
+      copies = copies / layers + (exec.params == ParamLayout::Amp ? 2 : 1) * weights_per_block;
+    }
+    x.weights = weights + copies;
+    x.weight_grads = grads;
+    x.optimizer_states = optimizer;
+  }
   double acts = activations_per_block * layers;
   // 1F1B: at most pp micro-batches of activations are alive at once
   acts *= D(micro_batches >= pp ? pp : micro_batches);
+  if (exec.interleave > 1) acts *= 1 + D(pp - 1) / D(pp * exec.interleave);
   x.activations = acts;
   x.total = x.weights + x.weight_grads + x.optimizer_states + acts;
   return x;
 }
 
 Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I depth, I pp, I dp, I seqp,
-                   I micro_batches) {
+                   I micro_batches, const Execution& exec) {
   const ModuleSums& m = b.mlp;
   const ModuleSums& a = b.sa;
   const double layers = D(depth / pp);
@@ -134,13 +189,14 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
   x.t_pp_comm = t_pp_comm;
   t += t_pp_comm;
   x.t_bubble = D(pp - 1) * (t / nmb);
+  if (exec.interleave > 1) x.t_bubble /= D(exec.interleave);  // (p - 1) / (V m) of the work
   t += x.t_bubble;
   x.t_dp_comm = t_dp_comm;
   t += t_dp_comm;
   x.t = t;
 
   const StepMemory mem = step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth,
-                                     pp, dp, seqp, micro_batches);
+                                     pp, dp, seqp, micro_batches, exec);
   x.wts_mem = mem.weights;
   x.wts_grad_mem = mem.weight_grads;
   x.wts_optimizer_states_mem = mem.optimizer_states;
@@ -188,6 +244,23 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
           "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");
   require(!(c.attention.flash && c.attention.recompute),
           "attention recompute goes with unfused attention; flash attention recomputes inside its kernel");
+  const Execution& x = c.exec;
+  require(x.zero >= 0 && x.zero <= 3, "zero must be 0, 1, 2 or 3, got " + str(x.zero));
+  require(x.sequence_parallel || one_d, "sequence parallelism off (--sp off) is modeled for 1d only");
+  require(!(x.recompute == Recompute::Selective && !c.attention.flash && !one_d),
+          "selective recomputation of unfused attention is modeled for 1d only, as the reference's sa_1d");
+  require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
+  if (x.interleave > 1) {
+    require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
+    require((m.depth / std::max<I>(c.pp, 1)) % x.interleave == 0,
+            "interleave=" + str(x.interleave) + " does not divide the " + str(m.depth / std::max<I>(c.pp, 1)) +
+                " blocks of a stage");
+  }
+  if (x.interleave > 1 && c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
+    const I micro_batches = global_batch / c.dp / c.mbs;
+    require(micro_batches % c.pp == 0, "interleave=" + str(x.interleave) + " needs the micro-batches (" +
+                                           str(micro_batches) + ") to be a multiple of pp=" + str(c.pp));
+  }
   require(m.depth % c.pp == 0, "pp=" + str(c.pp) + " does not divide depth " + str(m.depth));
   require(global_batch % c.dp == 0,
           "dp=" + str(c.dp) + " does not divide the global batch size " + str(global_batch));
@@ -211,10 +284,11 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   const StrategyPlan& plan = plan_of(c.strategy);
   const I micro_batches = global_batch / c.dp / c.mbs;
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, dp_group(plan, c), dp_group_fast(plan, c));
-  out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp);
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, dp_group(plan, c), dp_group_fast(plan, c), true,
+                             data_parallel_traffic(c.exec));
+  out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
   out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp,
-                           optimizer_shards_beyond_dp(plan, c), micro_batches);
+                           optimizer_shards_beyond_dp(plan, c), micro_batches, c.exec);
   return out;
 }
 
@@ -222,7 +296,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I gl
   validate_layout(s, m, c, global_batch);
   Evaluation ev;
   const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, c.tensor, c.attention,
-                                 ev.mlp, ev.sa);
+                                 ev.mlp, ev.sa, c.exec);
   StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;

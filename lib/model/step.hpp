@@ -20,14 +20,28 @@ BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb
 // Weight all-gather (forward) and gradient reduce-scatter (backward) across the data-parallel
 // group, overlapped with the compute of the other layers of a stage: one collective is exposed,
 // and the rest only by what they exceed one layer's compute.
+// What the data-parallel group moves per block, relative to the block's weights in the
+// reference's element size: parameters gathered (forward; with ZeRO-3 again in the backward)
+// and gradients reduced (backward).
+struct DataParallelTraffic {
+  double gather_scale = 1;
+  double reduce_scale = 1;
+  bool gather_in_backward = false;  // ZeRO-3: the backward gathers the parameters again
+};
+DataParallelTraffic data_parallel_traffic(const Execution& exec);
+
 LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64_t layers_per_stage,
-                          std::int64_t group, std::int64_t fast_domain, bool overlap = true);
+                          std::int64_t group, std::int64_t fast_domain, bool overlap = true,
+                          const DataParallelTraffic& traffic = {});
 
 // Point-to-point activation transfers between pipeline stages, for every micro-batch. Links inside
 // the NVLink domain are fast; the reference times the others as free (its quirk, kept). Always
 // the analytical model: nccl-tests calibrations cover allreduce, allgather and reducescatter.
+// With V virtual stages per GPU (interleaved 1F1B) every micro-batch crosses V times as many
+// stage boundaries.
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, std::int64_t micro_batches,
-                              std::int64_t pp, std::int64_t fast_domain, bool overlap = false);
+                              std::int64_t pp, std::int64_t fast_domain, bool overlap = false,
+                              std::int64_t interleave = 1);
 
 // The reference's totals() stats, in its units (s, TFLOP, GB).
 struct Totals {
@@ -66,13 +80,15 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
 }};
 
 // Memory per GPU (GB) of a stage of depth/pp blocks: weights, their gradients, fp32 master
-// weights and Adam moments (6x the fp16 weights) sharded over dp x seqp, and the activations of at
-// most pp micro-batches in flight (1F1B). It does not depend on the NVLink placement.
+// weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
+// ZeRO stage says, and the activations of at most pp micro-batches in flight (1F1B; interleaved,
+// the first stage holds pp (1 + (pp - 1) / (pp V)) micro-batches' worth, Korthikanti et al. 2022
+// sec. 4.2.3). It does not depend on the NVLink placement.
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
-                       std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
+                       std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches, const Execution& exec = {});
 
 // The layout of a result row: every configuration key (kConfigKeys, with the strategies that
 // have it) and totals field, in order. Journals fingerprint it, so records written by a build
@@ -80,8 +96,9 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, s
 std::string result_schema();
 
 // seqp: GPUs sharing the optimizer states beyond dp (tp2 for 2d-seqp, else 1).
+// exec: interleaving divides the bubble by V; the ZeRO stage and parameter layout set memory.
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
-                   std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches);
+                   std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches, const Execution& exec = {});
 
 // The step around one block: DP and PP communication and the totals.
 struct StepCosts {

@@ -50,7 +50,41 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
                      [&](I nv1, I nv2, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_dp, nv_pp}}); });
 }
 
-// Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, nv 3.
+// Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
+// interleave 5, zero 6, layout 7, nv 8.
+void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (Recompute r : x.problem.recompute) {
+    // selective recomputation of unfused attention is the reference's sa_1d option only
+    if (r == Recompute::Selective && !c.attention.flash && c.strategy != Strategy::OneD) continue;
+    out.push_back({{static_cast<I>(r)}});
+  }
+}
+
+void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (bool sp : x.problem.sequence_parallel) {
+    if (!sp && plan_of(c.strategy).has_tp2) continue;  // plain TP is a 1d option
+    out.push_back({{sp ? 1 : 0}});
+  }
+}
+
+// Interleaved 1F1B needs pipeline stages, V dividing a stage's blocks and the micro-batches a
+// multiple of pp (Megatron-LM's schedule).
+void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
+  for (I v : x.problem.interleave) {
+    if (v > 1 && (c.pp == 1 || (x.problem.model.depth / c.pp) % v || micro_batches % c.pp)) continue;
+    out.push_back({{v}});
+  }
+}
+
+void zero_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
+  for (I z : x.problem.zero) out.push_back({{z}});
+}
+
+void param_layout_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
+  for (ParamLayout p : x.problem.params) out.push_back({{static_cast<I>(p)}});
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -59,6 +93,14 @@ constexpr SearchDimension kDimensions[] = {
      }},
     {"mbs", true, 1u << 0, micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
     {"nb", true, 0, summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
+    {"recompute", true, 0, recompute_values,
+     [](Layout& c, const Choice& v) { c.exec.recompute = static_cast<Recompute>(v.v[0]); }},
+    {"sp", true, 0, sequence_parallel_values, [](Layout& c, const Choice& v) { c.exec.sequence_parallel = v.v[0] != 0; }},
+    {"interleave", true, 1u << 0 | 1u << 1, interleave_values,
+     [](Layout& c, const Choice& v) { c.exec.interleave = v.v[0]; }},
+    {"zero", true, 0, zero_values, [](Layout& c, const Choice& v) { c.exec.zero = v.v[0]; }},
+    {"layout", true, 0, param_layout_values,
+     [](Layout& c, const Choice& v) { c.exec.params = static_cast<ParamLayout>(v.v[0]); }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

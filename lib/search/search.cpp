@@ -53,6 +53,8 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
 // generation number.
 struct BlockKey {
   std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = true;
   bool operator==(const BlockKey&) const = default;
 };
 
@@ -89,7 +91,10 @@ class KeyedCache {
 
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2}) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
+    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, std::int64_t{static_cast<int>(k.recompute)},
+                           std::int64_t{k.sequence_parallel}}) {
+      h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
+    }
     return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
   }
 
@@ -207,19 +212,22 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
   };
 
   auto fits = [&]() {
-    const BlockMemory& mem = cache_->memory.get({c.mbs, c.tensor.nb, 0, 0}, [&] {
-      return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention);
-    });
+    const BlockMemory& mem =
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.recompute, c.exec.sequence_parallel}, [&] {
+          return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, c.exec);
+        });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
-    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, micro_batches).total >
-             sys.hbm_capacity);
+    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, micro_batches, c.exec)
+                 .total > sys.hbm_capacity);
   };
 
   auto leaf = [&]() {
     ++counters.candidates;
-    const BlockSummary& block = cache_->blocks.get({c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2}, [&] {
+    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, c.exec.recompute, c.exec.sequence_parallel};
+    const BlockSummary& block = cache_->blocks.get(key, [&] {
       ++counters.module_evaluations;
-      const double p2p = build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_);
+      const double p2p =
+          build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_, c.exec);
       return summarize(mlp_, sa_, p2p);
     });
     const Totals totals = compose_step(sys, p.model, c, block, p.global_batch).totals;
