@@ -12,8 +12,8 @@
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "io/report.hpp"
-#include "io/sweep_h5.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
 
@@ -205,12 +205,7 @@ int run(const Options& o) {
 
   const std::string csv = to_csv(rows, o.n_gpus, strategy, sys);
   if (!o.output.empty()) {
-    write_atomically(o.output, [&](const std::string& tmp) {
-      std::ofstream f(tmp, std::ios::binary);
-      f << csv;
-      f.close();
-      if (!f) throw std::runtime_error("cannot write " + tmp);
-    });
+    write_text_atomically(o.output, csv);
     std::fprintf(stderr, "configs: wrote %zu configurations to %s\n", rows.size(), o.output.c_str());
   }
   if (o.csv) {

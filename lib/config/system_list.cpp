@@ -60,23 +60,34 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
   return out;
 }
 
-std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag) {
+std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag, std::int64_t max_value) {
   std::vector<std::int64_t> out;
+  auto bounded = [&](const std::string& item, const std::string& where) {
+    const std::int64_t v = positive_integer(item, where);
+    if (v > max_value) {
+      throw InputError(where + " must be at most " + std::to_string(max_value) + ", got " + std::to_string(v));
+    }
+    return v;
+  };
   const auto colon = text.find(':');
   if (colon != std::string::npos) {
-    const std::int64_t lo = positive_integer(text.substr(0, colon), flag + " (range start)");
-    const std::int64_t hi = positive_integer(text.substr(colon + 1), flag + " (range end)");
+    const std::int64_t lo = bounded(text.substr(0, colon), flag + " (range start)");
+    const std::int64_t hi = bounded(text.substr(colon + 1), flag + " (range end)");
     if (lo & (lo - 1) || hi & (hi - 1) || lo > hi) {
       throw InputError(flag + ": a range must run between powers of two, low to high, got '" + text + "'");
     }
-    for (std::int64_t n = lo; n <= hi; n *= 2) out.push_back(n);
+    // hi <= max_value < 2^62, so doubling up to hi cannot overflow.
+    for (std::int64_t n = lo;; n *= 2) {
+      out.push_back(n);
+      if (n >= hi) break;
+    }
     return out;
   }
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    out.push_back(positive_integer(item, flag));
+    out.push_back(bounded(item, flag));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
