@@ -17,6 +17,7 @@
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 using namespace perfsweep;
 
@@ -64,6 +65,7 @@ int run_validate(const MeasurementOptions& in, const std::string& system_name, c
   const comm::Calibration* model = calibration ? &*calibration : system ? system->calibration.get() : nullptr;
   const auto results = comm::validate(rows, system ? &*system : nullptr, model);
   std::cout << comm::validation_csv(results);
+  flush_stdout();
   std::cerr << comm::validation_summary(results);
   return 0;
 }
@@ -124,6 +126,9 @@ int main(int argc, char** argv) {
     return run_fit(fit_in, out_file);
   } catch (const InputError& e) {
     spdlog::error("{}", e.what());
+  } catch (const IoError& e) {
+    spdlog::error("{}", e.what());
+    return 1;
   } catch (const ConfigError& e) {
     spdlog::error("{}", e.what());
   } catch (const std::exception& e) {

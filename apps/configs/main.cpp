@@ -13,6 +13,7 @@
 #include "config/system_list.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/limits.hpp"
 #include "io/report.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
@@ -150,14 +151,12 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
 }
 
 int run(const Options& o) {
-  if (o.n_gpus < 1) throw InputError("--n-gpus must be a positive integer, got " + std::to_string(o.n_gpus));
-  if (o.global_batch < 1) {
-    throw InputError("--global-batch-size must be a positive integer, got " + std::to_string(o.global_batch));
-  }
+  check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
+  check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
   const Transformer model = load_model_named(o.model);
   System sys = load_system_named(o.system);
   if (o.nvs) {
-    if (*o.nvs < 1) throw InputError("--nvs must be a positive integer, got " + std::to_string(*o.nvs));
+    check_count(*o.nvs, kMaxGpuCount, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
   const Strategy strategy = parse_strategy(o.strat);
@@ -221,6 +220,7 @@ int run(const Options& o) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
   }
+  flush_stdout();
   return 0;
 }
 

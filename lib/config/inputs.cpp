@@ -176,19 +176,24 @@ struct SystemKey {
   double System::*member;
   bool required;
   Range range;
+  double minimum = 0;  // smallest sensible value (bandwidths, rates, capacities), in the key's unit
 };
+
+// 1e-3 GB/s, TFLOP/s or GB: far below any real device, far above the values (1e-308) whose
+// reciprocals overflow to inf and turn times and reports into inf/NaN.
+constexpr double kSmallestRate = 1e-3;
 
 // The reference's keys in its order; the optional ones default to System's initializers.
 constexpr SystemKey kSystemKeys[] = {
-    {"matrix_flops_fp16", &System::matrix_flops_fp16, true, Range::kPositive},
+    {"matrix_flops_fp16", &System::matrix_flops_fp16, true, Range::kPositive, kSmallestRate},
     {"vector_flops_fp32", &System::vector_flops_fp32, false, Range::kNonNegative},
-    {"vector_flops_fp16", &System::vector_flops_fp16, true, Range::kPositive},
-    {"hbm_bandwidth", &System::hbm_bandwidth, true, Range::kPositive},
-    {"hbm_capacity", &System::hbm_capacity, true, Range::kPositive},
-    {"nvlink_bandwidth", &System::nvlink_bandwidth, true, Range::kPositive},
+    {"vector_flops_fp16", &System::vector_flops_fp16, true, Range::kPositive, kSmallestRate},
+    {"hbm_bandwidth", &System::hbm_bandwidth, true, Range::kPositive, kSmallestRate},
+    {"hbm_capacity", &System::hbm_capacity, true, Range::kPositive, kSmallestRate},
+    {"nvlink_bandwidth", &System::nvlink_bandwidth, true, Range::kPositive, kSmallestRate},
     {"nvlink_eff", &System::nvlink_eff, true, Range::kEfficiency},
     {"nvlink_latency", &System::nvlink_latency, true, Range::kNonNegative},
-    {"ib_bandwidth", &System::ib_bandwidth, true, Range::kPositive},
+    {"ib_bandwidth", &System::ib_bandwidth, true, Range::kPositive, kSmallestRate},
     {"ib_eff", &System::ib_eff, true, Range::kEfficiency},
     {"ib_latency", &System::ib_latency, true, Range::kNonNegative},
     {"nic_factor", &System::nic_factor, false, Range::kPositive},
@@ -216,6 +221,10 @@ void check_range(const Mapping& m, const SystemKey& k, const YAML::Node& n, doub
     case Range::kEfficiency:
       if (!(v > 0 && v <= 1)) throw InputError(prefix + " must be in (0, 1], got " + Mapping::shown(n));
       break;
+  }
+  if (v < k.minimum) {
+    throw InputError(prefix + " must be at least " + Mapping::shown(YAML::Node(k.minimum)) + " " + unit_of(k.name) +
+                     ", got " + Mapping::shown(n));
   }
 }
 
@@ -411,6 +420,13 @@ std::string model_to_yaml(const Transformer& model) {
     out += "dataset_samples: " + format_double(model.dataset_samples) + "  # samples per training run\n";
   }
   return out;
+}
+
+double system_key_minimum(std::string_view key) {
+  for (const SystemKey& k : kSystemKeys) {
+    if (key == k.name) return k.minimum;
+  }
+  return 0;
 }
 
 }  // namespace perfsweep

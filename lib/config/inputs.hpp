@@ -33,6 +33,9 @@ std::filesystem::path resolve_input(const std::string& name_or_path, std::string
 System load_system_named(const std::string& name_or_path);
 Transformer load_model_named(const std::string& name_or_path);
 
+// The smallest sensible value of a numeric system key (e.g. 1e-3 GB/s for bandwidths), 0 if none.
+double system_key_minimum(std::string_view key);
+
 // The whole file, for echoing inputs into output provenance.
 std::string read_text(const std::filesystem::path& file);
 

@@ -156,12 +156,13 @@ void write_text_atomically(const std::string& path, std::string_view text) {
 const char* partial_output_path() { return g_partial_path[0] ? g_partial_path : nullptr; }
 
 void flush_stdout() {
-  errno = 0;
   std::cout.flush();
   const bool stream_ok = static_cast<bool>(std::cout);
-  const int err = errno;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !stream_ok) {
-    const int cause = errno ? errno : err;
+  const int earlier = errno;  // set by the write that failed, if one did
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int cause = errno ? errno : earlier;
+  if (!flushed || std::ferror(stdout) || !stream_ok) {
     throw IoError(std::string("cannot write to standard output") + (cause ? std::string(": ") + std::strerror(cause) : ""));
   }
 }

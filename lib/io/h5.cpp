@@ -23,9 +23,12 @@ std::string cause() {
   return innermost.empty() ? std::string("unknown HDF5 error") : innermost;
 }
 
-// HDF5 prints its error stack on stderr by default; the cause goes into H5Error instead.
+// HDF5 prints its error stack on stderr by default; the cause goes into H5Error instead. Its
+// exit-time cleanup crashes on a file whose close failed (a full disk), so it is turned off:
+// every file is closed explicitly and checked.
 void quiet_errors() {
   static const bool once = [] {
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/limits.hpp"
 #include "io/grid_h5.hpp"
 #include "io/report.hpp"
 #include "io/sweep_h5.hpp"
@@ -123,14 +124,8 @@ std::string schema_text(Strategy strategy) {
 
 SweepPlan plan_sweep(const SweepOptions& o) {
   SweepPlan plan;
-  if (o.global_batch < 1 || o.global_batch > kMaxGlobalBatch) {
-    throw InputError("--global-batch-size must be a positive integer up to " + std::to_string(kMaxGlobalBatch) +
-                     ", got " + std::to_string(o.global_batch));
-  }
-  if (o.top_n < 1 || o.top_n > kMaxTopN) {
-    throw InputError("--top-n must be a positive integer up to " + std::to_string(kMaxTopN) + ", got " +
-                     std::to_string(o.top_n));
-  }
+  check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
+  check_count(o.top_n, kMaxTopN, "--top-n");
   if (o.max_points < 1) throw InputError("--max-points must be a positive integer, got " + std::to_string(o.max_points));
   if (!(o.max_output_gb > 0)) throw InputError("--max-output-gb must be > 0, got " + std::to_string(o.max_output_gb));
   if (o.resume && o.restart) throw InputError("--resume and --restart exclude each other: continue the journal, or discard it");

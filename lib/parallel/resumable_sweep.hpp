@@ -38,11 +38,6 @@ struct SweepOptions {
   std::string command_line;
 };
 
-// Bounds on inputs, so that no count, product or loop can overflow.
-inline constexpr std::int64_t kMaxGpuCount = std::int64_t{1} << 30;
-inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 32;
-inline constexpr std::int64_t kMaxTopN = 100000;
-
 struct SweepPlan {
   Strategy strategy = Strategy::OneD;
   std::vector<SweepTarget> targets;
