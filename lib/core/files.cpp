@@ -130,6 +130,10 @@ void write_atomically_impl(const std::string& path, void (*fill)(const std::stri
   try {
     fill(tmp, ctx);
     publish_file(tmp, path);
+  } catch (const IoError& e) {
+    ::unlink(tmp.c_str());
+    g_partial_path[0] = 0;
+    throw IoError("cannot write " + path + ": " + e.what());
   } catch (...) {
     ::unlink(tmp.c_str());
     g_partial_path[0] = 0;

@@ -8,19 +8,34 @@
 namespace perfsweep::h5 {
 namespace {
 
-// The innermost (deepest) description on HDF5's error stack: for a failed write the driver's
-// "... errno = 28, error message = 'No space left on device' ...".
-herr_t keep_innermost(unsigned /*n*/, const H5E_error2_t* err, void* out) {
-  if (err != nullptr && err->desc != nullptr) *static_cast<std::string*>(out) = err->desc;
+// The operating system's reason when HDF5 reports one (its file drivers write "errno = 28,
+// error message = 'No space left on device'"), else the innermost description on the stack.
+struct Cause {
+  std::string innermost;
+  std::string system;
+};
+
+herr_t collect_cause(unsigned n, const H5E_error2_t* err, void* out) {
+  auto& cause = *static_cast<Cause*>(out);
+  if (err == nullptr || err->desc == nullptr) return 0;
+  const std::string desc = err->desc;
+  if (n == 0) cause.innermost = desc;
+  const auto at = desc.find("error message = '");
+  if (cause.system.empty() && at != std::string::npos) {
+    const auto begin = at + std::strlen("error message = '");
+    const auto end = desc.find('\'', begin);
+    cause.system = desc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  }
   return 0;
 }
 
 std::string cause() {
-  std::string innermost;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &innermost);
+  Cause c;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_cause, &c);
   H5Eclear2(H5E_DEFAULT);
-  if (innermost.empty() && errno != 0) innermost = std::strerror(errno);
-  return innermost.empty() ? std::string("unknown HDF5 error") : innermost;
+  if (!c.system.empty()) return c.system;
+  if (c.innermost.empty() && errno != 0) return std::strerror(errno);
+  return c.innermost.empty() ? std::string("unknown HDF5 error") : c.innermost;
 }
 
 // HDF5 prints its error stack on stderr by default; the cause goes into H5Error instead. Its
