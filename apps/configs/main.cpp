@@ -156,7 +156,7 @@ int run(const Options& o) {
   const Transformer model = load_model_named(o.model);
   System sys = load_system_named(o.system);
   if (o.nvs) {
-    check_count(*o.nvs, kMaxGpuCount, "--nvs");
+    check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
   const Strategy strategy = parse_strategy(o.strat);

@@ -30,7 +30,7 @@ int run(const Options& o) {
   Transformer model = load_model_named(o.model);
   System sys = load_system_named(o.system);
   if (o.nvs) {
-    check_count(*o.nvs, kMaxGpuCount, "--nvs");
+    check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");

@@ -9,6 +9,7 @@
 
 #include "config/inputs.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 
@@ -169,6 +170,9 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
     if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());
+    if (nvs > static_cast<double>(kMaxNvlinkDomain)) {
+      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + base["nvs"].Scalar());
+    }
     sw.base.nvlink_size = static_cast<std::int64_t>(nvs);
   }
   const YAML::Node axes = root["axes"];

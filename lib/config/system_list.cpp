@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 
@@ -20,6 +21,15 @@ std::int64_t positive_integer(const std::string& text, const std::string& where)
   }
   return v;
 }
+
+std::int64_t nvlink_domain(const std::string& text, const std::string& where) {
+  const std::int64_t v = positive_integer(text, where);
+  if (v > kMaxNvlinkDomain) {
+    throw InputError(where + " must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + text);
+  }
+  return v;
+}
+
 }  // namespace
 
 std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
@@ -47,10 +57,10 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
     c.system = e["system"].as<std::string>();
     const YAML::Node nvs = e["nvs"];
     if (nvs.IsScalar()) {
-      c.nvs.push_back(positive_integer(nvs.Scalar(), where + ".nvs"));
+      c.nvs.push_back(nvlink_domain(nvs.Scalar(), where + ".nvs"));
     } else if (nvs.IsSequence() && nvs.size() > 0) {
       for (const YAML::Node& v : nvs) {
-        c.nvs.push_back(positive_integer(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
+        c.nvs.push_back(nvlink_domain(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
       }
     } else {
       throw InputError(where + ".nvs must be a positive integer or a list of them");

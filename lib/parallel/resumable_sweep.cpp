@@ -46,8 +46,8 @@ std::string file_name_part(const std::string& name) {
 }
 
 // GPU counts (or NVLink sizes) from a flag: bounded, without repeats.
-std::vector<std::int64_t> counts_from_flag(const std::string& text, const std::string& flag) {
-  std::vector<std::int64_t> out = parse_gpu_counts(text, flag, kMaxGpuCount);
+std::vector<std::int64_t> counts_from_flag(const std::string& text, const std::string& flag, std::int64_t max_value) {
+  std::vector<std::int64_t> out = parse_gpu_counts(text, flag, max_value);
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) != out.begin() + static_cast<std::ptrdiff_t>(i)) {
       throw InputError(flag + " lists " + std::to_string(out[i]) + " twice, got '" + text + "'");
@@ -131,7 +131,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
   if (o.resume && o.restart) throw InputError("--resume and --restart exclude each other: continue the journal, or discard it");
   plan.strategy = parse_strategy(o.strat);
   plan.model = load_model_named(o.model);
-  plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus");
+  plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);
   const std::string model_part = file_name_part(plan.model.name);
   const std::string strat_part(strategy_name(plan.strategy));
 
@@ -162,7 +162,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     if (o.nvs.empty()) {
       c.nvs.push_back(load_system_named(o.system).nvlink_size);
     } else {
-      c.nvs = counts_from_flag(o.nvs, "--nvs");
+      c.nvs = counts_from_flag(o.nvs, "--nvs", kMaxNvlinkDomain);
     }
     choices.push_back(c);
   } else {

@@ -257,6 +257,7 @@ def case_bad_numbers():
         ([sweep, *base, '--global-batch-size', '9223372036854775807'], '--global-batch-size must be at most'),
         ([sweep, *base, '--top-n', '100000000'], '--top-n must be at most'),
         ([sweep, *base, '--n-gpus', '8,16,8'], '--n-gpus lists 8 twice'),
+        ([sweep, *base, '--nvs', '4,1073741824'], '--nvs must be at most 65536'),
         ([sweep, '--sweep', small_grid, '--model', 'gpt3', '--n-gpus', '64,64', '-o', os.path.join(WORK, 'g.h5')],
          '--n-gpus lists 64 twice'),
         ([sweep, '--sweep', big_grid, '--model', 'gpt3', '-o', os.path.join(WORK, 'g.h5')], '--max-points'),
