@@ -18,7 +18,9 @@ using namespace perfsweep;
 namespace {
 
 void on_signal(int sig) {
-  if (const char* p = partial_output_path()) unlink(p);
+  for (int slot = 0; slot < kPartialSlots; ++slot) {
+    if (const char* p = partial_output_path(slot)) unlink(p);
+  }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }

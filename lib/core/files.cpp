@@ -15,7 +15,7 @@
 namespace perfsweep {
 namespace {
 
-char g_partial_path[4096] = {0};
+char g_partial_path[kPartialSlots][4096] = {};
 
 const char* kind_of(mode_t mode) {
   if (S_ISLNK(mode)) return "a symbolic link";
@@ -126,20 +126,20 @@ std::string begin_partial(const std::string& path) {
 
 void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
   const std::string tmp = begin_partial(path);
-  std::snprintf(g_partial_path, sizeof g_partial_path, "%s", tmp.c_str());
+  track_partial(tmp, 0);
   try {
     fill(tmp, ctx);
     publish_file(tmp, path);
   } catch (const IoError& e) {
     ::unlink(tmp.c_str());
-    g_partial_path[0] = 0;
+    untrack_partial(0);
     throw IoError("cannot write " + path + ": " + e.what());
   } catch (...) {
     ::unlink(tmp.c_str());
-    g_partial_path[0] = 0;
+    untrack_partial(0);
     throw;
   }
-  g_partial_path[0] = 0;
+  untrack_partial(0);
 }
 
 void write_new_file(const std::string& path, std::string_view text) {
@@ -157,7 +157,13 @@ void write_text_atomically(const std::string& path, std::string_view text) {
   write_atomically(path, [&](const std::string& tmp) { write_new_file(tmp, text); });
 }
 
-const char* partial_output_path() { return g_partial_path[0] ? g_partial_path : nullptr; }
+const char* partial_output_path(int slot) { return g_partial_path[slot][0] ? g_partial_path[slot] : nullptr; }
+
+void track_partial(const std::string& path, int slot) {
+  std::snprintf(g_partial_path[slot], sizeof g_partial_path[slot], "%s", path.c_str());
+}
+
+void untrack_partial(int slot) { g_partial_path[slot][0] = 0; }
 
 void flush_stdout() {
   std::cout.flush();

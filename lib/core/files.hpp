@@ -52,8 +52,12 @@ void write_new_file(const std::string& path, std::string_view text);
 // A text file, atomically as above.
 void write_text_atomically(const std::string& path, std::string_view text);
 
-// Path of the temporary file being written, if any (for signal handlers to remove).
-const char* partial_output_path();
+// Temporary files being written, for a signal handler to remove (async-signal-safe to read):
+// slot 0 is write_atomically's, slot 1 a second temporary published along with it (a sidecar).
+inline constexpr int kPartialSlots = 2;
+const char* partial_output_path(int slot = 0);
+void track_partial(const std::string& path, int slot);
+void untrack_partial(int slot);
 
 // Flushes std::cout and stdout; IoError when what was written did not reach its destination
 // (a full disk, a closed pipe, /dev/full).

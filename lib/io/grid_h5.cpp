@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -63,10 +62,12 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
   const std::filesystem::path h5path(path);
   const std::string xmf = path.substr(0, path.size() - h5path.extension().string().size()) + ".xmf";
   const std::string xmf_tmp = begin_partial(xmf);
+  track_partial(xmf_tmp, 1);
   try {
     write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus));
   } catch (...) {
     ::unlink(xmf_tmp.c_str());
+    untrack_partial(1);
     throw;
   }
   try {
@@ -156,8 +157,10 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
     publish_file(xmf_tmp, xmf);
   } catch (...) {
     ::unlink(xmf_tmp.c_str());
+    untrack_partial(1);
     throw;
   }
+  untrack_partial(1);
 }
 
 }  // namespace perfsweep

@@ -1,9 +1,7 @@
 #include "io/sweep_h5.hpp"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
