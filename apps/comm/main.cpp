@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -88,6 +89,7 @@ int run_fit(const MeasurementOptions& in, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
   spdlog::set_default_logger(spdlog::stderr_color_mt("comm"));
   spdlog::set_pattern("[%l] %v");
 

@@ -1,6 +1,7 @@
 // configs: chosen parallel configurations at a fixed GPU count, side by side, with their time
 // components and memory (the reference's plots_sweep_parallel_configs notebook as a command).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -226,6 +227,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
   CLI::App app{
       "configs: chosen parallel configurations at a fixed GPU count, side by side: time per iteration by component "
       "and memory (the reference's plots_sweep_parallel_configs notebook)"};

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  // Past a file-size limit a write then fails with EFBIG, which is reported and cleaned up,
+  // instead of killing the run mid-write (mpiexec restores the default action for its ranks).
+  std::signal(SIGXFSZ, SIG_IGN);
 
   CLI::App app{"sweep: fastest parallel configurations per system and GPU count (MPI-parallel, HDF5 output)"};
   SweepOptions o;

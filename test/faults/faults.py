@@ -4,7 +4,7 @@ code, the message, that no corrupt or half-written file sits under a final name,
 results are intact and, once the fault is cleared, that --resume completes to output identical to
 an uninterrupted run.
 
-  faults.py CASE BIN_DIR REPO WORK_DIR
+  faults.py CASE BIN_DIR REPO WORK_DIR [MPIEXEC]
 
 A full disk is a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored: writes past it fail with EFBIG,
 "File too large"), which needs neither root nor a mount. Exit 0: passed, 1: failed, 77: skipped.
@@ -21,6 +21,7 @@ import sys
 import time
 
 CASE, BIN, REPO, WORK = sys.argv[1:5]
+MPIEXEC = sys.argv[5] if len(sys.argv) > 5 else None
 COMPARE = os.path.join(REPO, 'test', 'python', 'compare_h5.py')
 # Open MPI's shared-memory transport and PMIx store write files of several MB at start-up; a
 # singleton run needs neither, and so starts under a small file-size limit.
@@ -126,6 +127,22 @@ def case_full_disk_journal():
     check('journal' in r.stderr and 'File too large' in r.stderr, 'the message names the journal and the cause')
     check(not os.path.exists(out) and not os.path.exists(out + '.partial'), 'no output, no partial file')
     resume_matches(PLAIN, out, ref)
+
+
+def case_full_disk_mpi():
+    """Two ranks under mpiexec (which restores SIGXFSZ's default action: the tool ignores it)."""
+    if not MPIEXEC:
+        sys.exit(77)
+    fresh()
+    ref = reference(PLAIN)
+    out = os.path.join(WORK, 'out.h5')
+    launch = [MPIEXEC, '-n', '2', '--oversubscribe', '--mca', 'btl', 'self,tcp', tool('sweep')]
+    r = run([*launch, *PLAIN, '-o', out], limit=24000)
+    check(r.returncode != 0 and 'File too large' in r.stderr, 'a full disk under mpiexec fails naming the cause')
+    check(not os.path.exists(out) and not os.path.exists(out + '.partial') and os.path.exists(out + '.journal'),
+          'no output, no partial file, the journal stays')
+    r = run([*launch, *PLAIN, '-o', out, '--resume'])
+    check(r.returncode == 0 and same_h5(ref, out), '--resume under mpiexec completes to identical output')
 
 
 HW_GRID = ('base: {system: B200, nvs: 8}\naxes:\n  - hbm_capacity: [80, 192]\n'
