@@ -145,6 +145,44 @@ def case_full_disk_mpi():
     check(r.returncode == 0 and same_h5(ref, out), '--resume under mpiexec completes to identical output')
 
 
+def case_kill_anytime():
+    """SIGTERM or SIGKILL at points spread over a whole run (start-up, search, publishing): whatever
+    the moment, the final name holds the earlier file or a complete new one, and --resume (or
+    the finished run) ends with output identical to an uninterrupted run."""
+    fresh()
+    ref = reference(PLAIN)
+    out = os.path.join(WORK, 'out.h5')
+    assert run([tool('sweep'), *replaced(PLAIN, '--top-n', '2'), '-o', out]).returncode == 0
+    earlier = read(out)
+    t0 = time.time()
+    run([tool('sweep'), *PLAIN, '-o', os.path.join(WORK, 'timing.h5')])
+    duration = time.time() - t0
+    for i, frac in enumerate((0.3, 0.6, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02)):
+        with open(out, 'wb') as f:
+            f.write(earlier)
+        for suffix in ('.journal', '.journal.lock', '.partial'):
+            if os.path.exists(out + suffix):
+                os.remove(out + suffix)
+        sig = signal.SIGTERM if i % 2 == 0 else signal.SIGKILL
+        proc = subprocess.Popen([tool('sweep'), *PLAIN, '-o', out], env=ENV, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(frac * duration)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        proc.wait()
+        final = read(out)
+        complete = final != earlier and same_h5(ref, out)
+        check(final == earlier or complete, f'{sig.name} at {frac:.2f} of the run: the final name holds the earlier '
+                                            'file or a complete new one')
+        if sig == signal.SIGTERM:
+            check(not os.path.exists(out + '.partial'), f'{sig.name}: no partial file')
+        if os.path.exists(out + '.journal'):
+            r = run([tool('sweep'), *PLAIN, '-o', out, '--resume'])
+            check(r.returncode == 0 and same_h5(ref, out), f'{sig.name} at {frac:.2f}: --resume completes identically')
+        else:
+            check(complete or final == earlier, f'{sig.name} at {frac:.2f}: finished, or stopped before journaling')
+
+
 HW_GRID = ('base: {system: B200, nvs: 8}\naxes:\n  - hbm_capacity: [80, 192]\n'
            '  - hbm_bandwidth: [4000, 8000]\n')
 
