@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
-#include <vector>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -155,8 +153,13 @@ RunLock::RunLock(const std::string& path) : path_(path) {
     if (::fstat(fd_, &held) == 0 && ::lstat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev) {
       const std::string me = host_and_pid() + "\n";
-      if (::ftruncate(fd_, 0) != 0) throw_errno("cannot write", path);
-      if (::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) throw_errno("cannot write", path);
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+        const int err = errno;
+        ::close(fd_);
+        fd_ = -1;
+        errno = err;
+        throw_errno("cannot write", path);
+      }
       return;
     }
     ::close(fd_);
