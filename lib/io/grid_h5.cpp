@@ -23,6 +23,10 @@ const char* unit_of(const std::string& name) {
 }
 }  // namespace
 
+std::string xdmf_path_for(const std::string& h5_path) {
+  return h5_path.substr(0, h5_path.size() - std::filesystem::path(h5_path).extension().string().size()) + ".xmf";
+}
+
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
   const std::string x = sweep.axes.size() > 1 ? sweep.axes[1].parameters.front().name : "";
@@ -60,7 +64,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
   // The sidecar is written first and published last: a failure anywhere leaves neither new file
   // under its final name, and the .xmf never points at an .h5 that is not there.
   const std::filesystem::path h5path(path);
-  const std::string xmf = path.substr(0, path.size() - h5path.extension().string().size()) + ".xmf";
+  const std::string xmf = xdmf_path_for(path);
   const std::string xmf_tmp = begin_partial(xmf);
   track_partial(xmf_tmp, 1);
   try {

@@ -97,13 +97,16 @@ void check_size(const SweepOptions& o, std::size_t n_targets, std::size_t n_coun
 
 // Outputs, their temporaries, the journal and its lock must be regular files or absent.
 void check_output_paths(const SweepPlan& plan) {
-  for (const char* suffix : {"", ".partial", ".journal", ".journal.lock", ".journal.partial"}) {
-    require_regular_or_absent(plan.output + suffix, "output");
-  }
+  const std::pair<const char*, const char*> files[] = {{"", "output"},
+                                                       {".partial", "temporary file"},
+                                                       {".journal", "journal"},
+                                                       {".journal.lock", "lock file"},
+                                                       {".journal.partial", "temporary file"}};
+  for (const auto& [suffix, role] : files) require_regular_or_absent(plan.output + suffix, role);
   if (plan.hardware_sweep) {
-    const std::string stem = plan.output.substr(0, plan.output.size() - std::filesystem::path(plan.output).extension().string().size());
-    require_regular_or_absent(stem + ".xmf", "output");
-    require_regular_or_absent(stem + ".xmf.partial", "output");
+    const std::string xmf = xdmf_path_for(plan.output);
+    require_regular_or_absent(xmf, "output");
+    require_regular_or_absent(xmf + ".partial", "temporary file");
   }
 }
 
