@@ -6,6 +6,8 @@
 
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
 #include "io/report.hpp"
 #include "search/search.hpp"
 
@@ -74,6 +76,10 @@ int main(int argc, char** argv) {
     std::printf("reference: about 7 ms per candidate (105 s for the 15,098 candidates of 1d gpt3_1T on one system)\n");
     std::printf("speed-up over the reference: %.0fx\n",
                 7e-3 / (grid_seconds / static_cast<double>(grid_candidates)));
+    flush_stdout();
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "bench: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: error: %s\n", e.what());
     return 2;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 using namespace perfsweep;
 
@@ -64,6 +66,7 @@ int run_validate(const MeasurementOptions& in, const std::string& system_name, c
   const comm::Calibration* model = calibration ? &*calibration : system ? system->calibration.get() : nullptr;
   const auto results = comm::validate(rows, system ? &*system : nullptr, model);
   std::cout << comm::validation_csv(results);
+  flush_stdout();
   std::cerr << comm::validation_summary(results);
   return 0;
 }
@@ -86,6 +89,7 @@ int run_fit(const MeasurementOptions& in, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
   spdlog::set_default_logger(spdlog::stderr_color_mt("comm"));
   spdlog::set_pattern("[%l] %v");
 
@@ -124,6 +128,9 @@ int main(int argc, char** argv) {
     return run_fit(fit_in, out_file);
   } catch (const InputError& e) {
     spdlog::error("{}", e.what());
+  } catch (const IoError& e) {
+    spdlog::error("{}", e.what());
+    return 1;
   } catch (const ConfigError& e) {
     spdlog::error("{}", e.what());
   } catch (const std::exception& e) {

@@ -1,9 +1,9 @@
 // configs: chosen parallel configurations at a fixed GPU count, side by side, with their time
 // components and memory (the reference's plots_sweep_parallel_configs notebook as a command).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <optional>
@@ -13,8 +13,9 @@
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/limits.hpp"
 #include "io/report.hpp"
-#include "io/sweep_h5.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
 
@@ -152,14 +153,12 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
 }
 
 int run(const Options& o) {
-  if (o.n_gpus < 1) throw InputError("--n-gpus must be a positive integer, got " + std::to_string(o.n_gpus));
-  if (o.global_batch < 1) {
-    throw InputError("--global-batch-size must be a positive integer, got " + std::to_string(o.global_batch));
-  }
+  check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
+  check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
   const Transformer model = load_model_named(o.model);
   System sys = load_system_named(o.system);
   if (o.nvs) {
-    if (*o.nvs < 1) throw InputError("--nvs must be a positive integer, got " + std::to_string(*o.nvs));
+    check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
   const Strategy strategy = parse_strategy(o.strat);
@@ -208,12 +207,7 @@ int run(const Options& o) {
 
   const std::string csv = to_csv(rows, o.n_gpus, strategy, sys);
   if (!o.output.empty()) {
-    write_atomically(o.output, [&](const std::string& tmp) {
-      std::ofstream f(tmp, std::ios::binary);
-      f << csv;
-      f.close();
-      if (!f) throw std::runtime_error("cannot write " + tmp);
-    });
+    write_text_atomically(o.output, csv);
     std::fprintf(stderr, "configs: wrote %zu configurations to %s\n", rows.size(), o.output.c_str());
   }
   if (o.csv) {
@@ -230,12 +224,14 @@ int run(const Options& o) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
   }
+  flush_stdout();
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
   CLI::App app{
       "configs: chosen parallel configurations at a fixed GPU count, side by side: time per iteration by component "
       "and memory (the reference's plots_sweep_parallel_configs notebook)"};

@@ -8,6 +8,8 @@
 #include "common/attention_options.hpp"
 #include "config/inputs.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/limits.hpp"
 #include "io/report.hpp"
 #include "model/step.hpp"
 #include "search/configs.hpp"
@@ -30,10 +32,21 @@ int run(const Options& o) {
   Transformer model = load_model_named(o.model);
   System sys = load_system_named(o.system);
   if (o.nvs) {
-    if (*o.nvs < 1) throw InputError("--nvs must be a positive integer, got " + std::to_string(*o.nvs));
+    check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
-  if (o.global_batch < 1) throw InputError("--global-batch-size must be a positive integer, got " + std::to_string(o.global_batch));
+  check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
+  // Each degree, and the GPU count they multiply to, within bounds (validate_layout checks the rest).
+  std::int64_t gpus = 1;
+  for (const auto& [flag, v] : {std::pair<const char*, std::int64_t>{"--dp", o.dp}, {"--pp", o.pp}, {"--tp", o.tp},
+                                {"--tp1", o.tp1}, {"--tp2", o.tp2}}) {
+    check_count(v, kMaxGpuCount, flag);
+    if (__builtin_mul_overflow(gpus, v, &gpus) || gpus > kMaxGpuCount) {
+      throw InputError(std::string("the degrees multiply to more than ") + std::to_string(kMaxGpuCount) + " GPUs (at " +
+                       flag + "=" + std::to_string(v) + ")");
+    }
+  }
+  check_count(o.mbs, kMaxGlobalBatch, "--mbs");
   Layout layout;
   layout.strategy = parse_strategy(o.strat);
   layout.dp = o.dp;
@@ -81,6 +94,7 @@ int run(const Options& o) {
   } else {
     std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
   }
+  flush_stdout();
   return 0;
 }
 
@@ -125,6 +139,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "estimate: error: %s\n", e.what());
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "estimate: invalid configuration: %s\n", e.what());
+  } catch (const IoError& e) {
+    std::fprintf(stderr, "estimate: error: %s\n", e.what());
+    return 1;
   }
   return 2;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace perfsweep::comm {
 
@@ -57,15 +58,9 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
   out << YAML::EndSeq << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write calibration: " + out.GetLastError());
 
-  // Write then rename, so an interrupted run never leaves a truncated calibration behind.
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError(file.string() + ": cannot write");
-    f << out.c_str() << "\n";
-    if (!f) throw InputError(file.string() + ": write failed");
-  }
-  std::filesystem::rename(tmp, file);
+  // Written to a temporary, synced and renamed (core/files.hpp): a failed or interrupted write
+  // leaves no truncated calibration and no temporary behind.
+  write_text_atomically(file.string(), std::string(out.c_str()) + "\n");
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "config/inputs.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 
@@ -30,10 +31,17 @@ std::size_t HardwareSweep::n_points() const {
 
 namespace {
 
-// A system by name or path; errors say which field of the sweep file named it.
-System system_for(const YAML::Node& n, const std::string& where) {
+// Values along one axis: enough for any design space, few enough to refuse a typo such as 1e9.
+constexpr std::int64_t kMaxAxisValues = 100000;
+
+// A system by name or path; errors say which field of the sweep file named it. A relative path
+// (one with a '/' or a .yaml/.yml/.json ending) is relative to the sweep file's directory.
+System system_for(const YAML::Node& n, const std::string& where, const std::filesystem::path& sweep_dir) {
   const std::string name = n.as<std::string>();
+  const bool is_path = name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".yml") ||
+                       name.ends_with(".json");
   try {
+    if (is_path && std::filesystem::path(name).is_relative()) return load_system_named((sweep_dir / name).string());
     return load_system_named(name);
   } catch (const InputError& e) {
     throw InputError(where + ": " + e.what());
@@ -51,7 +59,8 @@ double number(const YAML::Node& n, const std::string& where) {
   }
 }
 
-std::vector<double> parse_values(const YAML::Node& spec, const std::string& param, const std::string& where) {
+std::vector<double> parse_values(const YAML::Node& spec, const std::string& param, const std::string& where,
+                                 const std::filesystem::path& sweep_dir) {
   std::vector<double> values;
   if (spec.IsSequence()) {
     for (std::size_t i = 0; i < spec.size(); ++i) values.push_back(number(spec[i], where + "[" + std::to_string(i) + "]"));
@@ -61,6 +70,9 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     const double num = number(l[2], where + ".linspace num");
     if (num < 1 || num != std::floor(num)) {
       throw InputError(where + ".linspace num must be a positive integer, got " + l[2].Scalar());
+    }
+    if (num > static_cast<double>(kMaxAxisValues)) {
+      throw InputError(where + ".linspace num must be at most " + std::to_string(kMaxAxisValues) + ", got " + l[2].Scalar());
     }
     values = linspace(number(l[0], where + ".linspace start"), number(l[1], where + ".linspace stop"),
                       static_cast<std::int64_t>(num));
@@ -78,12 +90,15 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     if (!in["points_per_segment"]) throw InputError(w + ": missing key 'points_per_segment'");
     const double per = number(in["points_per_segment"], w + ".points_per_segment");
     if (per < 2 || per != std::floor(per)) throw InputError(w + ".points_per_segment must be an integer >= 2");
+    if (per > static_cast<double>(kMaxAxisValues)) {
+      throw InputError(w + ".points_per_segment must be at most " + std::to_string(kMaxAxisValues));
+    }
     const std::string key = in["key"] ? in["key"].as<std::string>() : param;
     const SystemKey* f = find_system_key(key);
     if (!f) throw InputError(w + ".key: '" + key + "' is not a numeric system parameter");
     std::vector<double> anchors;
     for (std::size_t i = 0; i < in["systems"].size(); ++i) {
-      anchors.push_back(system_for(in["systems"][i], w + ".systems[" + std::to_string(i) + "]").*(f->member));
+      anchors.push_back(system_for(in["systems"][i], w + ".systems[" + std::to_string(i) + "]", sweep_dir).*(f->member));
     }
     // Each segment's linspace without its last point, but the final segment's.
     for (std::size_t i = 0; i + 1 < anchors.size(); ++i) {
@@ -143,10 +158,13 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
   }
   if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
   sw.base_system = base["system"].as<std::string>();
-  sw.base = system_for(base["system"], f + ": base.system");
+  sw.base = system_for(base["system"], f + ": base.system", file.parent_path());
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
     if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());
+    if (nvs > static_cast<double>(kMaxNvlinkDomain)) {
+      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + base["nvs"].Scalar());
+    }
     sw.base.nvlink_size = static_cast<std::int64_t>(nvs);
   }
   const YAML::Node axes = root["axes"];
@@ -171,7 +189,7 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
           if (q.name == p.name) throw InputError(where + ": '" + p.name + "' is swept on two axes");
         }
       }
-      p.values = parse_values(kv.second, p.name, where + "." + p.name);
+      p.values = parse_values(kv.second, p.name, where + "." + p.name, file.parent_path());
       for (double v : p.values) check_value(p.name, v, where + "." + p.name);
       if (!axis.parameters.empty() && p.values.size() != axis.size()) {
         throw InputError(where + ": zipped parameters need equal lengths: " + axis.parameters.front().name + " has " +

@@ -18,6 +18,7 @@
 
 #include "config/calibration_file.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 #ifndef PERFSWEEP_SOURCE_DIR
 #error "PERFSWEEP_SOURCE_DIR must be defined by CMake (the project root)"
@@ -221,7 +222,13 @@ System load_system(const fs::path& file) {
     check_range(m, k, *n, v);
     s.*(k.member) = v;
   }
-  if (auto n = m.find("nvlink_size")) s.nvlink_size = m.positive_integer("nvlink_size", *n);
+  if (auto n = m.find("nvlink_size")) {
+    s.nvlink_size = m.positive_integer("nvlink_size", *n);
+    if (s.nvlink_size > kMaxNvlinkDomain) {
+      throw InputError(m.file() + ": nvlink_size must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " +
+                       Mapping::shown(*n));
+    }
+  }
   if (auto n = m.find("summa_nb")) s.summa_nb = m.positive_integer("summa_nb", *n);
   if (auto n = m.find("empirical")) s.empirical = m.boolean("empirical", *n);
   if (s.empirical) {
@@ -366,5 +373,6 @@ std::string model_to_yaml(const Transformer& model) {
   }
   return out;
 }
+
 
 }  // namespace perfsweep

@@ -33,6 +33,7 @@ std::filesystem::path resolve_input(const std::string& name_or_path, std::string
 System load_system_named(const std::string& name_or_path);
 Transformer load_model_named(const std::string& name_or_path);
 
+
 // The whole file, for echoing inputs into output provenance.
 std::string read_text(const std::filesystem::path& file);
 

@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 
@@ -20,6 +21,15 @@ std::int64_t positive_integer(const std::string& text, const std::string& where)
   }
   return v;
 }
+
+std::int64_t nvlink_domain(const std::string& text, const std::string& where) {
+  const std::int64_t v = positive_integer(text, where);
+  if (v > kMaxNvlinkDomain) {
+    throw InputError(where + " must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + text);
+  }
+  return v;
+}
+
 }  // namespace
 
 std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
@@ -47,10 +57,10 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
     c.system = e["system"].as<std::string>();
     const YAML::Node nvs = e["nvs"];
     if (nvs.IsScalar()) {
-      c.nvs.push_back(positive_integer(nvs.Scalar(), where + ".nvs"));
+      c.nvs.push_back(nvlink_domain(nvs.Scalar(), where + ".nvs"));
     } else if (nvs.IsSequence() && nvs.size() > 0) {
       for (const YAML::Node& v : nvs) {
-        c.nvs.push_back(positive_integer(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
+        c.nvs.push_back(nvlink_domain(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
       }
     } else {
       throw InputError(where + ".nvs must be a positive integer or a list of them");
@@ -60,23 +70,34 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
   return out;
 }
 
-std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag) {
+std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag, std::int64_t max_value) {
   std::vector<std::int64_t> out;
+  auto bounded = [&](const std::string& item, const std::string& where) {
+    const std::int64_t v = positive_integer(item, where);
+    if (v > max_value) {
+      throw InputError(where + " must be at most " + std::to_string(max_value) + ", got " + std::to_string(v));
+    }
+    return v;
+  };
   const auto colon = text.find(':');
   if (colon != std::string::npos) {
-    const std::int64_t lo = positive_integer(text.substr(0, colon), flag + " (range start)");
-    const std::int64_t hi = positive_integer(text.substr(colon + 1), flag + " (range end)");
+    const std::int64_t lo = bounded(text.substr(0, colon), flag + " (range start)");
+    const std::int64_t hi = bounded(text.substr(colon + 1), flag + " (range end)");
     if (lo & (lo - 1) || hi & (hi - 1) || lo > hi) {
       throw InputError(flag + ": a range must run between powers of two, low to high, got '" + text + "'");
     }
-    for (std::int64_t n = lo; n <= hi; n *= 2) out.push_back(n);
+    // hi <= max_value < 2^62, so doubling up to hi cannot overflow.
+    for (std::int64_t n = lo;; n *= 2) {
+      out.push_back(n);
+      if (n >= hi) break;
+    }
     return out;
   }
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    out.push_back(positive_integer(item, flag));
+    out.push_back(bounded(item, flag));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }

@@ -17,4 +17,23 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A file could not be read, written, synced, renamed or locked; the message names the file and
+// the operating system's reason (e.g. "No space left on device"). Exit code 1.
+class IoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An HDF5 call failed; the message names the object and the innermost cause HDF5 reported.
+class H5Error : public IoError {
+ public:
+  using IoError::IoError;
+};
+
+// Another run holds the output (its journal lock). Exit code 1.
+class LockedError : public IoError {
+ public:
+  using IoError::IoError;
+};
+
 }  // namespace perfsweep

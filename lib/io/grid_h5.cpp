@@ -2,15 +2,21 @@
 
 #include <hdf5_hl.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "core/files.hpp"
 #include "io/h5.hpp"
 
 namespace perfsweep {
+
+std::string xdmf_path_for(const std::string& h5_path) {
+  return h5_path.substr(0, h5_path.size() - std::filesystem::path(h5_path).extension().string().size()) + ".xmf";
+}
 
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
@@ -46,89 +52,110 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
                          const std::vector<TargetResult>& results) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = meta.n_gpus.size();
   const std::size_t n_points = sweep.n_points();
-  write_atomically(path, [&](const std::string& tmp) {
-    h5::Handle file = h5::create_file(tmp);
-    write_run_metadata(file.id(), meta);
-    h5::attr(file.id(), "sweep", std::string_view(sweep.name));
-    h5::attr(file.id(), "sweep_description", std::string_view(sweep.description));
-    h5::attr(file.id(), "base_system", std::string_view(sweep.base.name));
-    h5::attr(file.id(), "nvs", sweep.base.nvlink_size);
-    std::string axes_names;
-    for (const SweepAxis& a : sweep.axes) axes_names += (axes_names.empty() ? "" : ",") + a.parameters.front().name;
-    h5::attr(file.id(), "sweep_axes", std::string_view(axes_names));
-    {
-      h5::Handle prov = h5::open_group(file.id(), "provenance");
-      h5::text(prov.id(), "sweep.yaml", sweep_yaml);
-    }
-
-    h5::Handle grid = h5::create_group(file.id(), "grid");
-    std::vector<double> best(n0 * n1 * ng, std::numeric_limits<double>::quiet_NaN());
-    for (std::size_t p = 0; p < n_points; ++p) {
-      for (std::size_t k = 0; k < ng; ++k) {
-        const auto& items = results[p].tops[k].items();
-        if (!items.empty()) best[p * ng + k] = items.front().throughput;
-      }
-    }
-    const hsize_t dims[3] = {n0, n1, ng};
-    h5::Handle space(H5Screate_simple(3, dims, nullptr), H5Sclose);
-    h5::Handle best_ds(H5Dcreate2(grid.id(), "best_throughput", H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT,
-                                  H5P_DEFAULT, H5P_DEFAULT),
-                       H5Dclose);
-    H5Dwrite(best_ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, best.data());
-    h5::attr(best_ds.id(), "units", std::string_view("samples/s"));
-    h5::attr(best_ds.id(), "description", std::string_view("best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits"));
-
-    // One 2-D slice per GPU count for ParaView: its XDMF readers mis-read hyperslabs of the 3-D array.
-    {
-      h5::Handle xdmf = h5::create_group(file.id(), "xdmf");
-      h5::attr(xdmf.id(), "description",
-               std::string_view("/grid/best_throughput[:, :, k] per GPU count, for the .xmf sidecar (ParaView)"));
-      const hsize_t dims2[2] = {n0, n1};
-      h5::Handle space2(H5Screate_simple(2, dims2, nullptr), H5Sclose);
-      std::vector<double> slice(n0 * n1);
-      for (std::size_t k = 0; k < ng; ++k) {
-        for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = best[p * ng + k];
-        const std::string name = "best_throughput_" + std::to_string(meta.n_gpus[k]) + "_gpus";
-        h5::Handle d(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT, H5P_DEFAULT,
-                                H5P_DEFAULT),
-                     H5Dclose);
-        H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, slice.data());
-        h5::attr(d.id(), "units", std::string_view("samples/s"));
-      }
-    }
-
-    h5::Handle ng_ds = h5::dataset(grid.id(), "n_gpus", meta.n_gpus, "GPUs");
-    H5DSset_scale(ng_ds.id(), "n_gpus");
-    H5DSattach_scale(best_ds.id(), ng_ds.id(), 2);
-    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      for (const SweepParameter& p : sweep.axes[a].parameters) {
-        h5::Handle d = h5::dataset(grid.id(), p.name, p.values, find_system_key(p.name)->unit);
-        h5::attr(d.id(), "axis", static_cast<std::int64_t>(a));
-        H5DSset_scale(d.id(), p.name.c_str());
-        H5DSattach_scale(best_ds.id(), d.id(), static_cast<unsigned>(a));
-      }
-    }
-
-    h5::Handle points = h5::create_group(file.id(), "points");
-    for (std::size_t t = 0; t < targets.size(); ++t) {
-      const bool is_base = t >= n_points;
-      h5::Handle g = is_base ? h5::create_group(file.id(), "base") : h5::create_group(points.id(), std::to_string(t));
-      write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
-      if (!is_base) {
-        h5::attr(g.id(), "index", static_cast<std::int64_t>(t));
-        h5::attr(g.id(), "i0", static_cast<std::int64_t>(t / n1));
-        h5::attr(g.id(), "i1", static_cast<std::int64_t>(t % n1));
-      }
-    }
-  });
+  // The sidecar is written first and published last: a failure anywhere leaves neither new file
+  // under its final name, and the .xmf never points at an .h5 that is not there.
   const std::filesystem::path h5path(path);
-  const std::string xmf = path.substr(0, path.size() - h5path.extension().string().size()) + ".xmf";
-  const std::string text = xdmf_for(h5path.filename().string(), sweep, meta.n_gpus);
-  write_atomically(xmf, [&](const std::string& tmp) {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  });
+  const std::string xmf = xdmf_path_for(path);
+  const std::string xmf_tmp = begin_partial(xmf);
+  track_partial(xmf_tmp, 1);
+  try {
+    write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus));
+  } catch (...) {
+    ::unlink(xmf_tmp.c_str());
+    untrack_partial(1);
+    throw;
+  }
+  try {
+    write_atomically(path, [&](const std::string& tmp) {
+      h5::Handle file = h5::create_file(tmp);
+      write_run_metadata(file.id(), meta);
+      {
+        h5::attr(file.id(), "sweep", std::string_view(sweep.name));
+        h5::attr(file.id(), "sweep_description", std::string_view(sweep.description));
+        h5::attr(file.id(), "base_system", std::string_view(sweep.base.name));
+        h5::attr(file.id(), "nvs", sweep.base.nvlink_size);
+        std::string axes_names;
+        for (const SweepAxis& a : sweep.axes) axes_names += (axes_names.empty() ? "" : ",") + a.parameters.front().name;
+        h5::attr(file.id(), "sweep_axes", std::string_view(axes_names));
+        {
+          h5::Handle prov = h5::open_group(file.id(), "provenance");
+          h5::text(prov.id(), "sweep.yaml", sweep_yaml);
+        }
+
+        h5::Handle grid = h5::create_group(file.id(), "grid");
+        std::vector<double> best(n0 * n1 * ng, std::numeric_limits<double>::quiet_NaN());
+        for (std::size_t p = 0; p < n_points; ++p) {
+          for (std::size_t k = 0; k < ng; ++k) {
+            const auto& items = results[p].tops[k].items();
+            if (!items.empty()) best[p * ng + k] = items.front().throughput;
+          }
+        }
+        const hsize_t dims[3] = {n0, n1, ng};
+        h5::Handle space(h5::check(H5Screate_simple(3, dims, nullptr), "create dataspace"), H5Sclose);
+        h5::Handle best_ds(h5::check(H5Dcreate2(grid.id(), "best_throughput", H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT,
+                                                H5P_DEFAULT, H5P_DEFAULT),
+                                     "create dataset best_throughput"),
+                           H5Dclose);
+        h5::check_status(H5Dwrite(best_ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, best.data()),
+                         "write dataset best_throughput");
+        h5::attr(best_ds.id(), "units", std::string_view("samples/s"));
+        h5::attr(best_ds.id(), "description", std::string_view("best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits"));
+
+        // One 2-D slice per GPU count for ParaView: its XDMF readers mis-read hyperslabs of the 3-D array.
+        {
+          h5::Handle xdmf = h5::create_group(file.id(), "xdmf");
+          h5::attr(xdmf.id(), "description",
+                   std::string_view("/grid/best_throughput[:, :, k] per GPU count, for the .xmf sidecar (ParaView)"));
+          const hsize_t dims2[2] = {n0, n1};
+          h5::Handle space2(h5::check(H5Screate_simple(2, dims2, nullptr), "create dataspace"), H5Sclose);
+          std::vector<double> slice(n0 * n1);
+          for (std::size_t k = 0; k < ng; ++k) {
+            for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = best[p * ng + k];
+            const std::string name = "best_throughput_" + std::to_string(meta.n_gpus[k]) + "_gpus";
+            h5::Handle d(h5::check(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT,
+                                              H5P_DEFAULT, H5P_DEFAULT),
+                                   "create dataset " + name),
+                         H5Dclose);
+            h5::check_status(H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, slice.data()),
+                             "write dataset " + name);
+            h5::attr(d.id(), "units", std::string_view("samples/s"));
+          }
+        }
+
+        h5::Handle ng_ds = h5::dataset(grid.id(), "n_gpus", meta.n_gpus, "GPUs");
+        h5::check_status(H5DSset_scale(ng_ds.id(), "n_gpus"), "make n_gpus a dimension scale");
+        h5::check_status(H5DSattach_scale(best_ds.id(), ng_ds.id(), 2), "attach dimension scale n_gpus");
+        for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+          for (const SweepParameter& p : sweep.axes[a].parameters) {
+            h5::Handle d = h5::dataset(grid.id(), p.name, p.values, find_system_key(p.name)->unit);
+            h5::attr(d.id(), "axis", static_cast<std::int64_t>(a));
+            h5::check_status(H5DSset_scale(d.id(), p.name.c_str()), "make " + p.name + " a dimension scale");
+            h5::check_status(H5DSattach_scale(best_ds.id(), d.id(), static_cast<unsigned>(a)),
+                             "attach dimension scale " + p.name);
+          }
+        }
+
+        h5::Handle points = h5::create_group(file.id(), "points");
+        for (std::size_t t = 0; t < targets.size(); ++t) {
+          const bool is_base = t >= n_points;
+          h5::Handle g = is_base ? h5::create_group(file.id(), "base") : h5::create_group(points.id(), std::to_string(t));
+          write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+          if (!is_base) {
+            h5::attr(g.id(), "index", static_cast<std::int64_t>(t));
+            h5::attr(g.id(), "i0", static_cast<std::int64_t>(t / n1));
+            h5::attr(g.id(), "i1", static_cast<std::int64_t>(t % n1));
+          }
+        }
+      }
+      file.close(tmp);
+    });
+    publish_file(xmf_tmp, xmf);
+  } catch (...) {
+    ::unlink(xmf_tmp.c_str());
+    untrack_partial(1);
+    throw;
+  }
+  untrack_partial(1);
 }
 
 }  // namespace perfsweep

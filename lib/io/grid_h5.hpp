@@ -20,6 +20,9 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
                          const std::string& sweep_yaml, const std::vector<SweepTarget>& targets,
                          const std::vector<TargetResult>& results);
 
+// The sidecar's path: the .h5 path with its extension replaced by .xmf.
+std::string xdmf_path_for(const std::string& h5_path);
+
 // The XDMF text for an HDF5 file `h5_name` (as referenced from the .xmf's directory).
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus);
 

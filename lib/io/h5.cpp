@@ -1,17 +1,65 @@
 #include "io/h5.hpp"
 
-#include <stdexcept>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
 
 namespace perfsweep::h5 {
 namespace {
+
+// The operating system's reason when HDF5 reports one (its file drivers write "errno = 28,
+// error message = 'No space left on device'"), else the innermost description on the stack.
+struct Cause {
+  std::string innermost;
+  std::string system;
+};
+
+herr_t collect_cause(unsigned n, const H5E_error2_t* err, void* out) {
+  auto& cause = *static_cast<Cause*>(out);
+  if (err == nullptr || err->desc == nullptr) return 0;
+  const std::string desc = err->desc;
+  if (n == 0) cause.innermost = desc;
+  const auto at = desc.find("error message = '");
+  if (cause.system.empty() && at != std::string::npos) {
+    const auto begin = at + std::strlen("error message = '");
+    const auto end = desc.find('\'', begin);
+    cause.system = desc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  }
+  return 0;
+}
+
+std::string cause() {
+  Cause c;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_cause, &c);
+  H5Eclear2(H5E_DEFAULT);
+  if (!c.system.empty()) return c.system;
+  if (c.innermost.empty() && errno != 0) return std::strerror(errno);
+  return c.innermost.empty() ? std::string("unknown HDF5 error") : c.innermost;
+}
+
+// HDF5 prints its error stack on stderr by default; the cause goes into H5Error instead. Its
+// exit-time cleanup crashes on a file whose close failed (a full disk), so it is turned off:
+// every file is closed explicitly and checked.
+void quiet_errors() {
+  static const bool once = [] {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace
+
 hid_t check(hid_t id, const std::string& what) {
-  if (id < 0) throw std::runtime_error("HDF5: cannot " + what);
+  if (id < 0) throw H5Error("HDF5: cannot " + what + ": " + cause());
   return id;
 }
-void check(herr_t status, const char* what, const std::string& name) {
-  if (status < 0) throw std::runtime_error(std::string("HDF5: cannot ") + what + " " + name);
+
+void check_status(herr_t status, const std::string& what) {
+  if (status < 0) throw H5Error("HDF5: cannot " + what + ": " + cause());
 }
-}  // namespace
 
 Handle::Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
 Handle::~Handle() {
@@ -28,11 +76,23 @@ Handle& Handle::operator=(Handle&& o) noexcept {
   return *this;
 }
 
+void Handle::close(const std::string& what) {
+  const hid_t id = id_;
+  id_ = H5I_INVALID_HID;
+  if (id >= 0 && closer_) check_status(closer_(id), "close " + what);
+}
+
 Handle create_file(const std::string& path) {
-  return {check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + path), H5Fclose};
+  quiet_errors();
+  errno = 0;
+  Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), "create file access list"), H5Pclose);
+  check_status(H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG), "set close degree");
+  return {check(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()), "create " + path), H5Fclose};
 }
 
 Handle open_file(const std::string& path, bool writable) {
+  quiet_errors();
+  errno = 0;
   return {check(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path),
           H5Fclose};
 }
@@ -46,34 +106,42 @@ Handle open_group(hid_t parent, const std::string& name) {
   return {check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), "open group " + name), H5Gclose};
 }
 
-bool exists(hid_t parent, const std::string& name) { return H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0; }
+bool exists(hid_t parent, const std::string& name) {
+  const htri_t r = H5Lexists(parent, name.c_str(), H5P_DEFAULT);
+  check_status(r < 0 ? -1 : 0, "look up " + name);
+  return r > 0;
+}
 
 namespace {
 Handle string_type(std::size_t size) {
-  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(t.id(), size == 0 ? 1 : size);
-  H5Tset_strpad(t.id(), H5T_STR_NULLTERM);
-  H5Tset_cset(t.id(), H5T_CSET_UTF8);
+  Handle t(check(H5Tcopy(H5T_C_S1), "copy string type"), H5Tclose);
+  check_status(H5Tset_size(t.id(), size == 0 ? 1 : size), "size string type");
+  check_status(H5Tset_strpad(t.id(), H5T_STR_NULLTERM), "pad string type");
+  check_status(H5Tset_cset(t.id(), H5T_CSET_UTF8), "set string type's character set");
   return t;
 }
 
+Handle scalar_space() { return {check(H5Screate(H5S_SCALAR), "create scalar dataspace"), H5Sclose}; }
+Handle simple_space(hsize_t n) { return {check(H5Screate_simple(1, &n, nullptr), "create dataspace"), H5Sclose}; }
+
 template <typename T>
 void numeric_attr(hid_t obj, const std::string& name, hid_t type, const T* data, hsize_t n, bool scalar) {
-  Handle space(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Handle space = scalar ? scalar_space() : simple_space(n);
   Handle a(check(H5Acreate2(obj, name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT), "create attribute " + name),
            H5Aclose);
-  check(H5Awrite(a.id(), type, data), "write attribute", name);
+  check_status(H5Awrite(a.id(), type, data), "write attribute " + name);
+  a.close("attribute " + name);
 }
 
 template <typename T>
 Handle numeric_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<T>& values,
                        std::string_view units) {
   const hsize_t n = values.size();
-  Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Handle space = simple_space(n);
   Handle d(check(H5Dcreate2(parent, name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  "create dataset " + name),
            H5Dclose);
-  if (n > 0) check(H5Dwrite(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write dataset", name);
+  if (n > 0) check_status(H5Dwrite(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write dataset " + name);
   if (!units.empty()) attr(d.id(), "units", units);
   return d;
 }
@@ -81,33 +149,36 @@ Handle numeric_dataset(hid_t parent, const std::string& name, hid_t type, const 
 template <typename T>
 std::vector<T> read_numeric(hid_t parent, const std::string& name, hid_t type) {
   Handle d(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
-  Handle space(H5Dget_space(d.id()), H5Sclose);
+  Handle space(check(H5Dget_space(d.id()), "get dataspace of " + name), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+  check_status(n < 0 ? -1 : 0, "count elements of " + name);
   std::vector<T> out(static_cast<std::size_t>(n));
-  if (n > 0) check(H5Dread(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset", name);
+  if (n > 0) check_status(H5Dread(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   return out;
 }
 }  // namespace
 
 void attr(hid_t obj, const std::string& name, std::string_view value) {
   Handle type = string_type(value.size());
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle space = scalar_space();
   Handle a(check(H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), "create attribute " + name),
            H5Aclose);
   const std::string buf(value);
-  check(H5Awrite(a.id(), type.id(), buf.c_str()), "write attribute", name);
+  check_status(H5Awrite(a.id(), type.id(), buf.c_str()), "write attribute " + name);
+  a.close("attribute " + name);
 }
 
 void text_attr(hid_t obj, const std::string& name, std::string_view value) {
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.id(), H5T_VARIABLE);
-  H5Tset_cset(type.id(), H5T_CSET_UTF8);
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle type(check(H5Tcopy(H5T_C_S1), "copy string type"), H5Tclose);
+  check_status(H5Tset_size(type.id(), H5T_VARIABLE), "size string type");
+  check_status(H5Tset_cset(type.id(), H5T_CSET_UTF8), "set string type's character set");
+  Handle space = scalar_space();
   Handle a(check(H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), "create attribute " + name),
            H5Aclose);
   const std::string buf(value);
   const char* data = buf.c_str();
-  check(H5Awrite(a.id(), type.id(), &data), "write attribute", name);
+  check_status(H5Awrite(a.id(), type.id(), &data), "write attribute " + name);
+  a.close("attribute " + name);
 }
 
 void attr(hid_t obj, const std::string& name, double value) {
@@ -133,12 +204,13 @@ Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int
 
 void text(hid_t parent, const std::string& name, std::string_view value) {
   Handle type = string_type(value.size() + 1);
-  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle space = scalar_space();
   Handle d(check(H5Dcreate2(parent, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  "create dataset " + name),
            H5Dclose);
   const std::string buf(value);
-  check(H5Dwrite(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.c_str()), "write dataset", name);
+  check_status(H5Dwrite(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.c_str()), "write dataset " + name);
+  d.close("dataset " + name);
 }
 
 std::vector<double> read_doubles(hid_t parent, const std::string& name) {
@@ -150,18 +222,18 @@ std::vector<std::int64_t> read_ints(hid_t parent, const std::string& name) {
 
 std::string read_text(hid_t parent, const std::string& name) {
   Handle d(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
-  Handle type(H5Dget_type(d.id()), H5Tclose);
+  Handle type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
   std::string out(H5Tget_size(type.id()), '\0');
-  check(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset", name);
+  check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
   return out;
 }
 
 std::string read_string_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
-  Handle type(H5Aget_type(a.id()), H5Tclose);
+  Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
   std::string out(H5Tget_size(type.id()), '\0');
-  check(H5Aread(a.id(), type.id(), out.data()), "read attribute", name);
+  check_status(H5Aread(a.id(), type.id(), out.data()), "read attribute " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
   return out;
 }

@@ -1,5 +1,7 @@
 #pragma once
 // Thin RAII layer over the HDF5 C API: files, groups, attributes, 1-D datasets and text.
+// Every call is checked: a failure throws H5Error (core/error.hpp) naming the object and the
+// innermost cause HDF5 reported (for a full disk: the write's errno text).
 #include <hdf5.h>
 
 #include <cstdint>
@@ -21,17 +23,25 @@ class Handle {
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
   hid_t id() const { return id_; }
+  // Closes now and checks the result (for a file: the final flush); the destructor cannot throw
+  // and so only releases.
+  void close(const std::string& what);
 
  private:
   hid_t id_ = H5I_INVALID_HID;
   Closer closer_ = nullptr;
 };
 
-Handle create_file(const std::string& path);  // truncates
+// Creates a new file (fails if `path` exists). Closing it closes every object still open in it.
+Handle create_file(const std::string& path);
 Handle open_file(const std::string& path, bool writable = false);
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& name);
+
+// Throws H5Error "HDF5: cannot <what>: <cause>" when id (or status) is negative.
+hid_t check(hid_t id, const std::string& what);
+void check_status(herr_t status, const std::string& what);
 
 void attr(hid_t obj, const std::string& name, std::string_view value);
 // A variable-length string attribute: its bytes live in the file's heap, so it may exceed the

@@ -1,42 +1,18 @@
 #include "io/sweep_h5.hpp"
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "core/files.hpp"
 #include "core/hash.hpp"
 #include "io/h5.hpp"
 #include "io/report.hpp"
 #include "model/comm_calibration.hpp"
 
 namespace perfsweep {
-namespace {
-char g_partial_path[4096] = {0};
-}  // namespace
-
-const char* partial_output_path() { return g_partial_path[0] ? g_partial_path : nullptr; }
-
-void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
-  const std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  const std::string tmp = path + ".partial";
-  std::snprintf(g_partial_path, sizeof g_partial_path, "%s", tmp.c_str());
-  try {
-    fill(tmp, ctx);
-    std::filesystem::rename(tmp, path);
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    g_partial_path[0] = 0;
-    throw;
-  }
-  g_partial_path[0] = 0;
-}
-
 void write_run_metadata(hid_t file, const RunMetadata& m) {
   h5::attr(file, "schema", std::string_view("perfsweep/1"));
   h5::attr(file, "software_version", std::string_view(m.software_version));
@@ -150,12 +126,15 @@ void write_sweep_file(const std::string& path, const RunMetadata& meta, const st
   write_atomically(path, [&](const std::string& tmp) {
     h5::Handle file = h5::create_file(tmp);
     write_run_metadata(file.id(), meta);
-    h5::Handle systems = h5::open_group(file.id(), "provenance/systems");
-    for (std::size_t t = 0; t < targets.size(); ++t) {
-      h5::text(systems.id(), targets[t].group + ".yaml", system_yaml[t]);
-      h5::Handle g = h5::create_group(file.id(), targets[t].group);
-      write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+    {
+      h5::Handle systems = h5::open_group(file.id(), "provenance/systems");
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        h5::text(systems.id(), targets[t].group + ".yaml", system_yaml[t]);
+        h5::Handle g = h5::create_group(file.id(), targets[t].group);
+        write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+      }
     }
+    file.close(tmp);
   });
 }
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "model/step.hpp"
-#include "parallel/sweep_run.hpp"
+#include "search/sweep_target.hpp"
 
 namespace perfsweep {
 
@@ -41,22 +41,9 @@ void write_run_metadata(hid_t file, const RunMetadata& meta);
 void write_target_group(hid_t group, const System& system, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
                         const std::vector<TopN>& tops);
 
-// Writes `fill(tmp_path)` to path + ".partial" and renames it to path once complete; creates the
-// parent directory. A failed or interrupted write leaves no file at `path`.
-template <typename F>
-void write_atomically(const std::string& path, F&& fill);
-void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx);
-template <typename F>
-void write_atomically(const std::string& path, F&& fill) {
-  write_atomically_impl(
-      path, [](const std::string& tmp, void* ctx) { (*static_cast<F*>(ctx))(tmp); }, &fill);
-}
-
-// The whole file of a plain sweep.
+// The whole file of a plain sweep, published atomically (core/files.hpp): on failure (H5Error,
+// IoError) no file appears at `path` and an earlier one is left as it was.
 void write_sweep_file(const std::string& path, const RunMetadata& meta, const std::vector<SweepTarget>& targets,
                       const std::vector<TargetResult>& results, const std::vector<std::string>& system_yaml);
-
-// Path of the temporary file being written, if any (for signal handlers to remove).
-const char* partial_output_path();
 
 }  // namespace perfsweep

@@ -1,27 +1,24 @@
 #include "parallel/journal.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
-#include <vector>
-
-#include "core/hash.hpp"
 
 #include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
 
 namespace perfsweep {
 namespace {
 
-constexpr char kMagic[8] = {'P', 'S', 'W', 'E', 'E', 'P', 'J', '1'};
+constexpr char kMagic[8] = {'P', 'S', 'W', 'E', 'E', 'P', 'J', '2'};
 constexpr std::uint32_t kRecordMagic = 0x52435350;  // "PSCR"
-
-std::uint64_t fnv1a(const char* p, std::size_t n) { return perfsweep::fnv1a(std::string_view(p, n)); }
+// magic, fingerprint hash, payload length | payload | checksum of fingerprint hash and payload
+constexpr std::size_t kRecordOverhead = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t);
 
 template <typename T>
 void put(std::string& out, const T& v) {
@@ -29,8 +26,8 @@ void put(std::string& out, const T& v) {
 }
 
 template <typename T>
-bool get(const std::string& in, std::size_t& pos, T& v) {
-  if (pos + sizeof(T) > in.size()) return false;
+bool get(std::string_view in, std::size_t& pos, T& v) {
+  if (in.size() < sizeof(T) || pos > in.size() - sizeof(T)) return false;
   std::memcpy(&v, in.data() + pos, sizeof(T));
   pos += sizeof(T);
   return true;
@@ -40,97 +37,235 @@ std::string header(const std::string& fingerprint) {
   std::string h(kMagic, sizeof kMagic);
   put(h, static_cast<std::uint64_t>(fingerprint.size()));
   h += fingerprint;
-  put(h, fnv1a(fingerprint.data(), fingerprint.size()));
+  put(h, fnv1a(fingerprint));
   return h;
 }
 
-[[noreturn]] void io_error(const std::string& what, const std::string& path) {
-  throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+std::uint64_t record_checksum(std::uint64_t fingerprint, std::string_view payload) {
+  std::string bytes;
+  put(bytes, fingerprint);
+  bytes += payload;
+  return fnv1a(bytes);
+}
+
+// An intact record at `pos`: its length, fingerprint hash and payload; nullopt-like false when
+// the bytes there are not one.
+struct RawRecord {
+  std::size_t length = 0;
+  std::uint64_t fingerprint = 0;
+  std::string_view payload;
+};
+
+bool record_at(std::string_view data, std::size_t pos, RawRecord& r) {
+  std::uint32_t magic = 0;
+  std::uint64_t len = 0, sum = 0;
+  std::size_t p = pos;
+  if (!get(data, p, magic) || magic != kRecordMagic || !get(data, p, r.fingerprint) || !get(data, p, len)) return false;
+  if (len > data.size() - p) return false;
+  r.payload = data.substr(p, static_cast<std::size_t>(len));
+  p += static_cast<std::size_t>(len);
+  if (!get(data, p, sum) || sum != record_checksum(r.fingerprint, r.payload)) return false;
+  r.length = p - pos;
+  return true;
+}
+
+bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size_t top_n, std::size_t& target,
+                   TargetResult& r) {
+  std::size_t q = 0;
+  std::uint64_t id = 0, n_tops = 0;
+  if (!get(payload, q, id) || !get(payload, q, r.counters) || !get(payload, q, n_tops) || n_tops != n_gpu_counts) {
+    return false;
+  }
+  for (std::uint64_t i = 0; i < n_tops; ++i) {
+    std::uint64_t count = 0;
+    if (!get(payload, q, count) || count > top_n) return false;
+    TopN top(top_n);
+    for (std::uint64_t k = 0; k < count; ++k) {
+      Candidate c;
+      if (!get(payload, q, c)) return false;
+      top.push(c);
+    }
+    r.tops.push_back(std::move(top));
+  }
+  if (q != payload.size()) return false;
+  target = static_cast<std::size_t>(id);
+  r.units_done = r.units_total = 0;
+  return true;
+}
+
+std::string read_regular(const std::string& path) {
+  const int fd = open_regular(path, O_RDONLY, "journal");
+  std::string data;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      errno = err;
+      throw_errno("cannot read journal", path);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+bool exists_no_follow(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string host_and_pid() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown host");
+  return std::string("host ") + host + ", pid " + std::to_string(::getpid());
 }
 
 }  // namespace
 
 std::string fingerprint_hash(const std::string& text) { return fnv1a_hex(text); }
 
-Journal::Journal(const std::string& path, const std::string& fingerprint) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd_ < 0) io_error("cannot create journal", path);
-  write_all(header(fingerprint));
+RunLock::RunLock(const std::string& path) : path_(path) {
+  // Lock, then check that the locked file is still the one at `path` (a finishing run removes
+  // it): otherwise two runs could each hold a lock on a different file.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    fd_ = open_regular(path, O_RDWR | O_CREAT, "lock file");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      std::string owner(256, '\0');
+      const ssize_t n = ::pread(fd_, owner.data(), owner.size(), 0);
+      owner.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+      while (!owner.empty() && (owner.back() == '\n' || owner.back() == '\0')) owner.pop_back();
+      ::close(fd_);
+      fd_ = -1;
+      if (err == EWOULDBLOCK) {
+        throw LockedError("output in use: " + path + " is locked by another run (" +
+                          (owner.empty() ? std::string("owner unknown") : owner) +
+                          "); wait for it to finish or choose another output (-o)");
+      }
+      errno = err;
+      throw_errno("cannot lock", path);
+    }
+    struct stat held {}, now {};
+    if (::fstat(fd_, &held) == 0 && ::lstat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      const std::string me = host_and_pid() + "\n";
+      if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+        const int err = errno;
+        ::close(fd_);
+        fd_ = -1;
+        errno = err;
+        throw_errno("cannot write", path);
+      }
+      return;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+  throw IoError("cannot lock " + path + ": it keeps being replaced");
 }
 
-Journal::Journal(const std::string& path, const std::string& fingerprint, std::size_t n_gpu_counts, std::size_t top_n,
-                 std::map<std::size_t, TargetResult>& done)
-    : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot read the journal to resume from");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string data = ss.str();
-  std::size_t pos = 0;
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RunLock::remove() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());
+  ::close(fd_);
+  fd_ = -1;
+}
+
+Journal::Journal(const std::string& path, const std::string& fingerprint, JournalMode mode, std::size_t n_gpu_counts,
+                 std::size_t top_n, std::map<std::size_t, TargetResult>& done)
+    : path_(path), fingerprint_hash_(fnv1a(fingerprint)) {
+  require_regular_or_absent(path, "journal");
+  if (!exists_no_follow(path)) {
+    create(fingerprint);
+    return;
+  }
+  scan_.existed = true;
+  if (mode == JournalMode::kRestart) {
+    if (::unlink(path.c_str()) != 0) throw_errno("cannot remove journal", path);
+    sync_parent_directory(path);
+    create(fingerprint);
+    return;
+  }
+  const std::string data = read_regular(path);
+  const std::string_view view(data);
+  std::size_t pos = sizeof kMagic;
   std::uint64_t len = 0, sum = 0;
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) {
-    throw InputError(path + ": not a perfsweep journal");
+    throw InputError(path + ": not a journal of this perfsweep version; remove it or run with --restart");
   }
-  pos = sizeof kMagic;
-  if (!get(data, pos, len) || pos + len > data.size()) throw InputError(path + ": truncated journal header");
-  const std::string theirs = data.substr(pos, len);
-  pos += len;
-  if (!get(data, pos, sum) || sum != fnv1a(theirs.data(), theirs.size())) throw InputError(path + ": corrupt journal header");
+  if (!get(view, pos, len) || len > data.size() - pos) throw InputError(path + ": truncated journal header");
+  const std::string theirs = data.substr(pos, static_cast<std::size_t>(len));
+  pos += static_cast<std::size_t>(len);
+  if (!get(view, pos, sum) || sum != fnv1a(theirs)) throw InputError(path + ": corrupt journal header");
   if (theirs != fingerprint) {
     throw InputError(path + ": this journal was written by a run with other inputs or another perfsweep version\n"
                      "  journal: " + theirs + "\n  this run: " + fingerprint +
-                     "\nremove it, or run without --resume to start over");
+                     "\nrun with --restart to discard it and start over, or choose another output (-o)");
   }
-  std::size_t good = pos;
-  while (true) {
-    std::uint32_t magic = 0;
-    std::uint64_t payload_len = 0, checksum = 0;
-    std::size_t p = good;
-    if (!get(data, p, magic) || magic != kRecordMagic || !get(data, p, payload_len) || p + payload_len > data.size()) break;
-    const std::string payload = data.substr(p, payload_len);
-    p += payload_len;
-    if (!get(data, p, checksum) || checksum != fnv1a(payload.data(), payload.size())) break;
-    std::size_t q = 0;
-    std::uint64_t target = 0, n_tops = 0;
-    TargetResult r;
-    bool ok = get(payload, q, target) && get(payload, q, r.counters) && get(payload, q, n_tops) && n_tops == n_gpu_counts;
-    for (std::uint64_t i = 0; ok && i < n_tops; ++i) {
-      std::uint64_t count = 0;
-      ok = get(payload, q, count);
-      TopN top(top_n);
-      for (std::uint64_t k = 0; ok && k < count; ++k) {
-        Candidate c;
-        ok = get(payload, q, c);
-        if (ok) top.push(c);
+
+  std::map<std::size_t, TargetResult> found;
+  std::string kept_bytes = data.substr(0, pos);
+  while (pos < data.size()) {
+    RawRecord rec;
+    if (record_at(view, pos, rec)) {
+      std::size_t target = 0;
+      TargetResult r;
+      if (rec.fingerprint != fingerprint_hash_) {
+        ++scan_.foreign;
+        scan_.dropped_bytes += rec.length;
+      } else if (parse_payload(rec.payload, n_gpu_counts, top_n, target, r)) {
+        ++scan_.kept;
+        found[target] = std::move(r);
+        kept_bytes.append(data, pos, rec.length);
+      } else {
+        ++scan_.damaged;
+        scan_.dropped_bytes += rec.length;
       }
-      r.tops.push_back(std::move(top));
+      pos += rec.length;
+      continue;
     }
-    if (!ok) break;
-    r.units_done = r.units_total = 0;
-    done[static_cast<std::size_t>(target)] = std::move(r);
-    good = p;
+    // Damage: skip to the next intact record, if any (a torn last record has none after it).
+    std::size_t next = pos + 1;
+    while (next + kRecordOverhead <= data.size() && !record_at(view, next, rec)) ++next;
+    if (next + kRecordOverhead > data.size()) next = data.size();
+    if (next < data.size()) ++scan_.damaged;
+    scan_.dropped_bytes += next - pos;
+    pos = next;
   }
-  fd_ = ::open(path.c_str(), O_WRONLY);
-  if (fd_ < 0) io_error("cannot reopen journal", path);
-  if (::ftruncate(fd_, static_cast<off_t>(good)) != 0) io_error("cannot truncate journal", path);
-  if (::lseek(fd_, 0, SEEK_END) < 0) io_error("cannot seek journal", path);
+
+  if (mode == JournalMode::kNew) {
+    throw InputError(path + " holds " + std::to_string(scan_.kept) +
+                     " finished targets of this same run, interrupted earlier; nothing was overwritten.\n"
+                     "  continue it:       rerun the same command with --resume\n"
+                     "  discard it:        rerun the same command with --restart");
+  }
+  done = std::move(found);
+  if (scan_.dropped_bytes > 0) {
+    // Keep only the accepted records, so later appends follow an intact one.
+    write_atomically(path, [&](const std::string& tmp) {
+      write_new_file(tmp, kept_bytes);
+    });
+  }
+  fd_ = open_regular(path, O_WRONLY | O_APPEND, "journal");
+}
+
+void Journal::create(const std::string& fingerprint) {
+  fd_ = open_regular(path_, O_WRONLY | O_CREAT | O_EXCL, "journal");
+  write_all(fd_, header(fingerprint), path_);
+  if (::fsync(fd_) != 0) throw_errno("cannot sync journal", path_);
+  sync_parent_directory(path_);
 }
 
 Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
-}
-
-void Journal::write_all(const std::string& bytes) {
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + off, bytes.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      io_error("cannot write journal", path_);
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd_) != 0) io_error("cannot sync journal", path_);
 }
 
 void Journal::append(std::size_t target, const TargetResult& r) {
@@ -144,16 +279,18 @@ void Journal::append(std::size_t target, const TargetResult& r) {
   }
   std::string rec;
   put(rec, kRecordMagic);
+  put(rec, fingerprint_hash_);
   put(rec, static_cast<std::uint64_t>(payload.size()));
   rec += payload;
-  put(rec, fnv1a(payload.data(), payload.size()));
-  write_all(rec);
+  put(rec, record_checksum(fingerprint_hash_, payload));
+  write_all(fd_, rec, path_);
+  if (::fsync(fd_) != 0) throw_errno("cannot sync journal", path_);
 }
 
 void Journal::remove() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  ::unlink(path_.c_str());
+  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove journal", path_);
 }
 
 }  // namespace perfsweep

@@ -1,23 +1,56 @@
 #pragma once
 // A durable record of finished sweep targets, so that an interrupted sweep resumes without
-// computing them again. Each record is appended, checksummed and fsync'ed before it counts; a
-// torn last record (a kill mid-write) is ignored and overwritten.
+// computing them again. One run owns a journal at a time (an flock on `<journal>.lock`, whose
+// text names the owner's host and pid). Each record carries the run's fingerprint, is
+// checksummed and fsync'ed before it counts. On resume, damaged or foreign records anywhere in
+// the file are dropped and counted, the intact ones kept, and the journal rewritten without them.
+// The journal and its lock must be regular files: symlinks, FIFOs and devices are refused.
 #include <cstdint>
 #include <map>
 #include <string>
 
-#include "parallel/sweep_run.hpp"
+#include "search/sweep_target.hpp"
 
 namespace perfsweep {
 
+// An exclusive lock on `path` (created if absent) for the lifetime of the object; released by the
+// kernel if the process dies, so a lock is never stale. LockedError names the holder.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& path);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  // Removes the lock file (the run's output is complete), then releases the lock.
+  void remove();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+enum class JournalMode {
+  kNew,      // no journal may exist (one left by an earlier run is refused, never truncated)
+  kResume,   // continue the journal if there is one
+  kRestart,  // discard an existing journal
+};
+
+// What reading a journal found.
+struct JournalScan {
+  bool existed = false;
+  std::size_t kept = 0;           // records accepted
+  std::size_t damaged = 0;        // records that failed their checksum or did not parse
+  std::size_t foreign = 0;        // intact records of another fingerprint
+  std::size_t dropped_bytes = 0;  // bytes not part of an accepted record (a torn tail included)
+};
+
 class Journal {
  public:
-  // Starts a new journal at path (truncating any old one) for a run identified by fingerprint.
-  Journal(const std::string& path, const std::string& fingerprint);
-  // Continues the journal at path: reads its finished targets into `done` and appends after the
-  // last intact record. Throws InputError if it was written for another fingerprint.
-  Journal(const std::string& path, const std::string& fingerprint, std::size_t n_gpu_counts, std::size_t top_n,
-          std::map<std::size_t, TargetResult>& done);
+  // Opens the journal at path for a run identified by fingerprint. With kResume and an existing
+  // journal, its finished targets go into `done`. Throws InputError when the journal belongs to
+  // other inputs, or exists and mode is kNew (the message gives --resume and --restart).
+  Journal(const std::string& path, const std::string& fingerprint, JournalMode mode, std::size_t n_gpu_counts,
+          std::size_t top_n, std::map<std::size_t, TargetResult>& done);
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -27,11 +60,14 @@ class Journal {
   void remove();
 
   const std::string& path() const { return path_; }
+  const JournalScan& scan() const { return scan_; }
 
  private:
-  void write_all(const std::string& bytes);
+  void create(const std::string& fingerprint);
   std::string path_;
+  std::uint64_t fingerprint_hash_ = 0;
   int fd_ = -1;
+  JournalScan scan_;
 };
 
 // 64-bit FNV-1a of a byte string, as hex (fingerprints of run inputs).

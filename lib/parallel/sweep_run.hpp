@@ -12,21 +12,9 @@
 #include <vector>
 
 #include "search/search.hpp"
+#include "search/sweep_target.hpp"
 
 namespace perfsweep {
-
-struct SweepTarget {
-  std::string group;  // HDF5 group name, e.g. "A100-NVS4"
-  SearchProblem problem;
-};
-
-struct TargetResult {
-  std::vector<TopN> tops;  // one per GPU count of the sweep
-  SearchCounters counters;
-  std::size_t units_done = 0;
-  std::size_t units_total = 0;
-  bool complete() const { return units_done == units_total; }
-};
 
 struct WorkUnit {
   std::uint32_t target = 0;

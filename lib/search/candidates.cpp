@@ -4,7 +4,8 @@ namespace perfsweep {
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> small, large;
-  for (std::int64_t c = 1; c * c <= n; ++c) {
+  // c <= n / c rather than c * c <= n: the square overflows for n near 2^63.
+  for (std::int64_t c = 1; c <= n / c; ++c) {
     if (n % c) continue;
     small.push_back(c);
     if (c != n / c) large.push_back(n / c);

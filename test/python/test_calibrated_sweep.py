@@ -16,7 +16,9 @@ Runs a small 1d gpt3 sweep on each and checks:
 """
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -30,6 +32,12 @@ NON_COMM = ('t_comp', 't_mem', 'mem', 'flops_per_gpu', 'wts_mem', 'wts_grad_mem'
             'acts_mem')
 # Totals compared between a sweep row and `estimate` on the same system.
 ROW_STATS = NON_COMM + ('t', 't_tp_comm', 't_dp_comm', 't_pp_comm', 't_bubble')
+
+
+def limit_file_size():
+    """In the child: writes past 40 kB fail with EFBIG (SIGXFSZ ignored) as on a full disk."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (40000, 40000))
 
 
 def run(cmd, **kw):
@@ -131,8 +139,9 @@ def main(sweep_bin, estimate_bin, repo, out):
         print(f'{len(best_c)} GPU counts, {same_config} with the same best configuration in both sweeps; '
               f'{comm_differs} TP/DP communication totals changed by the calibration')
 
-    # Resume: a journal left by a failed write (the output path is a directory), then the same
-    # run with the calibration file changed (refused) and unchanged (resumed).
+    # Resume: a journal left by a failed write (files limited to 40 kB, which the journal fits in
+    # and the output does not), then the same run with the calibration file changed (refused) and
+    # unchanged (resumed).
     work = os.path.join(out, 'resume')
     os.makedirs(os.path.join(work, 'calibrations'))
     system = os.path.join(work, 'A100-calibrated.yaml')
@@ -140,8 +149,8 @@ def main(sweep_bin, estimate_bin, repo, out):
     cal_copy = os.path.join(work, 'calibrations', 'perlmutter_a100.yaml')
     shutil.copy(calibration_path, cal_copy)
     output = os.path.join(work, 'out.h5')
-    os.makedirs(os.path.join(output, 'blocker'))
-    first = run([sweep_bin, *ARGS, '--system', system, '-o', output])
+    first = run([sweep_bin, *ARGS, '--system', system, '-o', output], preexec_fn=limit_file_size,
+                env=dict(os.environ, OMPI_MCA_btl='self', PMIX_MCA_gds='hash'))
     check(first.returncode != 0 and os.path.exists(output + '.journal'), 'a failed write leaves the journal')
     with open(cal_copy, 'ab') as f:
         f.write(b'# edited\n')
@@ -149,7 +158,6 @@ def main(sweep_bin, estimate_bin, repo, out):
     print(refused.stderr)
     check(refused.returncode == 2 and 'other inputs' in refused.stderr, 'a changed calibration is refused on resume')
     shutil.copy(calibration_path, cal_copy)
-    shutil.rmtree(output)
     resumed = run([sweep_bin, *ARGS[:-1], '--system', system, '-o', output, '--resume'], capture_output=True, text=True)
     check(resumed.returncode == 0 and 'resuming from' in resumed.stderr + resumed.stdout,
           'the same calibration resumes')

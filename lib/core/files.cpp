@@ -1,0 +1,180 @@
+#include "core/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+namespace {
+
+char g_partial_path[kPartialSlots][4096] = {};
+
+const char* kind_of(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+std::string parent_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+}  // namespace
+
+void throw_errno(const std::string& what, const std::string& path) {
+  const int err = errno;
+  throw IoError(what + " " + path + ": " + std::strerror(err));
+}
+
+void require_regular_or_absent(const std::string& path, std::string_view role) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw_errno("cannot inspect " + std::string(role), path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw InputError(std::string(role) + " " + path + " is " + kind_of(st.st_mode) +
+                     "; it must be a regular file (or not exist yet)");
+  }
+}
+
+int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode) {
+  const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENXIO || errno == EISDIR) require_regular_or_absent(path, role);
+    throw_errno("cannot open " + std::string(role), path);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t m = st.st_mode;
+    ::close(fd);
+    throw InputError(std::string(role) + " " + path + " is " + kind_of(m) + "; it must be a regular file");
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    throw_errno("cannot configure", path);
+  }
+  return fd;
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& path) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path);
+    }
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+void sync_parent_directory(const std::string& path) {
+  const std::string dir = parent_of(path);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open directory", dir);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems cannot sync a directory (EINVAL); the rename is still in place.
+  if (rc != 0 && err != EINVAL && err != EROFS) {
+    errno = err;
+    throw_errno("cannot sync directory", dir);
+  }
+}
+
+void publish_file(const std::string& tmp, const std::string& path) {
+  const int fd = open_regular(tmp, O_RDONLY, "temporary file");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  if (::close(fd) != 0 && rc == 0) throw_errno("cannot close", tmp);
+  if (rc != 0) {
+    errno = err;
+    throw_errno("cannot sync", tmp);
+  }
+  require_regular_or_absent(path, "output");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot rename " + tmp + " to", path);
+  sync_parent_directory(path);
+}
+
+std::string begin_partial(const std::string& path) {
+  require_regular_or_absent(path, "output");
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) throw IoError("cannot create directory " + target.parent_path().string() + ": " + ec.message());
+  }
+  const std::string tmp = path + ".partial";
+  require_regular_or_absent(tmp, "temporary file");
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove stale", tmp);
+  return tmp;
+}
+
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
+  const std::string tmp = begin_partial(path);
+  track_partial(tmp, 0);
+  try {
+    fill(tmp, ctx);
+    publish_file(tmp, path);
+  } catch (const IoError& e) {
+    ::unlink(tmp.c_str());
+    untrack_partial(0);
+    throw IoError("cannot write " + path + ": " + e.what());
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    untrack_partial(0);
+    throw;
+  }
+  untrack_partial(0);
+}
+
+void write_new_file(const std::string& path, std::string_view text) {
+  const int fd = open_regular(path, O_WRONLY | O_CREAT | O_EXCL, "temporary file");
+  try {
+    write_all(fd, text, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_errno("cannot close", path);
+}
+
+void write_text_atomically(const std::string& path, std::string_view text) {
+  write_atomically(path, [&](const std::string& tmp) { write_new_file(tmp, text); });
+}
+
+const char* partial_output_path(int slot) { return g_partial_path[slot][0] ? g_partial_path[slot] : nullptr; }
+
+void track_partial(const std::string& path, int slot) {
+  std::snprintf(g_partial_path[slot], sizeof g_partial_path[slot], "%s", path.c_str());
+}
+
+void untrack_partial(int slot) { g_partial_path[slot][0] = 0; }
+
+void flush_stdout() {
+  std::cout.flush();
+  const bool stream_ok = static_cast<bool>(std::cout);
+  const int earlier = errno;  // set by the write that failed, if one did
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int cause = errno ? errno : earlier;
+  if (!flushed || std::ferror(stdout) || !stream_ok) {
+    throw IoError(std::string("cannot write to standard output") + (cause ? std::string(": ") + std::strerror(cause) : ""));
+  }
+}
+
+}  // namespace perfsweep

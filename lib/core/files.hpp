@@ -1,0 +1,66 @@
+#pragma once
+// Files that are never half-written and never something other than files: outputs are written
+// to `<path>.partial`, synced, renamed into place and the directory synced; inputs and outputs
+// that must be regular files are checked without following symlinks or blocking on FIFOs.
+// Failures throw IoError naming the file and the operating system's reason.
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace perfsweep {
+
+// IoError "<what> <path>: <strerror(errno)>".
+[[noreturn]] void throw_errno(const std::string& what, const std::string& path);
+
+// InputError unless `path` is absent or a regular file (not a symlink, directory, FIFO, socket or
+// device). `role` names it in the message ("output", "journal").
+void require_regular_or_absent(const std::string& path, std::string_view role);
+
+// open(2) that neither follows a final symlink nor blocks on a FIFO, and refuses (InputError)
+// anything but a regular file. Returns a blocking descriptor.
+int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode = 0644);
+
+// Writes all of `bytes` to fd (retrying short writes); IoError naming `path` on failure.
+void write_all(int fd, std::string_view bytes, const std::string& path);
+
+// fsync(2) of the directory holding `path` (so a rename in it is durable).
+void sync_parent_directory(const std::string& path);
+
+// Syncs the finished temporary file `tmp`, renames it to `path` (replacing an earlier file
+// only now) and syncs the directory.
+void publish_file(const std::string& tmp, const std::string& path);
+
+// Prepares `path + ".partial"` for writing: creates the parent directory, refuses an output or
+// temporary that is not a regular file, removes a stale temporary. Returns the temporary's path.
+std::string begin_partial(const std::string& path);
+
+// Writes `fill(tmp)` to a temporary and publishes it as `path`. On any failure the temporary is
+// removed, an earlier file at `path` is left as it was, and the error propagates.
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx);
+template <typename F>
+void write_atomically(const std::string& path, F&& fill) {
+  write_atomically_impl(
+      path, [](const std::string& tmp, void* ctx) { (*static_cast<std::remove_reference_t<F>*>(ctx))(tmp); },
+      const_cast<void*>(static_cast<const void*>(&fill)));
+}
+
+// Creates `path` (which must not exist) holding `text`; not synced (publish_file syncs).
+void write_new_file(const std::string& path, std::string_view text);
+
+// A text file, atomically as above.
+void write_text_atomically(const std::string& path, std::string_view text);
+
+// Temporary files being written, for a signal handler to remove (async-signal-safe to read):
+// slot 0 is write_atomically's, slot 1 a second temporary published along with it (a sidecar).
+inline constexpr int kPartialSlots = 2;
+const char* partial_output_path(int slot = 0);
+void track_partial(const std::string& path, int slot);
+void untrack_partial(int slot);
+
+// Flushes std::cout and stdout; IoError when what was written did not reach its destination
+// (a full disk, a closed pipe, /dev/full).
+void flush_stdout();
+
+}  // namespace perfsweep

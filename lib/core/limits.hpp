@@ -1,0 +1,25 @@
+#pragma once
+// Bounds on the counts a user gives, so that no product, range or loop over them can overflow
+// int64 or run for hours: GPU counts, batch sizes and kept configurations.
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+inline constexpr std::int64_t kMaxGpuCount = std::int64_t{1} << 30;     // GPUs in one job
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 32;  // samples per step
+inline constexpr std::int64_t kMaxTopN = 100000;                         // configurations kept
+// GPUs per NVLink domain: placements are enumerated over its divisors for every candidate.
+inline constexpr std::int64_t kMaxNvlinkDomain = std::int64_t{1} << 16;
+
+// InputError naming the flag and the value unless 1 <= value <= max.
+inline void check_count(std::int64_t value, std::int64_t max, const std::string& flag) {
+  if (value < 1) throw InputError(flag + " must be a positive integer, got " + std::to_string(value));
+  if (value > max) {
+    throw InputError(flag + " must be at most " + std::to_string(max) + ", got " + std::to_string(value));
+  }
+}
+
+}  // namespace perfsweep

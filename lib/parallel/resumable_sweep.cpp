@@ -1,0 +1,416 @@
+#include "parallel/resumable_sweep.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "config/inputs.hpp"
+#include "config/system_list.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
+#include "core/limits.hpp"
+#include "io/grid_h5.hpp"
+#include "io/report.hpp"
+#include "io/sweep_h5.hpp"
+#include "model/comm_calibration.hpp"
+#include "parallel/journal.hpp"
+#include "parallel/sweep_run.hpp"
+
+namespace perfsweep {
+namespace {
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// A name as it may appear in a derived file name: no '/', no leading '.', nothing unprintable.
+std::string file_name_part(const std::string& name) {
+  std::string out;
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.' || c == '+';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || out.front() == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
+// GPU counts (or NVLink sizes) from a flag: bounded, without repeats.
+std::vector<std::int64_t> counts_from_flag(const std::string& text, const std::string& flag, std::int64_t max_value) {
+  std::vector<std::int64_t> out = parse_gpu_counts(text, flag, max_value);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) != out.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw InputError(flag + " lists " + std::to_string(out[i]) + " twice, got '" + text + "'");
+    }
+  }
+  return out;
+}
+
+SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transformer& model, const System& system,
+                        std::string group) {
+  SweepTarget t;
+  t.problem.strategy = strategy;
+  t.problem.model = model;
+  t.problem.system = system;
+  t.problem.global_batch = o.global_batch;
+  t.problem.top_n = static_cast<std::size_t>(o.top_n);
+  t.group = std::move(group);
+  return t;
+}
+
+// Searches, output and memory within the limits; checked before any target is built.
+void check_size(const SweepOptions& o, std::size_t n_targets, std::size_t n_counts, SweepPlan& plan) {
+  const auto targets = static_cast<std::int64_t>(n_targets);
+  const auto counts = static_cast<std::int64_t>(n_counts);
+  std::int64_t searches = 0;
+  if (__builtin_mul_overflow(targets, counts, &searches) || searches > o.max_points) {
+    throw InputError(std::to_string(n_targets) + (o.sweep_file.empty() ? " systems" : " points") + " x " +
+                     std::to_string(n_counts) + " GPU counts is more than --max-points=" +
+                     std::to_string(o.max_points) + " searches; raise --max-points to run it");
+  }
+  // Per target about 20 kB of metadata and provenance; per kept configuration one row of ~40
+  // 8-byte columns in the file and one Candidate in memory.
+  const double rows = static_cast<double>(searches) * static_cast<double>(o.top_n);
+  plan.searches = searches;
+  plan.estimated_output_bytes = static_cast<double>(targets) * 20e3 + rows * 320.0;
+  const double memory_bytes = rows * static_cast<double>(sizeof(Candidate));
+  const double limit = o.max_output_gb * 1e9;
+  if (plan.estimated_output_bytes > limit || memory_bytes > limit) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "the output would take about %.3g GB (%.3g GB of results in memory), more than --max-output-gb=%g; "
+                  "raise --max-output-gb, or lower --top-n or the number of points",
+                  plan.estimated_output_bytes / 1e9, memory_bytes / 1e9, o.max_output_gb);
+    throw InputError(buf);
+  }
+}
+
+// Outputs, their temporaries, the journal and its lock must be regular files or absent.
+void check_output_paths(const SweepPlan& plan) {
+  const std::pair<const char*, const char*> files[] = {{"", "output"},
+                                                       {".partial", "temporary file"},
+                                                       {".journal", "journal"},
+                                                       {".journal.lock", "lock file"},
+                                                       {".journal.partial", "temporary file"}};
+  for (const auto& [suffix, role] : files) require_regular_or_absent(plan.output + suffix, role);
+  if (plan.hardware_sweep) {
+    const std::string xmf = xdmf_path_for(plan.output);
+    require_regular_or_absent(xmf, "output");
+    require_regular_or_absent(xmf + ".partial", "temporary file");
+  }
+}
+
+// The output and journal schema: a resumed journal must hold records of the same layout, and
+// its results must go into a file of the same columns.
+std::string schema_text(Strategy strategy) {
+  std::string s = "perfsweep/1 journal PSWEEPJ2 candidate " + std::to_string(sizeof(Candidate)) + " counters " +
+                  std::to_string(sizeof(SearchCounters)) + " totals";
+  for (const TotalsField& f : kTotalsFields) s += std::string(" ") + f.name;
+  Layout probe;
+  probe.strategy = strategy;
+  for (const auto& k : config_keys(probe)) s += std::string(" ") + k.first;
+  for (const auto& k : nv_keys(probe)) s += std::string(" ") + k.first;
+  return s + "\n" + result_schema();
+}
+
+}  // namespace
+
+SweepPlan plan_sweep(const SweepOptions& o) {
+  SweepPlan plan;
+  check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
+  check_count(o.top_n, kMaxTopN, "--top-n");
+  if (o.max_points < 1) throw InputError("--max-points must be a positive integer, got " + std::to_string(o.max_points));
+  if (!(o.max_output_gb > 0)) throw InputError("--max-output-gb must be > 0, got " + std::to_string(o.max_output_gb));
+  if (o.resume && o.restart) throw InputError("--resume and --restart exclude each other: continue the journal, or discard it");
+  plan.strategy = parse_strategy(o.strat);
+  plan.model = load_model_named(o.model);
+  plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);
+  const std::string model_part = file_name_part(plan.model.name);
+  const std::string strat_part(strategy_name(plan.strategy));
+
+  if (!o.sweep_file.empty()) {
+    if (!o.system.empty() || !o.systems_file.empty() || !o.nvs.empty()) {
+      throw InputError("--sweep takes its base system from the sweep file; drop --system/--systems/--nvs");
+    }
+    const auto path = resolve_input(o.sweep_file, "sweeps");
+    plan.hardware_sweep = true;
+    plan.sweep = load_hardware_sweep(path);
+    plan.sweep_yaml = read_text(path);
+    check_size(o, plan.sweep.n_points() + 1, plan.n_gpus.size(), plan);
+    for (std::size_t i = 0; i < plan.sweep.n_points(); ++i) {
+      plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.point(i), "points/" + std::to_string(i)));
+    }
+    plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.base, "base"));
+    for (const SweepTarget& t : plan.targets) plan.system_yaml.push_back(system_to_yaml(t.problem.system));
+    plan.output = !o.output.empty() ? o.output
+                                    : o.out_dir + "/sweep_" + file_name_part(plan.sweep.name) + "_" + strat_part + "_" +
+                                          model_part + ".h5";
+    check_output_paths(plan);
+    return plan;
+  }
+  std::vector<SystemChoice> choices;
+  if (!o.system.empty()) {
+    if (!o.systems_file.empty()) throw InputError("give either --system or --systems, not both");
+    SystemChoice c{o.system, {}};
+    if (o.nvs.empty()) {
+      c.nvs.push_back(load_system_named(o.system).nvlink_size);
+    } else {
+      c.nvs = counts_from_flag(o.nvs, "--nvs", kMaxNvlinkDomain);
+    }
+    choices.push_back(c);
+  } else {
+    if (!o.nvs.empty()) throw InputError("--nvs goes with --system");
+    choices = load_system_list(resolve_input(o.systems_file.empty() ? "paper" : o.systems_file, "sweeps"));
+  }
+  std::size_t n_targets = 0;
+  for (const SystemChoice& c : choices) n_targets += c.nvs.size();
+  check_size(o, n_targets, plan.n_gpus.size(), plan);
+  for (const SystemChoice& c : choices) {
+    const System base = load_system_named(c.system);
+    for (std::int64_t nvs : c.nvs) {
+      System sys = base;
+      sys.nvlink_size = nvs;
+      SweepTarget t = make_target(o, plan.strategy, plan.model, sys, base.name + "-NVS" + std::to_string(nvs));
+      for (const SweepTarget& other : plan.targets) {
+        if (other.group == t.group) throw InputError("system group '" + t.group + "' appears twice");
+      }
+      plan.system_yaml.push_back(system_to_yaml(t.problem.system));
+      plan.targets.push_back(std::move(t));
+    }
+  }
+  plan.output = !o.output.empty() ? o.output : o.out_dir + "/exec_" + strat_part + "_" + model_part + ".h5";
+  check_output_paths(plan);
+  return plan;
+}
+
+std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& o) {
+  std::string inputs = "perfsweep " + o.software_version + "\nschema " + fnv1a_hex(schema_text(plan.strategy)) + "\n" +
+                       o.strat + "\n" + model_to_yaml(plan.model) + "gbs " + std::to_string(o.global_batch) + " top " +
+                       std::to_string(o.top_n) + " n_gpus";
+  for (std::int64_t n : plan.n_gpus) inputs.append(" ").append(std::to_string(n));
+  for (const std::string& y : plan.system_yaml) inputs.append("\n").append(y);
+  // The system YAML names a calibration by path; its content decides the collective times.
+  const comm::Calibration* previous = nullptr;
+  for (const SweepTarget& t : plan.targets) {
+    const comm::Calibration* cal = t.problem.system.calibration.get();
+    if (cal != nullptr && cal != previous) inputs.append("\ncalibration ").append(fingerprint_hash(cal->file_text));
+    previous = cal;
+  }
+  return "perfsweep " + o.software_version + ", " + o.strat + ", model " + plan.model.name + ", " +
+         std::to_string(plan.targets.size()) + " targets, inputs " + fingerprint_hash(inputs);
+}
+
+namespace {
+
+// What rank 0 found when it took the output; the other ranks learn it by broadcast.
+enum class SetupStatus : int { kOk = 0, kInput = 1, kLocked = 2, kIo = 3 };
+
+void broadcast_setup(MPI_Comm comm, int rank, SetupStatus& status, std::string& message) {
+  int code = static_cast<int>(status);
+  MPI_Bcast(&code, 1, MPI_INT, 0, comm);
+  status = static_cast<SetupStatus>(code);
+  if (status == SetupStatus::kOk) return;
+  if (rank != 0) message = "rank 0 could not take the output";
+  switch (status) {
+    case SetupStatus::kInput:
+      throw InputError(message);
+    case SetupStatus::kLocked:
+      throw LockedError(message);
+    default:
+      throw IoError(message);
+  }
+}
+
+void broadcast_done(MPI_Comm comm, int rank, std::map<std::size_t, TargetResult>& done) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& kv : done) ids.push_back(kv.first);
+  std::uint64_t n_done = ids.size();
+  MPI_Bcast(&n_done, 1, MPI_UINT64_T, 0, comm);
+  ids.resize(n_done);
+  MPI_Bcast(ids.data(), static_cast<int>(n_done), MPI_UINT64_T, 0, comm);
+  if (rank != 0) {
+    for (std::uint64_t id : ids) done[static_cast<std::size_t>(id)] = TargetResult{};
+  }
+}
+
+void print_dry_run(const SweepPlan& plan, const SweepRun& sweep) {
+  std::printf("%zu targets x %zu GPU counts = %zu work units (one tensor split each), output %s\n",
+              plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), plan.output.c_str());
+  std::printf("%-6s %-16s %8s %6s %6s\n", "unit", "target", "n_gpus", "tp1", "tp2");
+  for (std::size_t i = 0; i < sweep.units().size(); ++i) {
+    const WorkUnit& u = sweep.units()[i];
+    std::printf("%-6zu %-16s %8lld %6lld %6lld\n", i, plan.targets[u.target].group.c_str(),
+                static_cast<long long>(plan.n_gpus[u.n_index]), static_cast<long long>(u.split.tp1),
+                static_cast<long long>(u.split.tp2));
+  }
+  flush_stdout();
+}
+
+void log_summary(const SweepPlan& plan, const SweepRun& sweep) {
+  for (std::size_t t = 0; t < plan.targets.size(); ++t) {
+    const auto& tops = sweep.results()[t].tops;
+    std::size_t first = 0;
+    while (first < tops.size() && tops[first].items().empty()) ++first;
+    if (first == tops.size()) {
+      spdlog::info("{}: no feasible configuration", plan.targets[t].group);
+    } else {
+      spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
+                   plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
+                   plan.n_gpus.back());
+    }
+  }
+}
+
+}  // namespace
+
+void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const SweepPlan plan = plan_sweep(o);
+  SweepRun sweep(plan.targets, plan.n_gpus, static_cast<std::size_t>(o.top_n));
+  if (o.dry_run) {
+    if (rank == 0) print_dry_run(plan, sweep);
+    return;
+  }
+  const char* what = plan.hardware_sweep ? "points" : "systems";
+
+  // Rank 0 owns the output: its lock, then its journal, both held until the file is published.
+  const std::string journal_path = plan.output + ".journal";
+  std::unique_ptr<RunLock> lock;
+  std::unique_ptr<Journal> journal;
+  std::map<std::size_t, TargetResult> done;
+  SetupStatus status = SetupStatus::kOk;
+  std::string message;
+  if (rank == 0) {
+    try {
+      require_regular_or_absent(journal_path, "journal");
+      std::filesystem::path parent = std::filesystem::path(journal_path).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent);
+      lock = std::make_unique<RunLock>(journal_path + ".lock");
+      const JournalMode mode = o.restart ? JournalMode::kRestart : o.resume ? JournalMode::kResume : JournalMode::kNew;
+      journal = std::make_unique<Journal>(journal_path, sweep_fingerprint(plan, o), mode, plan.n_gpus.size(),
+                                          static_cast<std::size_t>(o.top_n), done);
+      std::erase_if(done, [&](const auto& kv) { return kv.first >= plan.targets.size(); });
+      const JournalScan& scan = journal->scan();
+      if (scan.damaged > 0 || scan.foreign > 0) {
+        spdlog::warn("{}: {} records kept, {} damaged and {} of other inputs dropped ({} bytes); the dropped {} are "
+                     "computed again",
+                     journal_path, scan.kept, scan.damaged, scan.foreign, scan.dropped_bytes, what);
+      } else if (scan.dropped_bytes > 0) {
+        spdlog::info("{}: dropped a torn last record ({} bytes)", journal_path, scan.dropped_bytes);
+      }
+      if (o.resume && scan.existed) {
+        spdlog::info("resuming from {}: {} of {} {} already done", journal_path, done.size(), plan.targets.size(), what);
+      } else if (o.resume) {
+        spdlog::warn("--resume: no journal {}; starting from the beginning", journal_path);
+      } else if (o.restart && scan.existed) {
+        spdlog::info("--restart: discarded the journal {}", journal_path);
+      }
+    } catch (const InputError& e) {
+      status = SetupStatus::kInput;
+      message = e.what();
+    } catch (const LockedError& e) {
+      status = SetupStatus::kLocked;
+      message = e.what();
+    } catch (const std::exception& e) {
+      status = SetupStatus::kIo;
+      message = e.what();
+    }
+  }
+  broadcast_setup(comm, rank, status, message);
+  broadcast_done(comm, rank, done);
+  sweep.preload(std::move(done));
+
+  if (rank == 0) {
+    spdlog::info("{} {} on {} targets x {} GPU counts: {} work units over {} rank(s)", o.strat, plan.model.name,
+                 plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), size);
+    spdlog::info("{} searches ({} {} x {} GPU counts), output {} of about {:.3g} MB", plan.searches,
+                 plan.targets.size(), what, plan.n_gpus.size(), plan.output, plan.estimated_output_bytes / 1e6);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const SearchCounters resumed = sweep.total_counters();  // journaled targets' counters
+  const std::size_t targets_resumed = sweep.preloaded();
+  // A journal that cannot be written (a full disk) stops journaling; the run goes on, and the
+  // error is reported with the result of publishing.
+  std::optional<std::string> journal_error;
+  SweepCallbacks cb;
+  if (journal) {
+    cb.on_target_complete = [&](std::size_t t, const TargetResult& r) {
+      if (journal_error) return;
+      try {
+        journal->append(t, r);
+      } catch (const std::exception& e) {
+        journal_error = e.what();
+      }
+    };
+  }
+  if (!o.quiet) {
+    cb.on_progress = [&](std::size_t units_done, std::size_t units_total, std::size_t tdone, std::size_t ttotal) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // The ETA follows work units (points differ in cost); the rate is in whole points.
+      const double unit_rate = s > 0 ? static_cast<double>(units_done) / s : 0;
+      const double eta = unit_rate > 0 ? static_cast<double>(units_total - units_done) / unit_rate : 0;
+      const double rate = s > 0 ? static_cast<double>(tdone - targets_resumed) / s : 0;
+      spdlog::info("progress {}/{} {} ({:.1f}%), {:.2f} {}/s, ETA {:.0f} s [{}/{} work units]", tdone, ttotal, what,
+                   units_total ? 100.0 * static_cast<double>(units_done) / static_cast<double>(units_total) : 100.0,
+                   rate, what, eta, units_done, units_total);
+    };
+  }
+  sweep.run(comm, thread_level, cb);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rank != 0) return;
+
+  SearchCounters c = sweep.total_counters();
+  c.candidates -= resumed.candidates;
+  c.infeasible_memory -= resumed.infeasible_memory;
+  c.module_evaluations -= resumed.module_evaluations;
+  spdlog::info("{} {} in {:.2f} s ({} resumed from the journal); searched {} candidates ({:.3g} candidates/s); "
+               "{} over HBM capacity; {} blocks costed",
+               plan.targets.size() - targets_resumed, what, seconds, targets_resumed, c.candidates,
+               static_cast<double>(c.candidates) / seconds, c.infeasible_memory, c.module_evaluations);
+  if (journal_error) spdlog::warn("journaling stopped: {}", *journal_error);
+  RunMetadata meta;
+  meta.software_version = o.software_version;
+  meta.created = now_utc();
+  meta.command_line = o.command_line;
+  meta.n_ranks = size;
+  meta.strategy = plan.strategy;
+  meta.model = plan.model;
+  meta.model_yaml = model_to_yaml(plan.model);
+  meta.global_batch = o.global_batch;
+  meta.top_n = o.top_n;
+  meta.n_gpus = plan.n_gpus;
+  try {
+    if (plan.hardware_sweep) {
+      write_hw_sweep_file(plan.output, meta, plan.sweep, plan.sweep_yaml, plan.targets, sweep.results());
+    } else {
+      write_sweep_file(plan.output, meta, plan.targets, sweep.results(), plan.system_yaml);
+    }
+  } catch (const std::exception& e) {
+    const std::string kept = " (the journal " + journal_path + " keeps the finished " + what +
+                             "; rerun with --resume once the cause is fixed)";
+    if (journal_error) throw IoError(std::string(e.what()) + "; earlier, " + *journal_error + kept);
+    throw IoError(e.what() + kept);
+  }
+  journal->remove();
+  lock->remove();
+  if (plan.hardware_sweep) {
+    spdlog::info("wrote {} and its ParaView sidecar (.xmf)", plan.output);
+    return;
+  }
+  log_summary(plan, sweep);
+  spdlog::info("wrote {}", plan.output);
+}
+
+}  // namespace perfsweep

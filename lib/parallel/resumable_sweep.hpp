@@ -1,0 +1,66 @@
+#pragma once
+// The `sweep` tool as a library call: plan a sweep from its options (systems or a hardware
+// design-space grid, GPU counts, limits), take the output's lock, resume or refuse its journal,
+// run it over MPI with progress reports, publish the HDF5 file atomically and remove the journal.
+// Errors are typed (core/error.hpp): InputError for bad options or a journal that must not be
+// touched, LockedError when another run owns the output, IoError/H5Error when writing fails.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/hw_sweep.hpp"
+#include "search/sweep_target.hpp"
+
+namespace perfsweep {
+
+struct SweepOptions {
+  std::string model = "gpt3_1T";
+  std::string strat = "1d";
+  std::string systems_file;  // YAML list of systems (default sweeps/paper.yaml)
+  std::string system;        // or one system
+  std::string nvs;           // NVLink sizes for `system`
+  std::string sweep_file;    // or a hardware design-space sweep
+  std::int64_t global_batch = 4096;
+  std::string n_gpus = "4:16384";
+  std::int64_t top_n = 10;
+  std::string out_dir = "outputs";
+  std::string output;  // overrides out_dir
+  bool resume = false;
+  bool restart = false;
+  bool dry_run = false;
+  bool quiet = false;  // no progress reports
+  // Refused before any work when exceeded: searches (targets x GPU counts) and estimated output.
+  std::int64_t max_points = 1000000;
+  double max_output_gb = 10.0;
+  std::string software_version;
+  std::string command_line;
+};
+
+struct SweepPlan {
+  Strategy strategy = Strategy::OneD;
+  std::vector<SweepTarget> targets;
+  std::vector<std::string> system_yaml;  // per target, canonical
+  Transformer model;
+  std::vector<std::int64_t> n_gpus;
+  std::string output;
+  bool hardware_sweep = false;
+  HardwareSweep sweep;  // when hardware_sweep
+  std::string sweep_yaml;
+  std::int64_t searches = 0;         // targets x GPU counts
+  double estimated_output_bytes = 0;  // of the HDF5 file
+};
+
+// Validates the options and builds the targets; InputError on anything out of bounds.
+SweepPlan plan_sweep(const SweepOptions& options);
+
+// Identifies the inputs that determine the results (a journal is only resumed by an identical
+// run): software version, a hash of the output and journal schema, strategy, model, batch,
+// top-n, GPU counts, every system and the content of every calibration.
+std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& options);
+
+// Collective over comm: the whole run. Returns on every rank; only rank 0 writes.
+void run_resumable_sweep(const SweepOptions& options, MPI_Comm comm, int thread_level);
+
+}  // namespace perfsweep

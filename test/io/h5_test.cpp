@@ -1,0 +1,91 @@
+// lib/io/h5: what is written reads back exactly; every failure is a typed H5Error naming the
+// object and the cause.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+
+namespace perfsweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+class H5Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("perfsweep_h5_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(H5Test, RoundTrip) {
+  const std::string path = (dir_ / "round.h5").string();
+  const std::vector<double> doubles = {1.5, -0.0, 1e-300, std::numeric_limits<double>::max(), 0.1 + 0.2};
+  const std::vector<std::int64_t> ints = {1, -7, std::numeric_limits<std::int64_t>::max()};
+  const std::string long_text(100000, 'y');  // beyond an attribute header's 64 KiB
+  {
+    h5::Handle file = h5::create_file(path);
+    h5::Handle g = h5::create_group(file.id(), "group");
+    h5::attr(g.id(), "name", std::string_view("A100-NVS4"));
+    h5::attr(g.id(), "value", 2.5);
+    h5::attr(g.id(), "count", std::int64_t{42});
+    h5::text_attr(g.id(), "yaml", long_text);
+    h5::dataset(g.id(), "doubles", doubles, "GB").close("doubles");
+    h5::dataset(g.id(), "ints", ints).close("ints");
+    h5::dataset(g.id(), "empty", std::vector<double>{}).close("empty");
+    h5::text(g.id(), "model.yaml", "name: gpt3\nseq_len: 2048\n");
+    g.close("group");
+    file.close(path);
+  }
+  h5::Handle file = h5::open_file(path);
+  h5::Handle g = h5::open_group(file.id(), "group");
+  EXPECT_TRUE(h5::exists(file.id(), "group"));
+  EXPECT_FALSE(h5::exists(file.id(), "other"));
+  EXPECT_EQ(h5::read_string_attr(g.id(), "name"), "A100-NVS4");
+  const std::vector<double> d = h5::read_doubles(g.id(), "doubles");
+  ASSERT_EQ(d.size(), doubles.size());
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    EXPECT_EQ(std::signbit(d[i]), std::signbit(doubles[i]));
+    EXPECT_EQ(d[i], doubles[i]);  // bit for bit, not within a tolerance
+  }
+  EXPECT_EQ(h5::read_ints(g.id(), "ints"), ints);
+  EXPECT_TRUE(h5::read_doubles(g.id(), "empty").empty());
+  EXPECT_EQ(h5::read_text(g.id(), "model.yaml"), "name: gpt3\nseq_len: 2048\n");
+}
+
+TEST_F(H5Test, FailuresAreTypedAndNamed) {
+  const std::string path = (dir_ / "f.h5").string();
+  {
+    h5::Handle file = h5::create_file(path);
+    h5::Handle g = h5::create_group(file.id(), "g");
+    try {
+      h5::create_group(file.id(), "g");
+      FAIL() << "a duplicate group was created";
+    } catch (const H5Error& e) {
+      EXPECT_NE(std::string(e.what()).find("create group g"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(h5::read_doubles(g.id(), "missing"), H5Error);
+    EXPECT_THROW(h5::read_string_attr(g.id(), "missing"), H5Error);
+    g.close("g");
+    file.close(path);
+  }
+  EXPECT_THROW(h5::create_file(path), H5Error);  // never truncates an existing file
+  EXPECT_THROW(h5::open_file((dir_ / "absent.h5").string()), H5Error);
+  try {
+    h5::create_file((dir_ / "no" / "such" / "dir.h5").string());
+    FAIL() << "created a file in a missing directory";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("dir.h5"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace perfsweep
