@@ -68,8 +68,8 @@ namespace {
 // Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
 template <typename F>
 void for_each_row(const Evaluation& ev, F&& f) {
-  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}, {"first_stage", &ev.first_stage},
-                                  {"last_stage", &ev.last_stage}}) {
+  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}, {"embed", &ev.first_stage},
+                                  {"head", &ev.last_stage}}) {
     for (int i = 0; i < mod->count; ++i) f(name, mod->layers[static_cast<std::size_t>(i)]);
   }
   f("dp", ev.dp_row);
@@ -156,8 +156,8 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   module_json(w, "mlp", ev.mlp, layout);
   module_json(w, "sa", ev.sa, layout);
   // The vocabulary's layers, only for a model that has one.
-  if (ev.first_stage.count > 0) module_json(w, "first_stage", ev.first_stage, layout);
-  if (ev.last_stage.count > 0) module_json(w, "last_stage", ev.last_stage, layout);
+  if (ev.first_stage.count > 0) module_json(w, "embed", ev.first_stage, layout);
+  if (ev.last_stage.count > 0) module_json(w, "head", ev.last_stage, layout);
   w.key("dp").begin_array();
   layer_json(w, ev.dp_row, row_use("dp", ev.dp_row, layout));
   w.end_array();

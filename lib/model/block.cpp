@@ -1,5 +1,6 @@
 #include "model/block.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -33,12 +34,56 @@ I column_width(const BlockLayer& y, const Transformer& m, I tp) {
   return y.out;
 }
 
+// MoE (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022): `tokens` tokens on a GPU each
+// go to top_k experts, each expert taking at most capacity_factor x its even share. The ep GPUs
+// of an expert-parallel group send their tokens to the experts' GPUs, so each of a GPU's
+// experts / ep experts computes on ep x tokens x top_k x capacity / experts tokens.
+I routed_tokens(const Transformer& m, I tokens) {
+  return static_cast<I>(std::ceil(static_cast<double>(tokens * m.moe.top_k) * m.moe.capacity_factor));
+}
+I tokens_per_expert(const Transformer& m, I tokens, I ep) {
+  return static_cast<I>(
+      std::ceil(static_cast<double>(ep * tokens * m.moe.top_k) * m.moe.capacity_factor / static_cast<double>(m.moe.experts)));
+}
+
+// An expert's layer on one GPU, weights split over the tensor-parallel degree as a dense layer's
+// (expert tensor parallelism = tp), repeated for the GPU's experts / ep experts. Its input holds
+// every routed token on every tensor-parallel rank (the dispatch sends them whole), its output
+// is reduce-scattered over tp as a row projection's.
+LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Transformer& m, I tp, I nv, I ep) {
+  const I per_expert = tokens_per_expert(m, tokens, ep);
+  const I local_experts = m.moe.experts / ep;
+  switch (y.role) {
+    case Role::ColumnProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {1, tp, 1, nv}), local_experts);
+    case Role::RowProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {tp, 1, nv, 1}), local_experts);
+    case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / tp)), local_experts);
+    case Role::GatedActivation: return repeated(gated_activation(s, y.name, per_expert * (y.out / tp)), local_experts);
+    default: break;
+  }
+  unsupported(y, "expert");
+}
+
+// The MoE layers outside the experts, for `tokens` tokens per GPU: the router on all of them
+// (replicated over tp), the dispatch of every routed token, the combine of the 1/tp of them each
+// tensor-parallel rank holds after the experts' reduce-scatter.
+LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
+                    const char* strategy) {
+  switch (y.role) {
+    case Role::Router: return linear(s, y.name, 1, tokens, y.in, y.out, {1, 1, 1, 1});
+    case Role::Dispatch: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep);
+    case Role::Combine: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out / t.tp1, t.ep, t.nv_ep);
+    default: break;
+  }
+  unsupported(y, strategy);
+}
+
 // 1d (modules.py mlp_1d, sa_1d): weights split over tp; the residual stream (row projections'
 // reduce-scatter output, dropout, norm) is split over the sequence, gathered before the next block.
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                    const AttentionMode& a) {
   const I l = m.l, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
   const bool rc = a.recompute;
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * l, m, tp, nv, t.ep);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
@@ -54,6 +99,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
         case Operand::Hidden: return dropout(s, y.name, b * l * (y.out / tp));
         case Operand::Residual: return dropout(s, y.name, b * (l / tp) * y.out);
         case Operand::Scores: return dropout(s, y.name, b * (h / tp) * l * l, rc, rc);
+        case Operand::Routed: break;
       }
       break;
     case Role::Norm: return layer_norm(s, y.name, b, l, y.out, tp, nv, norm_of(m));
@@ -64,6 +110,9 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::Embedding:
       return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? l : 0);
     case Role::CrossEntropy: return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), tp, nv, m.logits_dtype);
+    case Role::Router:
+    case Role::Dispatch:
+    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d");
   }
   unsupported(y, "1d");
 }
@@ -117,6 +166,8 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
 LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                      const AttentionMode& /*attention*/) {
   const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1, t2 = t.nv2;
+  // Experts: tokens split over the sequence (tp2), weights over tp1.
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, m1, t1, t.ep);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
@@ -137,6 +188,9 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
     case Role::Norm: return layer_norm(s, y.name, b, l / m2, y.out, m1, t1, norm_of(m));
+    case Role::Router:
+    case Role::Dispatch:
+    case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d-seqp");
@@ -159,13 +213,33 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
     if ((y.role == Dropout && !m.has_dropout()) || (y.role == Bias && !m.bias)) return;
     out.push_back(y);
   };
-  add({"fc1", Mlp, ColumnProjection, Operand::Hidden, e, gated ? 2 * f : f});
-  add({"fc1-bias", Mlp, Bias, Operand::Hidden, 0, gated ? 2 * f : f});
-  add(gated ? BlockLayer{"act1", Mlp, GatedActivation, Operand::Hidden, 0, f}
-            : BlockLayer{"act1", Mlp, Activation, Operand::Hidden, 0, f});
-  add({"dpr1", Mlp, Dropout, Operand::Hidden, 0, f});
-  add({"fc2", Mlp, RowProjection, Operand::Residual, f, e});
-  add({"fc2-bias", Mlp, Bias, Operand::Residual, 0, e});
+  // An MLP of `width` hidden features on `operand` (Hidden: a dense MLP; Routed: each expert's).
+  auto mlp = [&](const char* up, const char* act, const char* down, I width, Operand operand) {
+    const Operand down_operand = operand == Operand::Routed ? operand : Operand::Residual;
+    add({up, Mlp, ColumnProjection, operand, e, gated ? 2 * width : width});
+    add(gated ? BlockLayer{act, Mlp, GatedActivation, operand, 0, width}
+              : BlockLayer{act, Mlp, Activation, operand, 0, width});
+    add({down, Mlp, RowProjection, down_operand, width, e});
+  };
+  if (m.is_moe()) {
+    // Experts without biases or dropout (as Mixtral's); the router's top-k and the weighted sum
+    // of the experts' outputs are elementwise work on e x top_k values per token, left out.
+    add({"router", Mlp, Router, Operand::Residual, e, m.moe.experts});
+    add({"dispatch", Mlp, Dispatch, Operand::Residual, 0, e});
+    mlp("fc1", "act1", "fc2", m.moe.ffn_dim, Operand::Routed);
+    add({"combine", Mlp, Combine, Operand::Residual, 0, e});
+    if (m.moe.shared_experts > 0) {
+      mlp("shared-fc1", "shared-act", "shared-fc2", m.moe.shared_experts * m.moe.ffn_dim, Operand::Hidden);
+    }
+  } else {
+    add({"fc1", Mlp, ColumnProjection, Operand::Hidden, e, gated ? 2 * f : f});
+    add({"fc1-bias", Mlp, Bias, Operand::Hidden, 0, gated ? 2 * f : f});
+    add(gated ? BlockLayer{"act1", Mlp, GatedActivation, Operand::Hidden, 0, f}
+              : BlockLayer{"act1", Mlp, Activation, Operand::Hidden, 0, f});
+    add({"dpr1", Mlp, Dropout, Operand::Hidden, 0, f});
+    add({"fc2", Mlp, RowProjection, Operand::Residual, f, e});
+    add({"fc2-bias", Mlp, Bias, Operand::Residual, 0, e});
+  }
   add({"dpr2", Mlp, Dropout, Operand::Residual, 0, e});
   add({"ln1", Mlp, Norm, Operand::Residual, 0, e, true});
   add({"qkv", Attention, QkvProjection, Operand::Hidden, e, (m.h + 2 * m.kv()) * m.head_dim()});

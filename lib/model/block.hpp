@@ -33,6 +33,9 @@ enum class Role : std::uint8_t {
   Embedding,         // vocabulary-parallel input embedding (`out` = vocabulary), first stage
   VocabProjection,   // LM head GEMM e -> vocabulary, columns split over tensor parallelism, last stage
   CrossEntropy,      // softmax cross-entropy on the vocabulary-split logits, last stage
+  Router,            // MoE router GEMM e -> experts on every token (weights replicated)
+  Dispatch,          // MoE all-to-all of the routed tokens to their experts' GPUs (expert parallelism)
+  Combine,           // MoE all-to-all of the experts' outputs back to their tokens' GPUs
 };
 
 // What an elementwise layer (bias, dropout) acts on, which decides how it is sharded.
@@ -40,6 +43,7 @@ enum class Operand : std::uint8_t {
   Hidden,    // a column projection's output: features split over tensor parallelism
   Residual,  // a row projection's output, the block's residual stream (e wide)
   Scores,    // the attention probabilities (b x heads x l x l)
+  Routed,    // an expert's layer on the tokens routed to it (MoE), repeated for each local expert
 };
 
 struct BlockLayer {
@@ -98,6 +102,8 @@ struct TensorSplit {
   std::int64_t tp1 = 1, tp2 = 1;
   std::int64_t nv1 = 1, nv2 = 1;
   std::int64_t nb = 1;
+  // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
+  std::int64_t ep = 1, nv_ep = 1;
 };
 
 // Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding

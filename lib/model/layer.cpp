@@ -578,6 +578,31 @@ LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local,
   return c;
 }
 
+LayerCost all_to_all(const System& s, const char* name, I elements, I group, I fast) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.kernel = KernelClass::Collective;
+  const double volume = D(elements) * u.elem;
+  c.mem_fwd = 2 * volume;
+  c.mem_bwd = 2 * volume;
+  c.comm_fwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  c.comm_bwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  return c;
+}
+
+LayerCost repeated(LayerCost c, I experts) {
+  const double k = D(experts);
+  for (double* v : {&c.flops_fwd, &c.mem_fwd, &c.activation_buffer, &c.weights_mem, &c.weights_grad_mem, &c.flops_bwd,
+                    &c.mem_bwd}) {
+    *v *= k;
+  }
+  for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= k;
+  }
+  return c;
+}
+
 LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, I vocab_split, I fast,
                         LogitsDtype logits_dtype) {
   const Units u(s);

@@ -140,6 +140,14 @@ LayerCost embedding(const System& s, const char* name, std::int64_t tokens, std:
 // and their exponentials kept for the backward (the activation buffer: tokens x v_local
 // elements of that dtype, the peak of the loss); the maximum, the target's logit and the sum of
 // exponentials of every token are all-reduced (fp32) over the vocabulary group.
+// Mixture-of-experts token exchange (dispatch to the experts, combine back): an all-to-all of
+// `elements` elements per GPU over `group` GPUs (`fast` in the NVLink domain), forward and backward
+// (the gradients return the same way); the permutation reads and writes them once.
+LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, std::int64_t group, std::int64_t fast);
+// `experts` identical layers run back to back (the experts of one GPU, a grouped GEMM): every
+// count times `experts`.
+LayerCost repeated(LayerCost cost, std::int64_t experts);
+
 LayerCost cross_entropy(const System& s, const char* name, std::int64_t tokens, std::int64_t v_local,
                         std::int64_t vocab_split, std::int64_t fast, LogitsDtype logits_dtype);
 

@@ -181,6 +181,18 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   require(m.kv() % t.tp1 == 0 || t.tp1 % m.kv() == 0,
           tp_name + "=" + str(t.tp1) + " neither divides nor is a multiple of the " + str(m.kv()) +
               " key/value heads (replicated key/value heads need tp to be a multiple of them)");
+  require(c.ep >= 1, "ep must be a positive integer, got " + str(c.ep));
+  if (m.is_moe()) {
+    require(m.moe.every == 1, "moe.every=" + str(m.moe.every) +
+                                  ": blocks of two kinds are counted in parameters but not costed (every = 1 is)");
+    require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
+    require(m.moe.experts % c.ep == 0,
+            "ep=" + str(c.ep) + " does not divide the " + str(m.moe.experts) + " experts");
+    require(c.dp % c.ep == 0, "ep=" + str(c.ep) + " does not divide dp=" + str(c.dp) +
+                                  " (the expert-parallel group is drawn from the data-parallel ranks)");
+  } else {
+    require(c.ep == 1, "ep=" + str(c.ep) + " needs a mixture-of-experts model");
+  }
   require(m.depth % c.pp == 0, "pp=" + str(c.pp) + " does not divide depth " + str(m.depth));
   require(global_batch % c.dp == 0,
           "dp=" + str(c.dp) + " does not divide the global batch size " + str(global_batch));
@@ -295,8 +307,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   validate_layout(s, m, c, global_batch);
   Evaluation ev;
-  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, c.tensor, c.attention,
-                                 ev.mlp, ev.sa);
+  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, block_split(c),
+                                 c.attention, ev.mlp, ev.sa);
   StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch, &ev.first_stage, &ev.last_stage);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
