@@ -213,18 +213,12 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
 
 namespace {
 void add_sums(ModuleSums& x, const ModuleSums& y) {
-  x.flops_fwd += y.flops_fwd;
-  x.flops_bwd += y.flops_bwd;
-  x.t_fwd += y.t_fwd;
-  x.t_bwd += y.t_bwd;
-  x.t_fwd_comm += y.t_fwd_comm;
-  x.t_bwd_comm += y.t_bwd_comm;
-  x.t_fwd_comp += y.t_fwd_comp;
-  x.t_bwd_comp += y.t_bwd_comp;
-  x.t_fwd_mem += y.t_fwd_mem;
-  x.t_bwd_mem += y.t_bwd_mem;
-  x.weights_mem += y.weights_mem;
-  x.activation_buffer += y.activation_buffer;
+  for (double ModuleSums::*f :
+       {&ModuleSums::flops_fwd, &ModuleSums::flops_bwd, &ModuleSums::t_fwd, &ModuleSums::t_bwd, &ModuleSums::t_fwd_comm,
+        &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp, &ModuleSums::t_fwd_mem,
+        &ModuleSums::t_bwd_mem, &ModuleSums::weights_mem, &ModuleSums::activation_buffer}) {
+    x.*f += y.*f;
+  }
 }
 
 // The data-parallel all-gather and reduce-scatter of a stage's extra weights (embedding, LM
