@@ -206,6 +206,34 @@ TEST(Vocabulary, LogitsPeakIsBLVBytesOverTp) {
   EXPECT_DOUBLE_EQ(fp32.totals.wts_mem - tied.totals.wts_mem, 500 * 64 * 2e-9);
 }
 
+// The vocabulary's layers by hand: 8 tokens, e = 4, 10 vocabulary rows per GPU of 2.
+//   embedding: weights 10 x 4; forward reads the 8 x 4 / 2 = 16 local row elements and writes
+//   the 32-element partial output, reduce-scattered over the 2 GPUs (64 bytes); backward adds
+//   16 elements into the local rows and writes the dense 40-element table gradient.
+//   cross-entropy, fp32: n = 80 logits; an exp and 3 adds each forward (320 flops); exp kept
+//   (80 x 4 bytes); 3 fp32 values per token all-reduced (96 bytes); backward 80 multiplies and 8
+//   adds, reading the kept 320 bytes and writing 80 bf16 gradients.
+TEST(Vocabulary, EmbeddingAndLossLayers) {
+  const System s = round_system();
+  const LayerCost emb = embedding(s, "embed", 8, 4, 10, 2, 2, 0);
+  EXPECT_DOUBLE_EQ(emb.weights_mem, 40 * 2e-9);
+  EXPECT_DOUBLE_EQ(emb.mem_fwd, 48 * 2e-9);
+  EXPECT_EQ(emb.flops_fwd, 0.0);
+  EXPECT_DOUBLE_EQ(emb.comm_fwd.items[0].volume_gb, 64e-9);
+  EXPECT_EQ(emb.comm_fwd.items[0].type, CommType::ReduceScatter);
+  EXPECT_EQ(emb.comm_bwd.items[0].type, CommType::AllGather);
+  EXPECT_DOUBLE_EQ(emb.flops_bwd, 16e-12);
+  EXPECT_DOUBLE_EQ(emb.mem_bwd, (32 + 40) * 2e-9);
+  const LayerCost loss = cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Fp32);
+  EXPECT_DOUBLE_EQ(loss.flops_fwd, 320e-12);
+  EXPECT_DOUBLE_EQ(loss.activation_buffer, 320e-9);
+  EXPECT_DOUBLE_EQ(loss.comm_fwd.items[0].volume_gb, 96e-9);
+  EXPECT_EQ(loss.comm_fwd.items[0].type, CommType::AllReduce);
+  EXPECT_DOUBLE_EQ(loss.flops_bwd, 88e-12);
+  EXPECT_DOUBLE_EQ(loss.mem_bwd, 320e-9 + 160e-9);
+  EXPECT_DOUBLE_EQ(cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Bf16).activation_buffer, 160e-9);
+}
+
 // Two stages: the embedding on stage 0, the head and loss on stage 1. A 100000-word head on a
 // 64-wide model costs more than a block, so stage 1 bounds the time; stage 0 keeps two
 // micro-batches of activations (1F1B) and stage 1 one plus the logits.
@@ -218,7 +246,7 @@ TEST(Vocabulary, EndStagesAreUnequal) {
   const Evaluation ev = evaluate(round_system(), m, c, 4);
   EXPECT_EQ(ev.model.time_stage, 1);
   EXPECT_EQ(ev.model.memory_stage, 1);
-  // 4 x 1 x 16 x 100000 fp32 logits bytes per GPU... of one micro-batch: 6.4 MB.
+  // The logits of one micro-batch: 1 x 16 x 100000 x 4 bytes = 6.4 MB.
   EXPECT_DOUBLE_EQ(ev.model.logits_mem, 16 * 100000 * 4e-9);
   m.vocab_size = 0;
   const Evaluation bare = evaluate(round_system(), m, c, 4);
