@@ -260,9 +260,6 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   StepCosts out;
   out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast);
   out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp);
-  const ParameterCount params = count_parameters(m);
-  out.model.params = D(params.total);
-  out.model.active_params = D(params.active);
   if (m.vocab_size == 0) {
     out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp, micro_batches);
     out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
@@ -308,6 +305,9 @@ Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I gl
   ev.pp_row = step.pp_row;
   ev.totals = step.totals;
   ev.model = step.model;
+  const ParameterCount params = count_parameters(m);
+  ev.model.params = D(params.total);
+  ev.model.active_params = D(params.active);
   ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
   ev.fits = !(ev.totals.mem > s.hbm_capacity);

@@ -76,7 +76,9 @@ Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t
                     std::int64_t depth, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
                     std::int64_t micro_batches, std::int64_t in_flight);
 
-// Model quantities beside the reference's totals (units: parameters, GB).
+// Model quantities beside the reference's totals (units: parameters, GB). compose_step fills the
+// layout's; params and active_params depend on the model alone (count_parameters, filled by
+// evaluate; a search counts them once).
 struct ModelTotals {
   double params = 0;          // the whole model
   double active_params = 0;   // those one token passes through (differs with MoE)
