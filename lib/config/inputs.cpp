@@ -112,6 +112,30 @@ class Mapping {
     throw InputError(file_ + ": " + key + " must be a positive integer, got " + shown(n));
   }
 
+  std::int64_t non_negative_integer(const std::string& key, const YAML::Node& n) const {
+    if (const std::optional<std::string_view> s = numeric_text(n)) {
+      std::int64_t v = 0;
+      const char* end = s->data() + s->size();
+      const auto [ptr, ec] = std::from_chars(s->data(), end, v, 10);
+      if (ec == std::errc() && ptr == end && v >= 0) return v;
+    }
+    throw InputError(file_ + ": " + key + " must be a non-negative integer, got " + shown(n));
+  }
+
+  // One of `names` (plain scalars), returned as its index.
+  std::size_t choice(const std::string& key, const YAML::Node& n, std::initializer_list<std::string_view> names) const {
+    if (n.IsScalar()) {
+      std::size_t i = 0;
+      for (const std::string_view name : names) {
+        if (n.Scalar() == name) return i;
+        ++i;
+      }
+    }
+    std::string list;
+    for (const std::string_view name : names) list += (list.empty() ? "" : " or ") + std::string(name);
+    throw InputError(file_ + ": " + key + " must be " + list + ", got " + shown(n));
+  }
+
   bool boolean(const std::string& key, const YAML::Node& n) const {
     if (n.IsScalar() && n.Tag() != "!") {
       const std::string& s = n.Scalar();
@@ -254,8 +278,72 @@ System load_system(const fs::path& file) {
   return s;
 }
 
+namespace {
+// The model options beyond the reference's shape (model/transformer.hpp), each checked here.
+void load_model_options(const Mapping& m, Transformer& t) {
+  if (auto n = m.find("num_kv_heads")) {
+    t.kv_heads = m.positive_integer("num_kv_heads", *n);
+    if (t.h % t.kv_heads != 0) {
+      throw InputError(m.file() + ": num_kv_heads=" + std::to_string(t.kv_heads) + " does not divide num_heads=" +
+                       std::to_string(t.h));
+    }
+  }
+  if (auto n = m.find("mlp")) t.mlp = static_cast<MlpKind>(m.choice("mlp", *n, {"gelu", "swiglu"}));
+  if (auto n = m.find("norm")) t.norm = static_cast<NormKind>(m.choice("norm", *n, {"layernorm", "rmsnorm"}));
+  if (auto n = m.find("bias")) t.bias = m.boolean("bias", *n);
+  if (auto n = m.find("causal")) t.causal = m.boolean("causal", *n);
+  if (auto n = m.find("dropout")) {
+    t.dropout = m.number("dropout", *n);
+    if (!(t.dropout >= 0 && t.dropout < 1)) {
+      throw InputError(m.file() + ": dropout must be in [0, 1), got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("vocab_size")) t.vocab_size = m.non_negative_integer("vocab_size", *n);
+  if (auto n = m.find("tie_embeddings")) t.tie_embeddings = m.boolean("tie_embeddings", *n);
+  if (auto n = m.find("learned_positions")) t.learned_positions = m.boolean("learned_positions", *n);
+  if (auto n = m.find("logits_dtype")) {
+    t.logits_dtype = static_cast<LogitsDtype>(m.choice("logits_dtype", *n, {"fp32", "bf16"}));
+  }
+  for (const char* key : {"tie_embeddings", "learned_positions", "logits_dtype"}) {
+    if (t.vocab_size == 0 && m.find(key)) {
+      throw InputError(m.file() + ": " + key + " needs a vocabulary (vocab_size > 0)");
+    }
+  }
+  if (auto n = m.find("moe")) {
+    if (!n->IsMap()) throw InputError(m.file() + ": moe must be a mapping (experts, top_k, ffn_dim, ...), got " +
+                                      Mapping::shown(*n));
+    MoeOptions& o = t.moe;
+    o.ffn_dim = t.f;
+    for (const auto& kv : *n) {
+      const std::string key = kv.first.Scalar();
+      const std::string field = "moe." + key;
+      if (key == "experts") o.experts = m.positive_integer(field, kv.second);
+      else if (key == "top_k") o.top_k = m.positive_integer(field, kv.second);
+      else if (key == "ffn_dim") o.ffn_dim = m.positive_integer(field, kv.second);
+      else if (key == "every") o.every = m.positive_integer(field, kv.second);
+      else if (key == "shared_experts") o.shared_experts = m.non_negative_integer(field, kv.second);
+      else if (key == "capacity_factor") {
+        o.capacity_factor = m.number(field, kv.second);
+        if (!(o.capacity_factor > 0)) throw InputError(m.file() + ": " + field + " must be > 0, got " +
+                                                       Mapping::shown(kv.second));
+      } else {
+        throw InputError(m.file() + ": unknown key '" + field + "'");
+      }
+    }
+    if (o.experts == 0) throw InputError(m.file() + ": missing key 'moe.experts'");
+    if (o.top_k == 0) throw InputError(m.file() + ": missing key 'moe.top_k'");
+    if (o.top_k > o.experts) {
+      throw InputError(m.file() + ": moe.top_k=" + std::to_string(o.top_k) + " exceeds moe.experts=" +
+                       std::to_string(o.experts));
+    }
+  }
+}
+}  // namespace
+
 Transformer load_model(const fs::path& file) {
-  const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples"});
+  const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples",
+                         "num_kv_heads", "mlp", "norm", "bias", "dropout", "causal", "vocab_size", "tie_embeddings",
+                         "learned_positions", "logits_dtype", "moe"});
   Transformer t;
   t.name = default_name(file);
   if (auto n = m.find("name")) t.name = m.text("name", *n);
@@ -276,18 +364,21 @@ Transformer load_model(const fs::path& file) {
     t.dataset_samples = m.number("dataset_samples", *n);
     if (!(t.dataset_samples > 0)) throw InputError(m.file() + ": dataset_samples must be > 0, got " + Mapping::shown(*n));
   }
+  load_model_options(m, t);
   // The cost model counts flops and elements in int64 (up to 16 * 65536-way splits of products of
   // l, h, e and f); beyond this bound those products would overflow.
   constexpr std::int64_t kHeadroom = 16 * 65536;
   std::int64_t attention = 0;
   std::int64_t widest = 0;
   std::int64_t linear = 0;
-  const bool overflow = __builtin_mul_overflow(kHeadroom, t.h, &attention) ||
+  std::int64_t gated = 0;
+  const bool overflow = __builtin_mul_overflow(t.f, std::int64_t{2}, &gated) ||
+                        __builtin_mul_overflow(kHeadroom, t.h, &attention) ||
                         __builtin_mul_overflow(attention, t.l, &attention) ||
                         __builtin_mul_overflow(attention, t.l, &attention) ||
                         __builtin_mul_overflow(t.e, std::int64_t{3}, &widest) ||
                         __builtin_mul_overflow(kHeadroom, t.l, &linear) ||
-                        __builtin_mul_overflow(linear, std::max(t.f, widest), &linear);
+                        __builtin_mul_overflow(linear, std::max({gated, widest, t.vocab_size}), &linear);
   if (overflow) {
     throw InputError(m.file() + ": the model is too large for exact integer arithmetic (seq_len=" +
                      std::to_string(t.l) + ", embed_dim=" + std::to_string(t.e) + ", num_heads=" +
@@ -370,6 +461,27 @@ std::string model_to_yaml(const Transformer& model) {
   // 0 means "not given"; the key is optional and must be > 0 when present.
   if (model.dataset_samples > 0) {
     out += "dataset_samples: " + format_double(model.dataset_samples) + "  # samples per training run\n";
+  }
+  // The options beyond the reference's shape, only where they differ from its block, so a
+  // reference model's text (and every fingerprint made of it) stays as it was.
+  const Transformer reference;
+  if (model.kv_heads > 0) out += "num_kv_heads: " + std::to_string(model.kv_heads) + "\n";
+  if (model.mlp != reference.mlp) out += "mlp: swiglu\n";
+  if (model.norm != reference.norm) out += "norm: rmsnorm\n";
+  if (model.bias != reference.bias) out += "bias: false\n";
+  if (model.dropout != reference.dropout) out += "dropout: " + format_double(model.dropout) + "\n";
+  if (model.causal != reference.causal) out += "causal: true\n";
+  if (model.vocab_size > 0) {
+    out += "vocab_size: " + std::to_string(model.vocab_size) + "\n";
+    out += std::string("tie_embeddings: ") + (model.tie_embeddings ? "true" : "false") + "\n";
+    out += std::string("learned_positions: ") + (model.learned_positions ? "true" : "false") + "\n";
+    out += std::string("logits_dtype: ") + (model.logits_dtype == LogitsDtype::Fp32 ? "fp32" : "bf16") + "\n";
+  }
+  if (model.is_moe()) {
+    const MoeOptions& o = model.moe;
+    out += "moe: {experts: " + std::to_string(o.experts) + ", top_k: " + std::to_string(o.top_k) +
+           ", ffn_dim: " + std::to_string(o.ffn_dim) + ", capacity_factor: " + format_double(o.capacity_factor) +
+           ", every: " + std::to_string(o.every) + ", shared_experts: " + std::to_string(o.shared_experts) + "}\n";
   }
   return out;
 }

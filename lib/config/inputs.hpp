@@ -21,7 +21,10 @@ namespace perfsweep {
 System load_system(const std::filesystem::path& file);
 
 // Keys: name (default: file stem), seq_len, embed_dim, num_heads, depth, ffn_dim
-// (default 4 * embed_dim), dataset_samples (optional, samples per training run, for plots).
+// (default 4 * embed_dim), dataset_samples (optional, samples per training run, for plots), and
+// the options of model/transformer.hpp (docs/models.md): num_kv_heads, mlp (gelu|swiglu), norm
+// (layernorm|rmsnorm), bias, dropout, causal, vocab_size, tie_embeddings, learned_positions,
+// logits_dtype (fp32|bf16), moe {experts, top_k, ffn_dim, capacity_factor, every, shared_experts}.
 Transformer load_model(const std::filesystem::path& file);
 
 // `kind` is "systems", "models" or "sweeps". An argument that is an existing file, contains a '/'

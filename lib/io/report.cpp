@@ -80,7 +80,8 @@ namespace {
 // Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
 template <typename F>
 void for_each_row(const Evaluation& ev, F&& f) {
-  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}}) {
+  for (const auto& [name, mod] : {std::pair{"mlp", &ev.mlp}, {"sa", &ev.sa}, {"embed", &ev.first_stage},
+                                  {"head", &ev.last_stage}}) {
     for (int i = 0; i < mod->count; ++i) f(name, mod->layers[static_cast<std::size_t>(i)]);
   }
   f("dp", ev.dp_row);
@@ -166,6 +167,9 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("modules").begin_object();
   module_json(w, "mlp", ev.mlp, layout);
   module_json(w, "sa", ev.sa, layout);
+  // The vocabulary's layers, only for a model that has one.
+  if (ev.first_stage.count > 0) module_json(w, "embed", ev.first_stage, layout);
+  if (ev.last_stage.count > 0) module_json(w, "head", ev.last_stage, layout);
   w.key("dp").begin_array();
   layer_json(w, ev.dp_row, row_use("dp", ev.dp_row, layout));
   w.end_array();
@@ -184,6 +188,13 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   if (system.calibration) w.key("calibration").value(std::string_view(system.calibration->file));
   w.end_object();
   w.key("throughput").value(ev.throughput);
+  if (ev.model_section) {
+    w.key("model").begin_object();
+    for (const ModelTotalsField& f : kModelTotalsFields) w.key(f.name).value(ev.model.*f.member);
+    w.key("time_stage").value(ev.model.time_stage);
+    w.key("memory_stage").value(ev.model.memory_stage);
+    w.end_object();
+  }
   w.end_object();
   return w.str() + "\n";
 }
@@ -224,6 +235,13 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout, const Syste
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
   o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
+  if (ev.model_section) {
+    for (const ModelTotalsField& f : kModelTotalsFields) {
+      o << f.name << ',' << format_double(ev.model.*f.member) << ',' << f.unit << '\n';
+    }
+    o << "time_stage," << ev.model.time_stage << ",stage\n";
+    o << "memory_stage," << ev.model.memory_stage << ",stage\n";
+  }
   const CommUse use = total_use(ev, layout);
   o << "comm_model," << comm_use_name(use) << ",\n";
   o << "collectives," << use.collectives << ",\n";
@@ -332,6 +350,16 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "HBM capacity", system.hbm_capacity,
                 ev.fits ? "fits" : "DOES NOT FIT");
   o << line;
+  const ModelTotals& mt = ev.model;
+  o << "\nmodel: " << fmt("%.6g", mt.params) << " parameters (" << fmt("%.6g", mt.active_params)
+    << " active per token), " << fmt("%.6g", mt.params_per_gpu) << " per GPU\n";
+  if (model.vocab_size > 0) {
+    o << "  embedding (weights, gradients, optimizer states) " << fmt("%.4f", mt.embedding_mem)
+      << " GB per GPU on stage 0; logits of one micro-batch " << fmt("%.4f", mt.logits_mem) << " GB on stage "
+      << layout.pp - 1 << "\n";
+    o << "  stage " << mt.time_stage << " bounds the time, stage " << mt.memory_stage << " the memory (of "
+      << layout.pp << ")\n";
+  }
   return o.str();
 }
 

@@ -1,6 +1,7 @@
 #include "model/block.hpp"
 
 #include <array>
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -16,6 +17,66 @@ using I = std::int64_t;
 // The reference passes parallelism {'dim1': m2, 'dim2': m1} and topology {'t1': t2, 't2': t1}
 // to 2D layers: dim1 is the sequence (tp2) split, dim2 the feature/head (tp1) split.
 Split2 grid(const TensorSplit& t) { return {t.tp2, t.tp1, t.nv2, t.nv1}; }
+
+NormOptions norm_of(const Transformer& m) { return {m.norm, m.bias}; }
+
+AttentionCoreOptions core_of(const Transformer& m, I tp) {
+  return {kv_heads_per_gpu(m, tp), m.causal, m.has_dropout()};
+}
+
+// Megatron pads the vocabulary to a multiple of the tensor-parallel size
+// (--make-vocab-size-divisible-by): each GPU holds ceil(V / tp) rows or columns.
+I vocab_per_gpu(I vocab, I tp) { return (vocab + tp - 1) / tp; }
+
+// Per-GPU output columns of a column projection, times tp.
+I column_width(const BlockLayer& y, const Transformer& m, I tp) {
+  if (y.role == Role::QkvProjection) return qkv_columns(m, tp);
+  if (y.role == Role::VocabProjection) return vocab_per_gpu(y.out, tp) * tp;
+  return y.out;
+}
+
+// MoE (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022): `tokens` tokens on a GPU each
+// go to top_k experts, each expert taking at most capacity_factor x its even share. The ep GPUs
+// of an expert-parallel group send their tokens to the experts' GPUs, so each of a GPU's
+// experts / ep experts computes on ep x tokens x top_k x capacity / experts tokens.
+I routed_tokens(const Transformer& m, I tokens) {
+  return static_cast<I>(std::ceil(static_cast<double>(tokens * m.moe.top_k) * m.moe.capacity_factor));
+}
+I tokens_per_expert(const Transformer& m, I tokens, I ep) {
+  return static_cast<I>(
+      std::ceil(static_cast<double>(ep * tokens * m.moe.top_k) * m.moe.capacity_factor / static_cast<double>(m.moe.experts)));
+}
+
+// An expert's layer on one GPU, weights split over the tensor-parallel degree as a dense layer's
+// (expert tensor parallelism = tp), repeated for the GPU's experts / ep experts. Its input holds
+// every routed token on every tensor-parallel rank (the dispatch sends them whole), its output
+// is reduce-scattered over tp as a row projection's.
+LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Transformer& m, I tp, I nv, I ep) {
+  const I per_expert = tokens_per_expert(m, tokens, ep);
+  const I local_experts = m.moe.experts / ep;
+  switch (y.role) {
+    case Role::ColumnProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {1, tp, 1, nv}), local_experts);
+    case Role::RowProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {tp, 1, nv, 1}), local_experts);
+    case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / tp)), local_experts);
+    case Role::GatedActivation: return repeated(gated_activation(s, y.name, per_expert * (y.out / tp)), local_experts);
+    default: break;
+  }
+  unsupported(y, "expert");
+}
+
+// The MoE layers outside the experts, for `tokens` tokens per GPU: the router on all of them
+// (replicated over tp), the dispatch of every routed token, the combine of the 1/tp of them each
+// tensor-parallel rank holds after the experts' reduce-scatter.
+LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
+                    const char* strategy) {
+  switch (y.role) {
+    case Role::Router: return linear(s, y.name, 1, tokens, y.in, y.out, {1, 1, 1, 1});
+    case Role::Dispatch: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep);
+    case Role::Combine: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out / t.tp1, t.ep, t.nv_ep);
+    default: break;
+  }
+  unsupported(y, strategy);
+}
 
 // Plain tensor parallelism in place of the reduce-scatter / all-gather pairs: a pass's
 // reduce-scatters of full activations become all-reduces (Megatron's f and g operators).
@@ -34,9 +95,12 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
   const bool rc = a.recompute;
   const bool sp = x.sequence_parallel;
   const I l_residual = sp ? l / tp : l;  // rows of the residual stream on one GPU
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * l, m, tp, nv, t.ep);
   switch (y.role) {
-    case Role::ColumnProjection: {
-      LayerCost c = linear(s, y.name, b, l, y.in, y.out, {1, tp, 1, nv});
+    case Role::ColumnProjection:
+    case Role::QkvProjection:
+    case Role::VocabProjection: {
+      LayerCost c = linear(s, y.name, b, l, y.in, column_width(y, m, tp), {1, tp, 1, nv});
       if (!sp) all_reduce_instead(c.comm_bwd);
       return c;
     }
@@ -49,18 +113,28 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
                                           : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
     case Role::Activation: return activation(s, y.name, b * l * (y.out / tp));
+    case Role::GatedActivation: return gated_activation(s, y.name, b * l * (y.out / tp));
     case Role::Dropout:
       switch (y.operand) {
         case Operand::Hidden: return dropout(s, y.name, b * l * (y.out / tp));
         case Operand::Residual: return dropout(s, y.name, b * l_residual * y.out);
         case Operand::Scores: return dropout(s, y.name, b * (h / tp) * l * l, rc, rc);
+        case Operand::Routed: break;
       }
       break;
-    case Role::Norm: return sp ? layer_norm(s, y.name, b, l, y.out, tp, nv) : layer_norm(s, y.name, b, l, y.out, 1, 1);
-    case Role::AttentionCore: return fused_la(s, y.name, b, l, q, h, tp);
+    case Role::Norm:
+      return sp ? layer_norm(s, y.name, b, l, y.out, tp, nv, norm_of(m))
+                : layer_norm(s, y.name, b, l, y.out, 1, 1, norm_of(m));
+    case Role::AttentionCore: return fused_la(s, y.name, b, l, q, h, tp, core_of(m, tp));
     case Role::AttentionScores: return logits(s, y.name, b, l, q, h, tp, rc);
     case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
     case Role::AttentionValues: return attend(s, y.name, b, l, q, h, tp, rc);
+    case Role::Embedding:
+      return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? l : 0);
+    case Role::CrossEntropy: return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), tp, nv, m.logits_dtype);
+    case Role::Router:
+    case Role::Dispatch:
+    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d");
   }
   unsupported(y, "1d");
 }
@@ -71,13 +145,18 @@ LayerCost shard_context_parallel_attention(const System& s, const BlockLayer& y,
                                            const TensorSplit& t, const char* strategy) {
   const I l = m.l, h = m.h, q = m.e / m.h, m1 = t.tp1, m2 = t.tp2;
   switch (y.role) {
-    case Role::AttentionCore: return fused_la_seqp(s, y.name, b, l, q, h, grid(t));
+    case Role::AttentionCore: return fused_la_seqp(s, y.name, b, l, q, h, grid(t), core_of(m, m1));
     case Role::AttentionScores: return logits_seqp(s, y.name, b, l, q, h, grid(t));
     case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l / m2, l, m1);
     case Role::AttentionValues: return attend_seqp(s, y.name, b, l, q, h, grid(t));
     case Role::Dropout:
       if (y.operand == Operand::Scores) return dropout(s, y.name, b * (h / m1) * (l / m2) * l);
       break;
+    // The vocabulary split over tp1 (heads/features), tokens over tp2.
+    case Role::Embedding:
+      return embedding(s, y.name, b * (l / m2), m.e, vocab_per_gpu(y.out, m1), m1, t.nv1, m.learned_positions ? l : 0);
+    case Role::CrossEntropy:
+      return cross_entropy(s, y.name, b * (l / m2), vocab_per_gpu(y.out, m1), m1, t.nv1, m.logits_dtype);
     default: break;
   }
   unsupported(y, strategy);
@@ -90,13 +169,16 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
   const I l = m.l, m1 = t.tp1, m2 = t.tp2;
   switch (y.role) {
     case Role::ColumnProjection:
-    case Role::RowProjection: return linear_summa(s, y.name, b, l, y.in, y.out, grid(t), t.nb);
+    case Role::QkvProjection:
+    case Role::VocabProjection:
+    case Role::RowProjection: return linear_summa(s, y.name, b, l, y.in, column_width(y, m, m1), grid(t), t.nb);
     case Role::Bias: return bias(s, y.name, b, l, y.out, grid(t));
     case Role::Activation: return activation(s, y.name, b * (l / m2) * (y.out / m1));
+    case Role::GatedActivation: return gated_activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::Dropout:
       if (y.operand != Operand::Scores) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       break;
-    case Role::Norm: return layer_norm_2d(s, y.name, b, l, y.out, grid(t));
+    case Role::Norm: return layer_norm_2d(s, y.name, b, l, y.out, grid(t), norm_of(m));
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d");
@@ -106,8 +188,13 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
 LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                      const AttentionMode& /*attention*/) {
   const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1, t2 = t.nv2;
+  // Experts: tokens split over the sequence (tp2), weights over tp1.
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, m1, t1, t.ep);
   switch (y.role) {
-    case Role::ColumnProjection: return linear_seqp(s, y.name, b, l, y.in, y.out, {1, m1, 1, t1}, m2, t2);
+    case Role::ColumnProjection:
+    case Role::QkvProjection:
+    case Role::VocabProjection:
+      return linear_seqp(s, y.name, b, l, y.in, column_width(y, m, m1), {1, m1, 1, t1}, m2, t2);
     case Role::RowProjection: return linear_seqp(s, y.name, b, l, y.in, y.out, {m1, 1, t1, 1}, m2, t2);
     case Role::Bias:
       // The reference shards the MLP's output bias over the sequence (l/tp2/tp1 rows, e wide) and
@@ -117,11 +204,15 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
       }
       return bias(s, y.name, b, l, y.out, grid(t));
     case Role::Activation: return activation(s, y.name, b * (l / m2) * (y.out / m1));
+    case Role::GatedActivation: return gated_activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::Dropout:
       if (y.operand == Operand::Hidden) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
-    case Role::Norm: return layer_norm(s, y.name, b, l / m2, y.out, m1, t1);
+    case Role::Norm: return layer_norm(s, y.name, b, l / m2, y.out, m1, t1, norm_of(m));
+    case Role::Router:
+    case Role::Dispatch:
+    case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d-seqp");
@@ -129,34 +220,84 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
 
 }  // namespace
 
+I kv_heads_per_gpu(const Transformer& m, I tp) { return m.kv() >= tp ? m.kv() / tp : 1; }
+
+I qkv_columns(const Transformer& m, I tp) { return tp * (m.h / tp + 2 * kv_heads_per_gpu(m, tp)) * m.head_dim(); }
+
 std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode attention) {
   const I e = m.e, f = m.f;
+  const bool gated = m.mlp == MlpKind::SwiGlu;
   using enum Role;
   using enum Sublayer;
-  std::vector<BlockLayer> out = {
-      {"fc1", Mlp, ColumnProjection, Operand::Hidden, e, f},
-      {"fc1-bias", Mlp, Bias, Operand::Hidden, 0, f},
-      {"act1", Mlp, Activation, Operand::Hidden, 0, f},
-      {"dpr1", Mlp, Dropout, Operand::Hidden, 0, f},
-      {"fc2", Mlp, RowProjection, Operand::Residual, f, e},
-      {"fc2-bias", Mlp, Bias, Operand::Residual, 0, e},
-      {"dpr2", Mlp, Dropout, Operand::Residual, 0, e},
-      {"ln1", Mlp, Norm, Operand::Residual, 0, e, true},
-      {"qkv", Attention, ColumnProjection, Operand::Hidden, e, 3 * e},
+  std::vector<BlockLayer> out;
+  // Dropout and bias layers exist only when the model has them.
+  auto add = [&](const BlockLayer& y) {
+    if ((y.role == Dropout && !m.has_dropout()) || (y.role == Bias && !m.bias)) return;
+    out.push_back(y);
   };
-  if (attention.flash) {
-    out.push_back({"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0});
+  // An MLP of `width` hidden features on `operand` (Hidden: a dense MLP; Routed: each expert's).
+  auto mlp = [&](const char* up, const char* act, const char* down, I width, Operand operand) {
+    const Operand down_operand = operand == Operand::Routed ? operand : Operand::Residual;
+    add({up, Mlp, ColumnProjection, operand, e, gated ? 2 * width : width});
+    add(gated ? BlockLayer{act, Mlp, GatedActivation, operand, 0, width}
+              : BlockLayer{act, Mlp, Activation, operand, 0, width});
+    add({down, Mlp, RowProjection, down_operand, width, e});
+  };
+  if (m.is_moe()) {
+    // Experts without biases or dropout (as Mixtral's); the router's top-k and the weighted sum
+    // of the experts' outputs are elementwise work on e x top_k values per token, left out.
+    add({"router", Mlp, Router, Operand::Residual, e, m.moe.experts});
+    add({"dispatch", Mlp, Dispatch, Operand::Residual, 0, e});
+    mlp("fc1", "act1", "fc2", m.moe.ffn_dim, Operand::Routed);
+    add({"combine", Mlp, Combine, Operand::Residual, 0, e});
+    if (m.moe.shared_experts > 0) {
+      mlp("shared-fc1", "shared-act", "shared-fc2", m.moe.shared_experts * m.moe.ffn_dim, Operand::Hidden);
+    }
   } else {
-    out.push_back({"logits", Attention, AttentionScores, Operand::Scores, 0, 0});
-    out.push_back({"softmax", Attention, AttentionSoftmax, Operand::Scores, 0, 0});
-    out.push_back({"dpr_at", Attention, Dropout, Operand::Scores, 0, 0});
-    out.push_back({"attend", Attention, AttentionValues, Operand::Scores, 0, 0});
+    add({"fc1", Mlp, ColumnProjection, Operand::Hidden, e, gated ? 2 * f : f});
+    add({"fc1-bias", Mlp, Bias, Operand::Hidden, 0, gated ? 2 * f : f});
+    add(gated ? BlockLayer{"act1", Mlp, GatedActivation, Operand::Hidden, 0, f}
+              : BlockLayer{"act1", Mlp, Activation, Operand::Hidden, 0, f});
+    add({"dpr1", Mlp, Dropout, Operand::Hidden, 0, f});
+    add({"fc2", Mlp, RowProjection, Operand::Residual, f, e});
+    add({"fc2-bias", Mlp, Bias, Operand::Residual, 0, e});
   }
-  out.push_back({"vproj", Attention, RowProjection, Operand::Residual, e, e});
-  out.push_back({"vproj-bias", Attention, Bias, Operand::Residual, 0, e});
-  out.push_back({"dpr_v", Attention, Dropout, Operand::Residual, 0, e});
-  out.push_back({"ln2", Attention, Norm, Operand::Residual, 0, e});
+  add({"dpr2", Mlp, Dropout, Operand::Residual, 0, e});
+  add({"ln1", Mlp, Norm, Operand::Residual, 0, e, true});
+  add({"qkv", Attention, QkvProjection, Operand::Hidden, e, (m.h + 2 * m.kv()) * m.head_dim()});
+  if (attention.flash) {
+    add({"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0});
+  } else {
+    // Unfused attention expands K and V to every query head (Megatron's legacy path,
+    // repeat_interleave of the key/value groups), so its layers keep the multi-head shapes.
+    add({"logits", Attention, AttentionScores, Operand::Scores, 0, 0});
+    add({"softmax", Attention, AttentionSoftmax, Operand::Scores, 0, 0});
+    add({"dpr_at", Attention, Dropout, Operand::Scores, 0, 0});
+    add({"attend", Attention, AttentionValues, Operand::Scores, 0, 0});
+  }
+  add({"vproj", Attention, RowProjection, Operand::Residual, e, e});
+  add({"vproj-bias", Attention, Bias, Operand::Residual, 0, e});
+  add({"dpr_v", Attention, Dropout, Operand::Residual, 0, e});
+  add({"ln2", Attention, Norm, Operand::Residual, 0, e});
   return out;
+}
+
+StageEnds describe_stage_ends(const Transformer& m, I pp) {
+  StageEnds ends;
+  if (m.vocab_size == 0) return ends;
+  const I v = m.vocab_size, e = m.e;
+  using enum Role;
+  using enum Sublayer;
+  ends.first.layers[0] = {"embed", FirstStage, Embedding, Operand::Residual, 0, v};
+  ends.first.count = 1;
+  ends.last.layers[0] = {"ln_f", LastStage, Norm, Operand::Residual, 0, e};
+  ends.last.layers[1] = {"lm_head", LastStage, VocabProjection, Operand::Hidden, e, v};
+  // Tied weights on one stage are the embedding's; on several stages the last keeps a copy
+  // (Megatron's shared embedding, its gradient all-reduced with the first stage's, not timed).
+  ends.last.layers[1].shares_weights = m.tie_embeddings && pp == 1;
+  ends.last.layers[2] = {"loss", LastStage, CrossEntropy, Operand::Hidden, 0, v};
+  ends.last.count = 3;
+  return ends;
 }
 
 namespace {
@@ -181,7 +322,8 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
   // attention_recompute); flash attention already recomputes inside its kernel.
   if (exec.recompute == Recompute::Selective && !a.flash) a.recompute = true;
   LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec);
-  if (exec.recompute == Recompute::Full) {
+  if (exec.recompute == Recompute::Full && layer.sublayer != Sublayer::FirstStage &&
+      layer.sublayer != Sublayer::LastStage) {
     // The block keeps only its input (the residual stream a stage also sends on) and runs its
     // forward again in the backward.
     c.recompute = true;
@@ -222,6 +364,20 @@ double build_block(const System& s, Strategy strategy, const std::vector<BlockLa
     (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost);
   }
   return p2p_volume_gb;
+}
+
+void build_stage(const System& s, Strategy strategy, const StageLayers& layers, I b, const Transformer& m,
+                 const TensorSplit& split, const AttentionMode& attention, Module& out, const Execution& exec) {
+  out.count = 0;
+  for (int i = 0; i < layers.count; ++i) {
+    const BlockLayer& layer = layers.layers[static_cast<std::size_t>(i)];
+    LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
+    if (layer.shares_weights) {
+      cost.weights_mem = 0;
+      cost.weights_grad_mem = 0;
+    }
+    out.add(s, cost);
+  }
 }
 
 }  // namespace perfsweep

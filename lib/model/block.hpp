@@ -3,6 +3,7 @@
 // the shapes it gets from the model, and each strategy's sharding rules that turn a described
 // layer into its per-GPU cost (the counts of model/layer.hpp). A new layer kind is an entry in
 // describe_block and a case in each strategy's rule; a new strategy is one rule function.
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -12,19 +13,29 @@ namespace perfsweep {
 
 // Which sub-layer of the block a layer belongs to (the reference's MLP and self-attention
 // modules; reports keep them apart as "mlp" and "sa").
-enum class Sublayer : std::uint8_t { Mlp, Attention };
+// FirstStage and LastStage hold the vocabulary's layers outside the blocks: the input embedding
+// on the first pipeline stage, the final norm, LM head and loss on the last.
+enum class Sublayer : std::uint8_t { Mlp, Attention, FirstStage, LastStage };
 
 enum class Role : std::uint8_t {
-  ColumnProjection,  // GEMM whose output features are split over tensor parallelism (fc1, qkv)
+  ColumnProjection,  // GEMM whose output features are split over tensor parallelism (fc1)
+  QkvProjection,     // the column projection to (h + 2 kv) heads, key/value heads replicated when tp > kv
   RowProjection,     // GEMM whose input features are split; its output is reduced (fc2, vproj)
   Bias,              // bias add of a projection's output (`operand`: Hidden or Residual)
   Activation,        // GELU on the hidden features
+  GatedActivation,   // silu(gate) x up: `out` features from the 2 `out` of a gated up-projection
   Dropout,           // dropout on `operand`
   Norm,              // layer norm of the sub-layer's output
   AttentionCore,     // flash attention: scores, softmax, dropout and weighted values in one kernel
   AttentionScores,   // unfused attention: Q K^T
   AttentionSoftmax,  // unfused attention: softmax over the scores
   AttentionValues,   // unfused attention: probabilities times V
+  Embedding,         // vocabulary-parallel input embedding (`out` = vocabulary), first stage
+  VocabProjection,   // LM head GEMM e -> vocabulary, columns split over tensor parallelism, last stage
+  CrossEntropy,      // softmax cross-entropy on the vocabulary-split logits, last stage
+  Router,            // MoE router GEMM e -> experts on every token (weights replicated)
+  Dispatch,          // MoE all-to-all of the routed tokens to their experts' GPUs (expert parallelism)
+  Combine,           // MoE all-to-all of the experts' outputs back to their tokens' GPUs
 };
 
 // What an elementwise layer (bias, dropout) acts on, which decides how it is sharded.
@@ -32,6 +43,7 @@ enum class Operand : std::uint8_t {
   Hidden,    // a column projection's output: features split over tensor parallelism
   Residual,  // a row projection's output, the block's residual stream (e wide)
   Scores,    // the attention probabilities (b x heads x l x l)
+  Routed,    // an expert's layer on the tokens routed to it (MoE), repeated for each local expert
 };
 
 struct BlockLayer {
@@ -44,6 +56,9 @@ struct BlockLayer {
   // Its saved input is the activation a pipeline stage sends to the next (the reference times
   // the transfer with ln1's activation buffer).
   bool stage_input = false;
+  // The LM head of a model with tied embeddings on a one-stage pipeline: its weights are the
+  // embedding's, counted there.
+  bool shares_weights = false;
 };
 
 // How attention runs: the reference's two modes (modules.py sa_*: flash_attention,
@@ -84,7 +99,28 @@ struct Execution {
 // The block of `model` in the reference's layer order: the MLP (fc1, fc1-bias, act1, dpr1, fc2,
 // fc2-bias, dpr2, ln1), then self-attention (qkv, the attention core, vproj, vproj-bias, dpr_v,
 // ln2), where the core is fusedla with flash attention, else logits, softmax, dpr_at, attend.
+// The model's options change the list: no bias layers without biases, no dropout layers with
+// dropout 0, a gated fc1 (e -> 2f) and act1 with SwiGLU, a narrower qkv with fewer key/value
+// heads; norms take the model's norm kind in their sharding rules.
 std::vector<BlockLayer> describe_block(const Transformer& model, AttentionMode attention);
+
+// The layers a pipeline's end stages run besides their blocks (none without a vocabulary):
+// the first stage's input embedding, the last stage's final norm, LM head and loss. Fixed
+// capacity, so the search composes a step without allocating.
+struct StageLayers {
+  std::array<BlockLayer, 3> layers{};
+  int count = 0;
+};
+struct StageEnds {
+  StageLayers first, last;
+};
+StageEnds describe_stage_ends(const Transformer& model, std::int64_t pp);
+
+// Key/value heads on one GPU of a tp-way head split: kv / tp, or one replicated head group
+// when tp > kv (Megatron-Core since 0.16; before, num_query_groups had to be a multiple of tp,
+// modelscope/ms-swift#8219), and the per-GPU qkv width that implies, times tp.
+std::int64_t kv_heads_per_gpu(const Transformer& model, std::int64_t tp);
+std::int64_t qkv_columns(const Transformer& model, std::int64_t tp);
 
 enum class Strategy : std::uint8_t { OneD, TwoD, TwoDSeqp };
 
@@ -94,6 +130,8 @@ struct TensorSplit {
   std::int64_t tp1 = 1, tp2 = 1;
   std::int64_t nv1 = 1, nv2 = 1;
   std::int64_t nb = 1;
+  // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
+  std::int64_t ep = 1, nv_ep = 1;
 };
 
 // Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding
@@ -121,5 +159,10 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
 double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
                  const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
                  Module& sa, const Execution& exec = {});
+
+// One end stage's extra layers for one micro-batch on one GPU, timed.
+void build_stage(const System& s, Strategy strategy, const StageLayers& layers, std::int64_t b,
+                 const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& out,
+                 const Execution& exec = {});
 
 }  // namespace perfsweep

@@ -18,6 +18,7 @@ std::string_view comm_type_name(CommType type) {
     case CommType::Reduce: return "reduce";
     case CommType::Broadcast: return "broadcast";
     case CommType::P2P: return "p2p";
+    case CommType::AllToAll: return "alltoall";
   }
   return "none";
 }
@@ -44,6 +45,18 @@ double analytical_collective_seconds(const System& system, CommType type, double
     return fast_latency * static_cast<double>(n_gpus - 1) + volume_gb / fast_bw;
   }
 
+  const double latency_slow = slow_latency * static_cast<double>(domains - 1);
+  const double latency_fast = fast_latency * static_cast<double>(n_gpus - domains);
+  if (type == CommType::AllToAll) {
+    const double n = static_cast<double>(n_gpus);
+    const double others = (n - 1) / n * volume_gb;
+    if (fast_domain == 1) return slow_latency * (n - 1) + others / slow_bw;
+    if (domains == 1) return fast_latency * (n - 1) + others / fast_bw;
+    const double leaving = (n - static_cast<double>(fast_domain)) / n * volume_gb;
+    const double staying = static_cast<double>(fast_domain - 1) / n * volume_gb;
+    return std::max(leaving / (system.nic_factor * slow_bw), staying / fast_bw) + latency_slow + latency_fast;
+  }
+
   // Ring: each GPU moves (n-1)/n of the buffer; reduce and broadcast are pipelined chains.
   const bool chain = type == CommType::Reduce || type == CommType::Broadcast;
   const double correction = chain ? 1.0 : static_cast<double>(n_gpus - 1) / static_cast<double>(n_gpus);
@@ -58,8 +71,6 @@ double analytical_collective_seconds(const System& system, CommType type, double
   const double t_fast = correction * volume_gb / fast_bw;
   double t = std::max(t_slow, t_fast);
   if (type == CommType::AllReduce) t *= 2;  // reduce-scatter + all-gather
-  const double latency_slow = slow_latency * static_cast<double>(domains - 1);
-  const double latency_fast = fast_latency * static_cast<double>(n_gpus - domains);
   t += (latency_slow + latency_fast);
   return t;
 }

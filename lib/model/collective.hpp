@@ -9,7 +9,7 @@
 
 namespace perfsweep {
 
-enum class CommType : std::uint8_t { None, AllReduce, AllGather, ReduceScatter, Reduce, Broadcast, P2P };
+enum class CommType : std::uint8_t { None, AllReduce, AllGather, ReduceScatter, Reduce, Broadcast, P2P, AllToAll };
 
 std::string_view comm_type_name(CommType type);  // the reference's spelling: "allreduce", "p2p", "none"
 
@@ -17,6 +17,10 @@ std::string_view comm_type_name(CommType type);  // the reference's spelling: "a
 // NVLink domain (the rest of the ring crosses the slow network), by the reference's analytical
 // model. Ring algorithm as NCCL runs it: (n-1)/n of the volume per GPU except for reduce and
 // broadcast; allreduce costs twice on the two-tier path; one latency per ring step on each tier.
+// All-to-all (MoE dispatch and combine): each GPU sends 1/n of its `volume_gb` to each of the
+// other n-1; across domains the (n - fast)/n leaving the domain goes over the GPU's own NICs
+// (no ring shares it) while (fast - 1)/n moves over NVLink, the slower bounding the time, with
+// n-1 pairwise steps of latency as a ring has.
 // Throws ConfigError if fast_domain exceeds the system's NVLink domain, or for a p2p that is not
 // between two GPUs.
 double analytical_collective_seconds(const System& system, CommType type, double volume_gb, std::int64_t n_gpus,

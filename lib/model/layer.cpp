@@ -240,6 +240,23 @@ LayerCost activation(const System& s, const char* name, I m) {
   return c;
 }
 
+// silu(g) x u (Shazeer 2020, "GLU Variants Improve Transformer"): silu(g) = g / (1 + exp(-g)) is
+// an exp, an add, a divide and a multiply, then the product with u: 5 flops per output element.
+// Backward: sigmoid again (3), silu'(g) = s (1 + g (1 - s)) (4), dg = dy u silu'(g) (2),
+// du = dy silu(g) (2): 11 flops. The gate and up halves (2m) are kept for the backward.
+LayerCost gated_activation(const System& s, const char* name, I m) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.kernel = KernelClass::Elementwise;
+  c.flops_fwd = D(m) * u.mult * 5;
+  c.activation_buffer = D(2 * m) * u.elem;
+  c.mem_fwd = D(3 * m) * u.elem;  // read gate and up, write the product
+  c.flops_bwd = D(m) * u.mult * 11;
+  c.mem_bwd = D(3 * m) * u.elem + c.activation_buffer;  // dy in, d(gate, up) out
+  return c;
+}
+
 LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool remat) {
   const Units u(s);
   LayerCost c;
@@ -276,9 +293,22 @@ LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, 
 }
 
 namespace {
-// LayerNorm flop counts shared by the 1D and 2D variants (the reference's "rough" backward).
-void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u) {
+// Row statistics a norm keeps (LayerNorm: mean and std; RMSNorm: the reciprocal rms) and its
+// weights per feature (scale, and LayerNorm's shift unless the model has no biases).
+I norm_statistics(NormOptions o) { return o.kind == NormKind::LayerNorm ? 2 : 1; }
+I norm_weights_per_feature(NormOptions o) { return o.kind == NormKind::LayerNorm && o.shift ? 2 : 1; }
+
+// Norm flop counts shared by the 1D and 2D variants (LayerNorm: the reference's "rough" backward).
+// RMSNorm: squares, their sum, the normalization and the scale forward (3n multiplies, n adds);
+// backward dgamma (n multiplies, n adds) and dx = rstd (g dy - x rstd^2 mean(g dy x)) (4n
+// multiplies, 2n adds).
+void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u, NormOptions o) {
   const I n = b * l_local * e_local;
+  if (o.kind == NormKind::RmsNorm) {
+    c.flops_fwd = D(3 * n) * u.mult + D(n) * u.add;
+    c.flops_bwd = D(5 * n) * u.mult + D(3 * n) * u.add;
+    return;
+  }
   c.flops_fwd = D(2 * n) * u.add;                            // mean
   c.flops_fwd += D(2 * n) * u.add + D(n) * u.mult;           // variance
   c.flops_fwd += D(n) * u.add + D(n) * u.mult;               // normalize
@@ -287,27 +317,27 @@ void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u) {
   c.flops_bwd += D(5 * n) * u.mult + D(4 * b * l_local * (e_local - 1)) * u.add;
 }
 
-void layer_norm_memory(LayerCost& c, I b, I l_local, I e_local, const Units& u) {
+void layer_norm_memory(LayerCost& c, I b, I l_local, I e_local, const Units& u, NormOptions o) {
   const I n = b * l_local * e_local;
   double act_in = D(n) * u.elem;
-  act_in += D(2 * (b * l_local)) * u.elem;  // mean and std
+  act_in += D(norm_statistics(o) * (b * l_local)) * u.elem;  // row statistics
   const double act_out = D(n) * u.elem;
   c.activation_buffer = D(n) * u.elem;
-  c.weights_mem = D(2 * e_local) * u.elem;
+  c.weights_mem = D(norm_weights_per_feature(o) * e_local) * u.elem;
   c.mem_fwd = act_in + act_out + c.weights_mem;
-  c.weights_grad_mem = D(2 * e_local) * u.elem;
+  c.weights_grad_mem = D(norm_weights_per_feature(o) * e_local) * u.elem;
   c.mem_bwd = D(4 * n) * u.elem + c.weights_grad_mem + c.activation_buffer;
 }
 }  // namespace
 
 // LayerNorm on a sequence-sharded input (l/m); all-gather forward, reduce-scatter backward.
-LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t) {
+LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t, NormOptions norm) {
   const Units u(s);
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Norm;
-  layer_norm_flops(c, b, l / m, e, u);
-  layer_norm_memory(c, b, l / m, e, u);
+  layer_norm_flops(c, b, l / m, e, u, norm);
+  layer_norm_memory(c, b, l / m, e, u, norm);
   const double full = m > 1 ? D(b * l * e) * u.elem : 0.0;
   c.comm_fwd = one(coll(full, CommType::AllGather, m, t));
   c.comm_bwd = one(coll(full, CommType::ReduceScatter, m, t));
@@ -316,17 +346,19 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t)
 
 // LayerNorm on a (l/m2, e/m1) block: statistics all-reduced across m1. The reference takes the
 // local embedding as l/m1 (not e/m1); kept, since its published numbers depend on it.
-LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2 p) {
+LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2 p, NormOptions norm) {
   const Units u(s);
   const I m2 = p.dim1, m1 = p.dim2, t1 = p.t2;
   const I l_local = l / m2, e_local = l / m1;
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Norm;
-  layer_norm_flops(c, b, l_local, e_local, u);
-  layer_norm_memory(c, b, l_local, e_local, u);
-  c.comm_fwd = one(coll(m1 > 1 ? D(2 * b * l_local) * u.elem : 0.0, CommType::AllReduce, m1, t1));
-  c.comm_bwd = one(coll(m1 > 1 ? D(2 * e / m1 + 2 * b * l / m2) * u.elem : 0.0, CommType::AllReduce, m1, t1));
+  layer_norm_flops(c, b, l_local, e_local, u, norm);
+  layer_norm_memory(c, b, l_local, e_local, u, norm);
+  // forward: the row statistics; backward: the weight gradients and the rows' reductions
+  const I stats = norm_statistics(norm), weights = norm_weights_per_feature(norm);
+  c.comm_fwd = one(coll(m1 > 1 ? D(stats * b * l_local) * u.elem : 0.0, CommType::AllReduce, m1, t1));
+  c.comm_bwd = one(coll(m1 > 1 ? D(weights * e / m1 + stats * b * l / m2) * u.elem : 0.0, CommType::AllReduce, m1, t1));
   return c;
 }
 
@@ -426,81 +458,168 @@ double softmax_bwd_flops(I bh, I rows, I l, const Units& u) {
 }
 }  // namespace
 
-LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m) {
+// Every flop of flash attention belongs to a score-matrix term (QK^T, softmax, dropout, PV, their
+// gradients and the recomputed forward), so causal masking, which skips the blocks above the
+// diagonal (FlashAttention-2, Dao 2023, section 3.1.1), halves all of them; the memory traffic
+// (Q, K, V, O, statistics) is unchanged.
+constexpr double kCausalFraction = 0.5;
+
+LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, AttentionCoreOptions o) {
   const Units u(s);
   const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
   const I h_local = h / m;
   const I bh = b * h_local;
+  const I bkv = b * (o.kv_local > 0 ? o.kv_local : h_local);  // key/value heads (GQA)
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
   c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
-  c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;           // dropout
+  if (o.dropout) c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;  // dropout
   c.flops_fwd += dot_flops(bh * l * q, l, u);                           // attend
 
   double act_in = D(bh * l * q) * u.elem;       // Q
-  act_in += D(2 * (bh * l * q)) * u.elem;       // K and V
+  act_in += D(2 * (bkv * l * q)) * u.elem;      // K and V
   act_in += D(bh * l) * u.elem;                 // softmax statistics
   const double act_out = D(bh * l * q) * u.elem;
-  c.activation_buffer = D(3 * (bh * l * q)) * u.elem;  // Q, K, V
-  c.activation_buffer += D(bh * l) * u.elem;          // dropout RNG state
+  c.activation_buffer = D(bh * l * q + 2 * (bkv * l * q)) * u.elem;  // Q, K, V
+  if (o.dropout) c.activation_buffer += D(bh * l) * u.elem;          // dropout RNG state
   c.activation_buffer += D(bh * l) * u.elem;          // softmax statistics
   c.activation_buffer += D(bh * l * q) * u.elem;      // output, for the backward pass
   c.mem_fwd = act_in + act_out;
 
   c.flops_bwd = dot_flops(2 * bh * l * q, l, u);                         // dQ, dK
   c.flops_bwd += softmax_bwd_flops(bh, l, l, u) * tensor_core_factor;
-  c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;
+  if (o.dropout) c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;
   c.flops_bwd += dot_flops(bh * l * l, q, u);                            // dA
   c.flops_bwd += dot_flops(bh * l * q, l, u);                            // dV
   c.flops_bwd += dot_flops(bh * l * l, q, u);                            // recomputed logits
   c.flops_bwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // recomputed softmax
-  c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;           // recomputed dropout
-  c.mem_bwd = D(4 * (bh * l * q)) * u.elem + c.activation_buffer;      // dQ, dK, dV, dOut
+  if (o.dropout) c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;  // recomputed dropout
+  c.mem_bwd = D(2 * (bh * l * q) + 2 * (bkv * l * q)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
+  if (o.causal) {
+    c.flops_fwd *= kCausalFraction;
+    c.flops_bwd *= kCausalFraction;
+  }
   return c;
 }
 
 // Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
-LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
+// Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
+// Causal: with the sequence split into 2 m2 chunks and rank i holding chunks i and 2 m2 - 1 - i
+// (the load-balanced chunking of Megatron-Core's context parallelism, docs "context_parallel"),
+// every rank computes half of its rows' score blocks.
+LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p, AttentionCoreOptions o) {
   const Units u(s);
   const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
   const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
   const I l_local = l / m2, h_local = h / m1;
   const I bh = b * h_local;
+  const I kv_local = o.kv_local > 0 ? o.kv_local : h_local;
+  const I bkv = b * kv_local;
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l_local * l, q, u);
   c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  if (o.dropout) c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
   c.flops_fwd += dot_flops(bh * l_local * q, l, u);
 
   double act_in = D(bh * l_local * q) * u.elem;
-  act_in += D(2 * (bh * l * q)) * u.elem;  // gathered K and V
+  act_in += D(2 * (bkv * l * q)) * u.elem;  // gathered K and V
   act_in += D(bh * l_local) * u.elem;
   const double act_out = D(bh * l_local * q) * u.elem;
-  c.activation_buffer = D(3 * (bh * l_local * q)) * u.elem;
-  c.activation_buffer += D(bh * l_local) * u.elem;
+  c.activation_buffer = D(bh * l_local * q + 2 * (bkv * l_local * q)) * u.elem;
+  if (o.dropout) c.activation_buffer += D(bh * l_local) * u.elem;
   c.activation_buffer += D(bh * l_local) * u.elem;
   c.activation_buffer += D(bh * l_local * q) * u.elem;
   c.mem_fwd = act_in + act_out;
-  const double kv = m2 > 1 ? D(2 * b * h_local * l * q) * u.elem : 0.0;
+  const double kv = m2 > 1 ? D(2 * b * kv_local * l * q) * u.elem : 0.0;
   c.comm_fwd = one(coll(kv, CommType::AllGather, m2, t2));
 
   c.flops_bwd = dot_flops(bh * l_local * q, l, u);
   c.flops_bwd += dot_flops(bh * l * q, l_local, u);
   c.flops_bwd += softmax_bwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  if (o.dropout) c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
   c.flops_bwd += dot_flops(bh * l_local * l, q, u);
   c.flops_bwd += dot_flops(bh * l * q, l_local, u);
   c.flops_bwd += dot_flops(bh * l_local * l, q, u);
   c.flops_bwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
-  double grad_mem = D(2 * (bh * l * q)) * u.elem;  // dK, dV before the reduce-scatter
+  if (o.dropout) c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
+  double grad_mem = D(2 * (bkv * l * q)) * u.elem;  // dK, dV before the reduce-scatter
   grad_mem += D(2 * (bh * l_local * q)) * u.elem;  // dQ, dOut
   c.mem_bwd = grad_mem + c.activation_buffer;
   c.comm_bwd = list({coll(kv, CommType::AllGather, m2, t2), coll(kv, CommType::ReduceScatter, m2, t2)});
+  if (o.causal) {
+    c.flops_fwd *= kCausalFraction;
+    c.flops_bwd *= kCausalFraction;
+  }
+  return c;
+}
+
+LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local, I vocab_split, I fast,
+                    I position_rows) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.kernel = KernelClass::Elementwise;
+  c.weights_mem = D(v_local * e + position_rows * e) * u.elem;
+  c.weights_grad_mem = c.weights_mem;
+  const I own_rows = tokens * e / vocab_split;  // on average the tokens whose row is local
+  c.flops_fwd = position_rows > 0 ? D(tokens * e) * u.add : 0.0;
+  // the local rows read, the partial output written (and the position rows read and added)
+  c.mem_fwd = D(own_rows + tokens * e + (position_rows > 0 ? 2 * tokens * e : 0)) * u.elem;
+  const double volume = vocab_split > 1 ? D(tokens * e) * u.elem : 0.0;
+  c.comm_fwd = one(coll(volume, CommType::ReduceScatter, vocab_split, fast));
+  c.flops_bwd = D(own_rows + (position_rows > 0 ? tokens * e : 0)) * u.add;
+  // the gathered output gradient read, the dense table gradient written
+  c.mem_bwd = D(tokens * e) * u.elem + c.weights_grad_mem;
+  c.comm_bwd = one(coll(volume, CommType::AllGather, vocab_split, fast));
+  return c;
+}
+
+LayerCost all_to_all(const System& s, const char* name, I elements, I group, I fast) {
+  const Units u(s);
+  LayerCost c;
+  c.name = name;
+  c.kernel = KernelClass::Collective;
+  const double volume = D(elements) * u.elem;
+  c.mem_fwd = 2 * volume;
+  c.mem_bwd = 2 * volume;
+  c.comm_fwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  c.comm_bwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  return c;
+}
+
+LayerCost repeated(LayerCost c, I experts) {
+  const double k = D(experts);
+  for (double* v : {&c.flops_fwd, &c.mem_fwd, &c.activation_buffer, &c.weights_mem, &c.weights_grad_mem, &c.flops_bwd,
+                    &c.mem_bwd}) {
+    *v *= k;
+  }
+  for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= k;
+  }
+  return c;
+}
+
+LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, I vocab_split, I fast,
+                        LogitsDtype logits_dtype) {
+  const Units u(s);
+  const double logit_size = logits_dtype == LogitsDtype::Fp32 ? 2 * u.elem : u.elem;
+  const I n = tokens * v_local;
+  LayerCost c;
+  c.name = name;
+  c.kernel = KernelClass::Elementwise;
+  // maximum, subtract, exp, sum
+  c.flops_fwd = D(n) * u.exp + D(3 * n) * u.add;
+  c.activation_buffer = D(n) * logit_size;  // exp(logits - max), kept for the backward
+  c.mem_fwd = D(n) * u.elem + c.activation_buffer;
+  // three fp32 values per token: the maximum, the target's logit, the sum of exponentials
+  c.comm_fwd = one(coll(vocab_split > 1 ? D(3 * tokens) * 2 * u.elem : 0.0, CommType::AllReduce, vocab_split, fast));
+  // softmax = exp / sum, minus the one-hot target
+  c.flops_bwd = D(n) * u.mult + D(tokens) * u.add;
+  c.mem_bwd = c.activation_buffer + D(n) * u.elem;
   return c;
 }
 

@@ -7,6 +7,7 @@
 
 #include "model/collective.hpp"
 #include "model/system.hpp"
+#include "model/transformer.hpp"
 
 namespace perfsweep {
 
@@ -88,12 +89,20 @@ LayerCost linear_summa(const System& s, const char* name, std::int64_t b, std::i
                        std::int64_t f, Split2 p, std::int64_t nb);
 LayerCost bias(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t f, Split2 p);
 LayerCost activation(const System& s, const char* name, std::int64_t m);
+// SwiGLU's gate: silu(g) x u on m output elements, reading the 2m of the gated up-projection.
+LayerCost gated_activation(const System& s, const char* name, std::int64_t m);
 LayerCost dropout(const System& s, const char* name, std::int64_t m, bool recompute = false, bool remat = false);
 LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
                   std::int64_t m, bool recompute = false, bool remat = false);
+// A norm's kind and whether it has a shift (LayerNorm's beta; RMSNorm never has one).
+struct NormOptions {
+  NormKind kind = NormKind::LayerNorm;
+  bool shift = true;
+};
 LayerCost layer_norm(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t m,
-                     std::int64_t t);
-LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Split2 p);
+                     std::int64_t t, NormOptions norm = {});
+LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Split2 p,
+                        NormOptions norm = {});
 LayerCost logits(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
                  std::int64_t m, bool recompute = false);
 LayerCost attend(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
@@ -102,9 +111,44 @@ LayerCost logits_seqp(const System& s, const char* name, std::int64_t b, std::in
                       std::int64_t h, Split2 p);
 LayerCost attend_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
                       std::int64_t h, Split2 p);
+// What flash attention does beyond the reference's kernel: key/value heads per GPU (GQA, MQA;
+// 0 = as many as query heads), causal masking (the masked half of every score-matrix term
+// skipped, forward and backward), and whether dropout runs on the probabilities.
+struct AttentionCoreOptions {
+  std::int64_t kv_local = 0;
+  bool causal = false;
+  bool dropout = true;
+};
 LayerCost fused_la(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
-                   std::int64_t m);
+                   std::int64_t m, AttentionCoreOptions options = {});
 LayerCost fused_la_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                        std::int64_t h, Split2 p);
+                        std::int64_t h, Split2 p, AttentionCoreOptions options = {});
+
+// The vocabulary's layers (Megatron-LM megatron/core/tensor_parallel/layers.py
+// VocabParallelEmbedding and cross_entropy.py _VocabParallelCrossEntropy): `tokens` tokens on
+// this GPU, the vocabulary split over `vocab_split` GPUs (v_local = ceil(V / vocab_split) rows
+// or columns each, Megatron's padded vocabulary), `fast` of them in the NVLink domain.
+//
+// Input embedding: a masked lookup in the local rows, then the partial outputs reduce-scattered
+// over the vocabulary group into the sequence-split residual stream (Megatron with sequence
+// parallelism: reduce_scatter_to_sequence_parallel_region); the backward all-gathers the output
+// gradient and scatter-adds it into the local rows. `position_rows` rows of a learned position
+// table (replicated) are added to every token.
+LayerCost embedding(const System& s, const char* name, std::int64_t tokens, std::int64_t e, std::int64_t v_local,
+                    std::int64_t vocab_split, std::int64_t fast, std::int64_t position_rows);
+// Softmax cross-entropy on the vocabulary-split logits: the logits are read in `logits_dtype`
+// and their exponentials kept for the backward (the activation buffer: tokens x v_local
+// elements of that dtype, the peak of the loss); the maximum, the target's logit and the sum of
+// exponentials of every token are all-reduced (fp32) over the vocabulary group.
+// Mixture-of-experts token exchange (dispatch to the experts, combine back): an all-to-all of
+// `elements` elements per GPU over `group` GPUs (`fast` in the NVLink domain), forward and backward
+// (the gradients return the same way); the permutation reads and writes them once.
+LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, std::int64_t group, std::int64_t fast);
+// `experts` identical layers run back to back (the experts of one GPU, a grouped GEMM): every
+// count times `experts`.
+LayerCost repeated(LayerCost cost, std::int64_t experts);
+
+LayerCost cross_entropy(const System& s, const char* name, std::int64_t tokens, std::int64_t v_local,
+                        std::int64_t vocab_split, std::int64_t fast, LogitsDtype logits_dtype);
 
 }  // namespace perfsweep

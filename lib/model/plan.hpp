@@ -4,6 +4,7 @@
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include "model/block.hpp"
@@ -17,10 +18,23 @@ struct Layout {
   std::int64_t dp = 1, pp = 1, mbs = 1;
   TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
   std::int64_t nv_dp = 1, nv_pp = 1;
+  // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
+  // (Megatron-Core draws the expert-parallel group from the data-parallel ranks).
+  std::int64_t ep = 1;
   AttentionMode attention;
   Execution exec;
   std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
 };
+
+// The tensor split a block is built with: the layout's, with its expert-parallel group, whose
+// NVLink share is the part of the data-parallel group's (expert-parallel ranks are consecutive
+// data-parallel ranks).
+inline TensorSplit block_split(const Layout& c) {
+  TensorSplit t = c.tensor;
+  t.ep = c.ep;
+  t.nv_ep = std::gcd(c.ep, c.nv_dp);
+  return t;
+}
 
 // What distinguishes a strategy in the step (its sharding rules are in model/block.cpp).
 struct StrategyPlan {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "core/error.hpp"
+#include "model/parameters.hpp"
 
 namespace perfsweep {
 namespace {
@@ -133,10 +135,11 @@ std::string result_schema() {
 }
 
 StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
-                       I micro_batches, const Execution& exec) {
+                       I in_flight, const Execution& exec, double extra_weights, double extra_activations) {
   const double layers = D(depth / pp);
   StepMemory x;
   x.weights = weights_per_block * layers;
+  x.weights += extra_weights;
   x.weight_grads = x.weights;
   if (exec.params == ParamLayout::Reference && exec.zero == 1) {
     // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
@@ -158,16 +161,18 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
     if (exec.zero >= 2) grads /= shards;
     if (exec.zero >= 3) {
       weights /= shards;
-      // the gathered parameters of the block being computed
-      copies = copies / layers + (exec.params == ParamLayout::Amp ? 2 : 1) * weights_per_block;
+      // only the gathered parameters of the block being computed are whole
+      copies = (exec.params == ParamLayout::Amp ? 3 : 1) * weights_per_block;
     }
     x.weights = weights + copies;
     x.weight_grads = grads;
     x.optimizer_states = optimizer;
   }
   double acts = activations_per_block * layers;
-  // 1F1B: at most pp micro-batches of activations are alive at once
-  acts *= D(micro_batches >= pp ? pp : micro_batches);
+  acts += extra_activations;
+  // 1F1B: stage k keeps the activations of min(micro-batches, pp - k) micro-batches
+  acts *= D(in_flight);
+  // interleaved: the first stage holds pp (1 + (pp - 1) / (pp V)) micro-batches' worth
   if (exec.interleave > 1) acts *= 1 + D(pp - 1) / D(pp * exec.interleave);
   x.activations = acts;
   x.total = x.weights + x.weight_grads + x.optimizer_states + acts;
@@ -176,16 +181,26 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
 
 Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I depth, I pp, I dp, I seqp,
                    I micro_batches, const Execution& exec) {
+  return stage_totals(b, ModuleSums{}, t_dp_comm, t_pp_comm, depth, pp, dp, seqp, micro_batches,
+                      micro_batches >= pp ? pp : micro_batches, exec);
+}
+
+// The extra layers' terms are added after the reference's products, so that with none (zeros)
+// every field keeps the reference's last digit.
+Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm, double t_pp_comm, I depth, I pp,
+                    I dp, I seqp, I micro_batches, I in_flight, const Execution& exec) {
   const ModuleSums& m = b.mlp;
   const ModuleSums& a = b.sa;
   const double layers = D(depth / pp);
   const double nmb = D(micro_batches);
   Totals x;
   x.flops_per_gpu = (m.flops_fwd + m.flops_bwd + a.flops_fwd + a.flops_bwd) * layers * nmb;
+  x.flops_per_gpu += (e.flops_fwd + e.flops_bwd) * nmb;
   const double t_fwd = m.t_fwd + a.t_fwd;  // one layer, one micro-batch
   const double t_bwd = m.t_bwd + a.t_bwd;
   double t = (t_fwd + t_bwd) * nmb;
   t *= layers;
+  t += (e.t_fwd + e.t_bwd) * nmb;
   x.t_pp_comm = t_pp_comm;
   t += t_pp_comm;
   x.t_bubble = D(pp - 1) * (t / nmb);
@@ -196,7 +211,7 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
   x.t = t;
 
   const StepMemory mem = step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth,
-                                     pp, dp, seqp, micro_batches, exec);
+                                     pp, dp, seqp, in_flight, exec, e.weights_mem, e.activation_buffer);
   x.wts_mem = mem.weights;
   x.wts_grad_mem = mem.weight_grads;
   x.wts_optimizer_states_mem = mem.optimizer_states;
@@ -205,10 +220,13 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
 
   x.t_tp_comm = (m.t_fwd_comm + m.t_bwd_comm + a.t_fwd_comm + a.t_bwd_comm) * nmb;
   x.t_tp_comm *= layers;
+  x.t_tp_comm += (e.t_fwd_comm + e.t_bwd_comm) * nmb;
   x.t_comp = (m.t_fwd_comp + m.t_bwd_comp + a.t_fwd_comp + a.t_bwd_comp) * nmb;
   x.t_comp *= layers;
+  x.t_comp += (e.t_fwd_comp + e.t_bwd_comp) * nmb;
   x.t_mem = (m.t_fwd_mem + m.t_bwd_mem + a.t_fwd_mem + a.t_bwd_mem) * nmb;
   x.t_mem *= layers;
+  x.t_mem += (e.t_fwd_mem + e.t_bwd_mem) * nmb;
 
   x.comp_frac = x.t_comp / t;
   x.tp_comm_frac = x.t_tp_comm / t;
@@ -244,6 +262,22 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
           "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");
   require(!(c.attention.flash && c.attention.recompute),
           "attention recompute goes with unfused attention; flash attention recomputes inside its kernel");
+  require(m.h % m.kv() == 0, "num_kv_heads=" + str(m.kv()) + " does not divide the " + str(m.h) + " heads");
+  require(m.kv() % t.tp1 == 0 || t.tp1 % m.kv() == 0,
+          tp_name + "=" + str(t.tp1) + " neither divides nor is a multiple of the " + str(m.kv()) +
+              " key/value heads (replicated key/value heads need tp to be a multiple of them)");
+  require(c.ep >= 1, "ep must be a positive integer, got " + str(c.ep));
+  if (m.is_moe()) {
+    require(m.moe.every == 1, "moe.every=" + str(m.moe.every) +
+                                  ": blocks of two kinds are counted in parameters but not costed (every = 1 is)");
+    require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
+    require(m.moe.experts % c.ep == 0,
+            "ep=" + str(c.ep) + " does not divide the " + str(m.moe.experts) + " experts");
+    require(c.dp % c.ep == 0, "ep=" + str(c.ep) + " does not divide dp=" + str(c.dp) +
+                                  " (the expert-parallel group is drawn from the data-parallel ranks)");
+  } else {
+    require(c.ep == 1, "ep=" + str(c.ep) + " needs a mixture-of-experts model");
+  }
   const Execution& x = c.exec;
   require(x.zero >= 0 && x.zero <= 3, "zero must be 0, 1, 2 or 3, got " + str(x.zero));
   require(x.sequence_parallel || one_d, "sequence parallelism off (--sp off) is modeled for 1d only");
@@ -279,28 +313,105 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
                                      str(s.nvlink_size));
 }
 
+namespace {
+void add_sums(ModuleSums& x, const ModuleSums& y) {
+  for (double ModuleSums::*f :
+       {&ModuleSums::flops_fwd, &ModuleSums::flops_bwd, &ModuleSums::t_fwd, &ModuleSums::t_bwd, &ModuleSums::t_fwd_comm,
+        &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp, &ModuleSums::t_fwd_mem,
+        &ModuleSums::t_bwd_mem, &ModuleSums::weights_mem, &ModuleSums::activation_buffer}) {
+    x.*f += y.*f;
+  }
+}
+
+// The data-parallel all-gather and reduce-scatter of a stage's extra weights (embedding, LM
+// head). The embedding's gradient is the last of the backward on the first stage, so nothing
+// hides it: counted exposed on both stages.
+double extra_dp_seconds(const System& s, double weights_gb, I group, I fast) {
+  if (weights_gb <= 0 || group <= 1) return 0;
+  return collective_seconds(s, CommType::AllGather, weights_gb, group, fast) +
+         collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);
+}
+
+// Timing fields from the stage that bounds time, memory fields from the one that bounds memory.
+Totals merge_stages(const Totals& slowest, const Totals& fullest) {
+  Totals x = slowest;
+  x.mem = fullest.mem;
+  x.wts_mem = fullest.wts_mem;
+  x.wts_grad_mem = fullest.wts_grad_mem;
+  x.wts_optimizer_states_mem = fullest.wts_optimizer_states_mem;
+  x.acts_mem = fullest.acts_mem;
+  return x;
+}
+
+// The loss layer's kept logits: the last stage's transient peak.
+double logits_gb(const Module& last) {
+  for (int i = 0; i < last.count; ++i) {
+    const LayerCost& c = last.layers[static_cast<std::size_t>(i)].cost;
+    if (std::string_view(c.name) == "loss") return c.activation_buffer;
+  }
+  return 0;
+}
+}  // namespace
+
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, const BlockSummary& block,
-                       I global_batch) {
+                       I global_batch, Module* first_stage, Module* last_stage) {
   const StrategyPlan& plan = plan_of(c.strategy);
   const I micro_batches = global_batch / c.dp / c.mbs;
+  const I seqp = optimizer_shards_beyond_dp(plan, c);
+  const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, dp_group(plan, c), dp_group_fast(plan, c), true,
-                             data_parallel_traffic(c.exec));
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, data_parallel_traffic(c.exec));
   out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
-  out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp,
-                           optimizer_shards_beyond_dp(plan, c), micro_batches, c.exec);
+  if (m.vocab_size == 0) {
+    out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp, micro_batches, c.exec);
+    out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
+    return out;
+  }
+  const StageEnds ends = describe_stage_ends(m, c.pp);
+  Module first_local, last_local;
+  Module& first = first_stage != nullptr ? *first_stage : first_local;
+  Module& last = last_stage != nullptr ? *last_stage : last_local;
+  build_stage(s, c.strategy, ends.first, c.mbs, m, c.tensor, c.attention, first, c.exec);
+  build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
+  ModuleSums first_sums = sum_module(first);
+  const ModuleSums last_sums = sum_module(last);
+  const double t_dp_first = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
+  out.model.embedding_mem = first_sums.weights_mem * (2 + 6 / D(c.dp * seqp));
+  out.model.logits_mem = logits_gb(last);
+  if (c.pp == 1) {
+    add_sums(first_sums, last_sums);
+    const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
+    out.totals =
+        stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec);
+  } else {
+    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast);
+    const Totals head = stage_totals(block, first_sums, t_dp_first, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
+                                     micro_batches, std::min(micro_batches, c.pp), c.exec);
+    const Totals tail = stage_totals(block, last_sums, t_dp_last, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
+                                     micro_batches, 1, c.exec);
+    const bool tail_slower = tail.t > head.t, tail_fuller = tail.mem > head.mem;
+    out.totals = merge_stages(tail_slower ? tail : head, tail_fuller ? tail : head);
+    out.model.time_stage = tail_slower ? c.pp - 1 : 0;
+    out.model.memory_stage = tail_fuller ? c.pp - 1 : 0;
+  }
+  out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
   return out;
 }
 
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   validate_layout(s, m, c, global_batch);
   Evaluation ev;
-  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, c.tensor, c.attention,
-                                 ev.mlp, ev.sa, c.exec);
-  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch);
+  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, block_split(c),
+                                 c.attention, ev.mlp, ev.sa, c.exec);
+  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch, &ev.first_stage, &ev.last_stage);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
   ev.totals = step.totals;
+  ev.model = step.model;
+  const ParameterCount params = count_parameters(m);
+  ev.model.params = D(params.total);
+  ev.model.active_params = D(params.active);
+  ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
   ev.fits = !(ev.totals.mem > s.hbm_capacity);
   return ev;

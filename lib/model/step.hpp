@@ -81,14 +81,16 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
 
 // Memory per GPU (GB) of a stage of depth/pp blocks: weights, their gradients, fp32 master
 // weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
-// ZeRO stage says, and the activations of at most pp micro-batches in flight (1F1B; interleaved,
-// the first stage holds pp (1 + (pp - 1) / (pp V)) micro-batches' worth, Korthikanti et al. 2022
-// sec. 4.2.3). It does not depend on the NVLink placement.
+// ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
+// pp) on the first stage; interleaved, the first stage holds pp (1 + (pp - 1) / (pp V))
+// micro-batches' worth, Korthikanti et al. 2022 sec. 4.2.3). `extra_*`: the stage's layers beside
+// its blocks (embedding, LM head). It does not depend on the NVLink placement.
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
-                       std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches, const Execution& exec = {});
+                       std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
+                       double extra_weights = 0, double extra_activations = 0);
 
 // The layout of a result row: every configuration key (kConfigKeys, with the strategies that
 // have it) and totals field, in order. Journals fingerprint it, so records written by a build
@@ -100,21 +102,63 @@ std::string result_schema();
 Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm, std::int64_t depth, std::int64_t pp,
                    std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches, const Execution& exec = {});
 
+// The totals of one pipeline stage that runs `extra` layers (summed, one micro-batch) beside its
+// depth / pp blocks and holds the activations of `in_flight` micro-batches. With no extra
+// layers and in_flight = min(micro_batches, pp) it is step_totals, to the last bit.
+Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
+                    std::int64_t depth, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
+                    std::int64_t micro_batches, std::int64_t in_flight, const Execution& exec = {});
+
+// Model quantities beside the reference's totals (units: parameters, GB). compose_step fills the
+// layout's; params and active_params depend on the model alone (count_parameters, filled by
+// evaluate; a search counts them once).
+struct ModelTotals {
+  double params = 0;          // the whole model
+  double active_params = 0;   // those one token passes through (differs with MoE)
+  double params_per_gpu = 0;  // weights held by one GPU of the stage that bounds memory
+  double embedding_mem = 0;   // GB per GPU: the input embedding's weights, gradients and optimizer states
+  double logits_mem = 0;      // GB per GPU: the loss's logits of one micro-batch (b l V / tp elements)
+  std::int64_t time_stage = 0;    // the pipeline stage (0-based) whose time decides the step
+  std::int64_t memory_stage = 0;  // the stage with the most memory, which decides whether it fits
+};
+
+struct ModelTotalsField {
+  const char* name;
+  double ModelTotals::*member;
+  const char* unit;
+};
+inline constexpr std::array<ModelTotalsField, 5> kModelTotalsFields{{
+    {"params", &ModelTotals::params, "parameters"},
+    {"active_params", &ModelTotals::active_params, "parameters"},
+    {"params_per_gpu", &ModelTotals::params_per_gpu, "parameters"},
+    {"embedding_mem", &ModelTotals::embedding_mem, "GB"},
+    {"logits_mem", &ModelTotals::logits_mem, "GB"},
+}};
+
 // The step around one block: DP and PP communication and the totals.
 struct StepCosts {
   LayerResult dp_row, pp_row;
   Totals totals;
+  ModelTotals model;
 };
 
-// The one composition of a step from a block's summary, used by evaluate and the search.
+// The one composition of a step from a block's summary, used by evaluate and the search. With a
+// vocabulary, the end stages run the embedding (first) and the final norm, LM head and loss
+// (last); the slowest stage decides the time fields of the totals, the fullest the memory
+// fields. `first_stage` and `last_stage`, when given, receive those layers' timed rows.
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
-                       std::int64_t global_batch);
+                       std::int64_t global_batch, Module* first_stage = nullptr, Module* last_stage = nullptr);
 
 // Everything about one configuration: the per-layer tables, DP and PP rows and totals.
 struct Evaluation {
   Module mlp, sa;
+  Module first_stage, last_stage;  // the vocabulary's layers (empty without a vocabulary)
   LayerResult dp_row, pp_row;
   Totals totals;
+  ModelTotals model;
+  // Whether reports carry the model section: for a model with options beyond the reference's,
+  // so that a reference model's JSON and CSV stay the reference's.
+  bool model_section = false;
   double throughput = 0;  // samples/s = global batch / step time
   bool fits = false;      // totals.mem <= hbm_capacity
 };

@@ -1,10 +1,36 @@
 #pragma once
 // Shape of the transformer being trained. The short names are the reference's symbols:
 // l = sequence length, e = embedding dim, h = heads, f = MLP hidden dim, depth = layers.
+// Every option beyond the reference's shape defaults to the reference's block (GELU MLP,
+// LayerNorm, biases, dropout, full multi-head non-causal attention, no vocabulary), so a model
+// that leaves them out is costed exactly as the reference costs it.
 #include <cstdint>
 #include <string>
 
 namespace perfsweep {
+
+enum class MlpKind : std::uint8_t {
+  Gelu,    // fc1 e -> f, GELU, fc2 f -> e (the reference)
+  SwiGlu,  // gated: fc1 e -> 2f (gate and up), silu(gate) x up, fc2 f -> e (Shazeer 2020)
+};
+enum class NormKind : std::uint8_t {
+  LayerNorm,  // mean and variance, scale and shift (the reference)
+  RmsNorm,    // root mean square, scale only (Zhang and Sennrich 2019)
+};
+enum class LogitsDtype : std::uint8_t { Fp32, Bf16 };
+
+// Mixture of experts in the MLP of every `every`-th block (Switch/GShard/Mixtral style):
+// a router GEMM e -> experts, top_k experts per token, each expert an MLP of ffn_dim hidden
+// features (of the model's `mlp` kind), plus `shared_experts` always-active experts. experts = 0:
+// a dense model. Counted in parameters; the cost model does not time MoE blocks yet.
+struct MoeOptions {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t ffn_dim = 0;
+  double capacity_factor = 1.0;
+  std::int64_t every = 1;
+  std::int64_t shared_experts = 0;
+};
 
 struct Transformer {
   std::string name;
@@ -15,6 +41,30 @@ struct Transformer {
   std::int64_t f = 0;      // ffn_dim (4 e unless given)
   // Optional, for plots: samples per training run (tokens / l for LLMs, samples x epochs for ViT).
   double dataset_samples = 0;
+
+  std::int64_t kv_heads = 0;  // num_kv_heads: key/value heads (GQA, MQA); 0 = h (multi-head)
+  MlpKind mlp = MlpKind::Gelu;
+  NormKind norm = NormKind::LayerNorm;
+  bool bias = true;        // projections' bias adds (and a LayerNorm's shift)
+  double dropout = 0.1;    // probability; only 0 versus > 0 changes costs (0: no dropout layers)
+  bool causal = false;     // causal flash attention skips the masked half of the score matrix
+
+  std::int64_t vocab_size = 0;  // 0: no embedding, LM head or loss (the reference)
+  bool tie_embeddings = false;  // the LM head reuses the input embedding's weights
+  bool learned_positions = false;  // a learned position table (seq_len x e) beside the token embedding
+  LogitsDtype logits_dtype = LogitsDtype::Fp32;  // the dtype the cross-entropy reads the logits in
+  MoeOptions moe;
+
+  std::int64_t kv() const { return kv_heads > 0 ? kv_heads : h; }
+  std::int64_t head_dim() const { return e / h; }
+  bool has_dropout() const { return dropout > 0; }
+  bool is_moe() const { return moe.experts > 0; }
+  // Whether any option departs from the reference's block (reports add the model's section then).
+  bool extends_reference() const {
+    const Transformer r;
+    return kv_heads > 0 || mlp != r.mlp || norm != r.norm || bias != r.bias || dropout != r.dropout ||
+           causal != r.causal || vocab_size > 0 || is_moe();
+  }
 };
 
 }  // namespace perfsweep

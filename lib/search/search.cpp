@@ -217,8 +217,11 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
           return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, c.exec);
         });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
-    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, micro_batches, c.exec)
-                 .total > sys.hbm_capacity);
+    const std::int64_t in_flight = std::min(micro_batches, c.pp);
+    // The blocks alone: a stage's embedding or LM head only adds memory, so this never drops a
+    // configuration that fits.
+    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec).total >
+             sys.hbm_capacity);
   };
 
   auto leaf = [&]() {

@@ -1,0 +1,25 @@
+#pragma once
+// Parameter counts of a model, from its shape alone (no parallelism): what a model card
+// publishes, and what the cost model's weights add up to on one GPU of a parallel layout.
+#include <cstdint>
+
+#include "model/transformer.hpp"
+
+namespace perfsweep {
+
+struct ParameterCount {
+  std::int64_t total = 0;      // every weight of the model
+  std::int64_t active = 0;     // the weights one token passes through (MoE: top_k of the routed experts)
+  std::int64_t embedding = 0;  // input embedding (and learned positions)
+  std::int64_t head = 0;       // LM head, 0 when tied to the embedding
+  std::int64_t per_block = 0;  // one dense block (MoE blocks are counted in total and active)
+};
+
+// Blocks: qkv e x (h + 2 kv) e/h and the output projection e x e; the MLP e x f and f x e (gated:
+// e x 2f); biases of those when the model has them; two norms (scale, and a LayerNorm's shift
+// with biases). MoE blocks (every `every`-th, the last of each group): a router e x experts, the
+// routed and shared experts, each an MLP of moe.ffn_dim. With a vocabulary: the embedding V x e
+// (plus seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
+ParameterCount count_parameters(const Transformer& model);
+
+}  // namespace perfsweep

@@ -1,0 +1,309 @@
+// The model options of model/transformer.hpp, each against numbers worked out by hand on the
+// made-up system of common/round_system.hpp (tensor cores 100 TFLOP/s, vector units 10, so
+// flash attention's softmax and dropout flops count 10x; 2-byte elements). Counts are in TFLOP
+// (1e-12 per flop) and GB (1e-9 per byte).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/round_system.hpp"
+#include "model/block.hpp"
+#include "model/collective.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep {
+namespace {
+
+using test::config_error;
+using test::round_system;
+
+Transformer small(std::int64_t e, std::int64_t h, std::int64_t f, std::int64_t l) {
+  Transformer m;
+  m.name = "small";
+  m.e = e;
+  m.h = h;
+  m.f = f;
+  m.l = l;
+  m.depth = 2;
+  return m;
+}
+
+const BlockLayer& layer_named(const std::vector<BlockLayer>& block, const std::string& name) {
+  for (const BlockLayer& y : block) {
+    if (name == y.name) return y;
+  }
+  throw ConfigError("no layer " + name);
+}
+
+std::vector<std::string> names(const std::vector<BlockLayer>& block) {
+  std::vector<std::string> out;
+  for (const BlockLayer& y : block) out.emplace_back(y.name);
+  return out;
+}
+
+LayerCost shard_1d(const Transformer& m, const std::string& name, std::int64_t b, std::int64_t tp) {
+  const std::vector<BlockLayer> block = describe_block(m, {});
+  return shard_layer(round_system(), Strategy::OneD, layer_named(block, name), b, m, {tp, 1, 1, 1, 1}, {});
+}
+
+// GQA: e = 1024, 16 heads of 64, 4 key/value heads: qkv is 1024 -> (16 + 2 x 4) x 64 = 1536.
+TEST(GroupedQueryAttention, QkvWidthAndReplicatedKeyValueHeads) {
+  Transformer m = small(1024, 16, 4096, 128);
+  m.kv_heads = 4;
+  EXPECT_EQ(layer_named(describe_block(m, {}), "qkv").out, 1536);
+  // tp = 2: 8 query heads and 2 key/value heads per GPU, (8 + 4) x 64 = 768 columns.
+  EXPECT_EQ(kv_heads_per_gpu(m, 2), 2);
+  EXPECT_EQ(qkv_columns(m, 2), 2 * 768);
+  // tp = 8 > 4 key/value heads: each GPU keeps one whole group, (2 + 2) x 64 = 256 columns.
+  EXPECT_EQ(kv_heads_per_gpu(m, 8), 1);
+  EXPECT_EQ(qkv_columns(m, 8), 8 * 256);
+  EXPECT_DOUBLE_EQ(shard_1d(m, "qkv", 1, 8).weights_mem, 1024 * 256 * 2e-9);
+  // Multi-head attention is 3e wide at any tp.
+  m.kv_heads = 0;
+  EXPECT_EQ(qkv_columns(m, 8), 3 * 1024);
+}
+
+// Key/value heads and tensor parallelism: one divides the other, or the layout is refused.
+TEST(GroupedQueryAttention, TensorParallelismMustDivideOrReplicateKeyValueHeads) {
+  Transformer m = small(1536, 24, 6144, 128);
+  m.kv_heads = 6;
+  Layout c;
+  c.tensor.tp1 = 2;  // 3 key/value heads per GPU
+  EXPECT_EQ(config_error([&] { validate_layout(round_system(), m, c, 1); }), "");
+  c.tensor.tp1 = 12;  // 2 replicas of each of the 6
+  EXPECT_EQ(config_error([&] { validate_layout(round_system(), m, c, 1); }), "");
+  c.tensor.tp1 = 4;
+  EXPECT_EQ(config_error([&] { validate_layout(round_system(), m, c, 1); }),
+            "tp=4 neither divides nor is a multiple of the 6 key/value heads (replicated key/value heads need tp "
+            "to be a multiple of them)");
+}
+
+// Flash attention, b = 1, l = 128, 16 query heads of 64, 4 key/value heads, no dropout:
+//   kept: Q 16 x 128 x 64 = 131072, K and V 2 x 4 x 128 x 64 = 65536, statistics 16 x 128 = 2048,
+//   output 131072: 329728 elements (multi-head: K and V 262144, 526336 in all).
+TEST(GroupedQueryAttention, KeyValueMemory) {
+  const System s = round_system();
+  const LayerCost gqa = fused_la(s, "fa", 1, 128, 64, 16, 1, {4, false, false});
+  EXPECT_DOUBLE_EQ(gqa.activation_buffer, 329728 * 2e-9);
+  EXPECT_DOUBLE_EQ(gqa.mem_fwd, 329728 * 2e-9);  // reads Q, K, V, statistics; writes the output
+  const LayerCost mha = fused_la(s, "fa", 1, 128, 64, 16, 1, {0, false, false});
+  EXPECT_DOUBLE_EQ(mha.activation_buffer, 526336 * 2e-9);
+  EXPECT_EQ(gqa.flops_fwd, mha.flops_fwd);  // every query head still attends over all keys
+}
+
+// One head of 2, l = 4, with dropout. Forward flops: QK^T 16 dot products of 2 (3 flops each) = 48;
+// softmax 16 x (exp + multiply) + 4 x 3 adds = 44, x 10 = 440; dropout 16 x 10 = 160; PV 8 dot
+// products of 4 (7 flops) = 56: 704. Causal attention skips the masked half of every one of these
+// score-matrix terms, forward (QK^T, softmax, dropout, PV) and backward (dQ, dK, dA, dV, the
+// softmax and dropout gradients, the recomputed QK^T, softmax and dropout): 352 forward, and
+// the backward halves too. The memory traffic and kept tensors do not change.
+TEST(CausalAttention, HalfTheFlopsOfFullAttention) {
+  const System s = round_system();
+  const LayerCost full = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, true});
+  const LayerCost causal = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, true, true});
+  EXPECT_DOUBLE_EQ(full.flops_fwd, 704e-12);
+  EXPECT_DOUBLE_EQ(causal.flops_fwd, 352e-12);
+  EXPECT_EQ(causal.flops_bwd, full.flops_bwd / 2);
+  EXPECT_EQ(causal.mem_fwd, full.mem_fwd);
+  EXPECT_EQ(causal.mem_bwd, full.mem_bwd);
+  EXPECT_EQ(causal.activation_buffer, full.activation_buffer);
+  // Context-parallel flash attention over 2 sequence shards, load-balanced: half as well.
+  const LayerCost cp_full = fused_la_seqp(s, "fa", 1, 8, 2, 2, {2, 1, 1, 1}, {0, false, true});
+  const LayerCost cp_causal = fused_la_seqp(s, "fa", 1, 8, 2, 2, {2, 1, 1, 1}, {0, true, true});
+  EXPECT_EQ(cp_causal.flops_fwd, cp_full.flops_fwd / 2);
+  EXPECT_EQ(cp_causal.flops_bwd, cp_full.flops_bwd / 2);
+  // The model's `causal` reaches the block's attention core.
+  Transformer m = small(64, 2, 256, 8);
+  const double block_full = shard_1d(m, "fusedla", 1, 1).flops_fwd;
+  m.causal = true;
+  EXPECT_EQ(shard_1d(m, "fusedla", 1, 1).flops_fwd, block_full / 2);
+}
+
+// SwiGLU, e = 16, f = 32, b = 1, l = 8, tp = 2. fc1 is 16 -> 64, 32 columns per GPU:
+// 8 x 32 dot products of 16 (31 flops) = 7936 forward; backward dX 8 x 16 of 32 (63) = 8064 and
+// dW 16 x 32 of 8 (15) = 7680. The gate: 8 x 16 outputs, 5 flops forward, 11 backward.
+TEST(SwiGlu, GatedUpProjectionAndGate) {
+  Transformer m = small(16, 2, 32, 8);
+  m.mlp = MlpKind::SwiGlu;
+  EXPECT_EQ(layer_named(describe_block(m, {}), "fc1").out, 64);
+  const LayerCost fc1 = shard_1d(m, "fc1", 1, 2);
+  EXPECT_DOUBLE_EQ(fc1.flops_fwd, 7936e-12);
+  EXPECT_DOUBLE_EQ(fc1.flops_bwd, (8064 + 7680) * 1e-12);
+  EXPECT_DOUBLE_EQ(fc1.weights_mem, 16 * 32 * 2e-9);
+  const LayerCost act = shard_1d(m, "act1", 1, 2);
+  EXPECT_DOUBLE_EQ(act.flops_fwd, 640e-12);
+  EXPECT_DOUBLE_EQ(act.flops_bwd, 1408e-12);
+  EXPECT_DOUBLE_EQ(act.activation_buffer, 256 * 2e-9);  // gate and up halves
+  // fc2 stays f -> e: 8 x 16 dot products of 16 (31 flops).
+  EXPECT_DOUBLE_EQ(shard_1d(m, "fc2", 1, 2).flops_fwd, 3968e-12);
+  // The GELU MLP's fc1 has half the columns, half the flops.
+  m.mlp = MlpKind::Gelu;
+  EXPECT_DOUBLE_EQ(shard_1d(m, "fc1", 1, 2).flops_fwd, 3968e-12);
+}
+
+TEST(Dropout, ZeroRemovesTheLayersAndMasks) {
+  Transformer m = small(64, 2, 256, 8);
+  m.dropout = 0;
+  for (const bool flash : {true, false}) {
+    const std::vector<std::string> n = names(describe_block(m, {flash, false}));
+    for (const char* gone : {"dpr1", "dpr2", "dpr_v", "dpr_at"}) {
+      EXPECT_EQ(std::count(n.begin(), n.end(), gone), 0) << gone;
+    }
+  }
+  // Flash attention without dropout keeps no RNG state (b h l = 1 x 1 x 4 elements: Q 8, K and V
+  // 16, statistics 4, output 8, and the RNG state 4 with dropout) and skips the 16 dropout
+  // multiplies forward (x 10 on vector units) and twice that backward.
+  const System s = round_system();
+  const LayerCost with = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, true});
+  const LayerCost without = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, false});
+  EXPECT_DOUBLE_EQ(with.activation_buffer, 40 * 2e-9);
+  EXPECT_DOUBLE_EQ(without.activation_buffer, 36 * 2e-9);
+  EXPECT_DOUBLE_EQ(with.flops_fwd - without.flops_fwd, 160e-12);
+  EXPECT_DOUBLE_EQ(with.flops_bwd - without.flops_bwd, 320e-12);
+  // No biases: no bias layers.
+  m.bias = false;
+  const std::vector<std::string> n = names(describe_block(m, {}));
+  for (const char* gone : {"fc1-bias", "fc2-bias", "vproj-bias"}) EXPECT_EQ(std::count(n.begin(), n.end(), gone), 0);
+}
+
+// RMSNorm of b = 1, l = 4, e = 8 (n = 32): 3n multiplies and n adds forward (128 flops), 5n and
+// 3n backward (256); one statistic per row; a scale of e weights, no shift.
+TEST(RmsNorm, FlopsStatisticsAndWeights) {
+  const LayerCost c = layer_norm(round_system(), "n", 1, 4, 8, 1, 1, {NormKind::RmsNorm, false});
+  EXPECT_DOUBLE_EQ(c.flops_fwd, 128e-12);
+  EXPECT_DOUBLE_EQ(c.flops_bwd, 256e-12);
+  EXPECT_DOUBLE_EQ(c.weights_mem, 8 * 2e-9);
+  EXPECT_DOUBLE_EQ(c.mem_fwd, (32 + 4 + 32 + 8) * 2e-9);  // x and the statistics in, y out, weights
+  // LayerNorm without biases keeps its two statistics but loses the shift.
+  const LayerCost ln = layer_norm(round_system(), "n", 1, 4, 8, 1, 1, {NormKind::LayerNorm, false});
+  EXPECT_DOUBLE_EQ(ln.weights_mem, 8 * 2e-9);
+}
+
+// Vocabulary V = 1000 on tp = 2, micro-batch 2 of 16 tokens: the fp32 logits the loss keeps are
+// b l V 4 / tp = 2 x 16 x 1000 x 4 / 2 = 64000 bytes per GPU; bf16 half of it.
+TEST(Vocabulary, LogitsPeakIsBLVBytesOverTp) {
+  Transformer m = small(64, 4, 256, 16);
+  m.vocab_size = 1000;
+  Layout c;
+  c.tensor.tp1 = 2;
+  c.tensor.nv1 = 2;
+  c.mbs = 2;
+  const Evaluation fp32 = evaluate(round_system(), m, c, 2);
+  EXPECT_DOUBLE_EQ(fp32.model.logits_mem, 64000e-9);
+  m.logits_dtype = LogitsDtype::Bf16;
+  EXPECT_DOUBLE_EQ(evaluate(round_system(), m, c, 2).model.logits_mem, 32000e-9);
+  // One stage: the embedding (500 rows of 64 per GPU) and the head (64 x 500) sit beside the blocks.
+  Transformer bare = small(64, 4, 256, 16);
+  const Evaluation none = evaluate(round_system(), bare, c, 2);
+  EXPECT_DOUBLE_EQ(fp32.totals.wts_mem - none.totals.wts_mem, 2 * 500 * 64 * 2e-9 + 2 * 64 * 2e-9);  // + ln_f
+  EXPECT_EQ(fp32.last_stage.count, 3);
+  EXPECT_EQ(none.last_stage.count, 0);
+  // Tied on one stage: the head's weights are the embedding's.
+  m.tie_embeddings = true;
+  const Evaluation tied = evaluate(round_system(), m, c, 2);
+  EXPECT_DOUBLE_EQ(fp32.totals.wts_mem - tied.totals.wts_mem, 500 * 64 * 2e-9);
+}
+
+// The vocabulary's layers by hand: 8 tokens, e = 4, 10 vocabulary rows per GPU of 2.
+//   embedding: weights 10 x 4; forward reads the 8 x 4 / 2 = 16 local row elements and writes
+//   the 32-element partial output, reduce-scattered over the 2 GPUs (64 bytes); backward adds
+//   16 elements into the local rows and writes the dense 40-element table gradient.
+//   cross-entropy, fp32: n = 80 logits; an exp and 3 adds each forward (320 flops); exp kept
+//   (80 x 4 bytes); 3 fp32 values per token all-reduced (96 bytes); backward 80 multiplies and 8
+//   adds, reading the kept 320 bytes and writing 80 bf16 gradients.
+TEST(Vocabulary, EmbeddingAndLossLayers) {
+  const System s = round_system();
+  const LayerCost emb = embedding(s, "embed", 8, 4, 10, 2, 2, 0);
+  EXPECT_DOUBLE_EQ(emb.weights_mem, 40 * 2e-9);
+  EXPECT_DOUBLE_EQ(emb.mem_fwd, 48 * 2e-9);
+  EXPECT_EQ(emb.flops_fwd, 0.0);
+  EXPECT_DOUBLE_EQ(emb.comm_fwd.items[0].volume_gb, 64e-9);
+  EXPECT_EQ(emb.comm_fwd.items[0].type, CommType::ReduceScatter);
+  EXPECT_EQ(emb.comm_bwd.items[0].type, CommType::AllGather);
+  EXPECT_DOUBLE_EQ(emb.flops_bwd, 16e-12);
+  EXPECT_DOUBLE_EQ(emb.mem_bwd, (32 + 40) * 2e-9);
+  const LayerCost loss = cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Fp32);
+  EXPECT_DOUBLE_EQ(loss.flops_fwd, 320e-12);
+  EXPECT_DOUBLE_EQ(loss.activation_buffer, 320e-9);
+  EXPECT_DOUBLE_EQ(loss.comm_fwd.items[0].volume_gb, 96e-9);
+  EXPECT_EQ(loss.comm_fwd.items[0].type, CommType::AllReduce);
+  EXPECT_DOUBLE_EQ(loss.flops_bwd, 88e-12);
+  EXPECT_DOUBLE_EQ(loss.mem_bwd, 320e-9 + 160e-9);
+  EXPECT_DOUBLE_EQ(cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Bf16).activation_buffer, 160e-9);
+}
+
+// Two stages: the embedding on stage 0, the head and loss on stage 1. A 100000-word head on a
+// 64-wide model costs more than a block, so stage 1 bounds the time; stage 0 keeps two
+// micro-batches of activations (1F1B) and stage 1 one plus the logits.
+TEST(Vocabulary, EndStagesAreUnequal) {
+  Transformer m = small(64, 4, 256, 16);
+  m.vocab_size = 100000;
+  Layout c;
+  c.pp = 2;
+  c.nv_pp = 2;
+  const Evaluation ev = evaluate(round_system(), m, c, 4);
+  EXPECT_EQ(ev.model.time_stage, 1);
+  EXPECT_EQ(ev.model.memory_stage, 1);
+  // The logits of one micro-batch: 1 x 16 x 100000 x 4 bytes = 6.4 MB.
+  EXPECT_DOUBLE_EQ(ev.model.logits_mem, 16 * 100000 * 4e-9);
+  m.vocab_size = 0;
+  const Evaluation bare = evaluate(round_system(), m, c, 4);
+  EXPECT_GT(ev.totals.t, bare.totals.t);
+  EXPECT_EQ(bare.model.time_stage, 0);
+}
+
+// All-to-all of 8 GB per GPU on the round network (NVLink 50 GB/s, 1e-6 s per step; network
+// 5 GB/s per NIC, 1e-5 s per step; one NIC per GPU).
+TEST(AllToAll, TwoTierHandDerived) {
+  const System s = round_system();
+  // 8 GPUs, 4 per domain: 4/8 of 8 GB leaves the domain over the GPU's NIC, 4 / 5 = 0.8 s;
+  // 3/8 of it stays on NVLink, 3 / 50 = 0.06 s; latency 1e-5 x (2 - 1) + 1e-6 x (8 - 2).
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllToAll, 8, 8, 4), 0.8 + 1.6e-5);
+  // One domain: 3/4 of 8 GB over NVLink, 6 / 50 = 0.12 s, 3 steps of 1e-6.
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllToAll, 8, 4, 4), 0.120003);
+  // No NVLink: 6 GB over the network, 1.2 s, 3 steps of 1e-5.
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllToAll, 8, 4, 1), 1.20003);
+  // 16 GPUs in 4 domains of 4: 12/16 of 8 GB leave (6 / 5 = 1.2 s); 3/16 stay (1.5 / 50).
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllToAll, 8, 16, 4), 1.2 + 3e-5 + 12e-6);
+}
+
+// 4 experts, top 2, capacity 1, b = 1 of 16 tokens, e = 16, expert f = 32, tp = 1. ep = 2:
+// each GPU holds 2 experts, each taking 2 x 16 x 2 / 4 = 16 tokens; fc1 is 2 experts x 16 x 32
+// dot products of 16 (31 flops) = 31744; its weights 2 x 16 x 32. ep = 1: 4 experts of 8 tokens,
+// the same flops and twice the weights. The dispatch sends 16 x 2 x 16 elements (1024 bytes) over
+// the 2 expert-parallel GPUs.
+TEST(MixtureOfExperts, ExpertsSplitOverEp) {
+  Transformer m = small(16, 2, 32, 16);
+  m.moe = {4, 2, 32, 1.0, 1, 0};
+  Layout c;
+  c.dp = 2;
+  c.nv_dp = 2;
+  c.ep = 2;
+  const Evaluation ev2 = evaluate(round_system(), m, c, 2);
+  auto layer = [](const Evaluation& ev, const char* name) {
+    for (int i = 0; i < ev.mlp.count; ++i) {
+      if (std::string(ev.mlp.layers[static_cast<std::size_t>(i)].cost.name) == name) {
+        return ev.mlp.layers[static_cast<std::size_t>(i)].cost;
+      }
+    }
+    throw ConfigError(std::string("no layer ") + name);
+  };
+  EXPECT_DOUBLE_EQ(layer(ev2, "fc1").flops_fwd, 31744e-12);
+  EXPECT_DOUBLE_EQ(layer(ev2, "fc1").weights_mem, 2 * 16 * 32 * 2e-9);
+  const LayerCost dispatch = layer(ev2, "dispatch");
+  EXPECT_DOUBLE_EQ(dispatch.comm_fwd.items[0].volume_gb, 1024e-9);
+  EXPECT_EQ(dispatch.comm_fwd.items[0].type, CommType::AllToAll);
+  EXPECT_EQ(dispatch.comm_fwd.items[0].group, 2);
+  c.ep = 1;
+  const Evaluation ev1 = evaluate(round_system(), m, c, 2);
+  EXPECT_DOUBLE_EQ(layer(ev1, "fc1").flops_fwd, 31744e-12);
+  EXPECT_DOUBLE_EQ(layer(ev1, "fc1").weights_mem, 4 * 16 * 32 * 2e-9);
+  c.ep = 3;
+  EXPECT_NE(config_error([&] { validate_layout(round_system(), m, c, 2); }).find("ep=3 does not divide the 4 experts"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace perfsweep
