@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "config/calibration_file.hpp"
+#include "config/kernels_file.hpp"
 #include "core/error.hpp"
 
 #ifndef PERFSWEEP_SOURCE_DIR
@@ -209,7 +210,8 @@ System load_system(const fs::path& file) {
       "name",           "matrix_flops_fp16", "vector_flops_fp32", "vector_flops_fp16", "hbm_bandwidth",
       "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
-      "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration"};
+      "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
+      "kernels"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -242,6 +244,20 @@ System load_system(const fs::path& file) {
       s.calibration = std::make_shared<const comm::Calibration>(comm::load_calibration(path));
     } catch (const InputError& e) {
       throw InputError(m.file() + ": calibration '" + s.calibration_file + "': " + e.what());
+    }
+  }
+  if (auto n = m.find("kernels")) {
+    if (!n->IsScalar() || n->Scalar().empty()) {
+      throw InputError(m.file() + ": kernels must be the path of a kernel calibration (written by `validate "
+                       "fit-kernels`), got " + Mapping::shown(*n));
+    }
+    s.kernels_file = n->Scalar();
+    fs::path path(s.kernels_file);
+    if (path.is_relative()) path = (file.parent_path() / path).lexically_normal();
+    try {
+      s.kernel_calibration = std::make_shared<const kernels::Calibration>(kernels::load_calibration(path));
+    } catch (const InputError& e) {
+      throw InputError(m.file() + ": kernels '" + s.kernels_file + "': " + e.what());
     }
   }
   return s;
@@ -349,6 +365,9 @@ std::string system_to_yaml(const System& system) {
   }
   if (!system.calibration_file.empty()) {
     line("calibration", quoted(system.calibration_file), "measured collective times, relative to this file");
+  }
+  if (!system.kernels_file.empty()) {
+    line("kernels", quoted(system.kernels_file), "fitted kernel times, relative to this file");
   }
   return out;
 }
