@@ -36,24 +36,28 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Minimizes sum_i ((offset + a + b x_i) / y_i - 1)^2 subject to a >= 0 and b >= 1 (b = 1 /
-// efficiency): the unconstrained normal equations, else the best of the boundary solutions.
+// Minimizes sum_i w_i^2 (offset + a + b x_i - y_i)^2 with w_i = y_i^-kWeightExponent, subject to
+// a >= 0 and b >= 1 (b = 1 / efficiency): the unconstrained normal equations, else the best of the
+// boundary solutions.
+constexpr double kWeightExponent = 0.5;
 struct LineFit {
   double a = 0, b = 1, score = INFINITY;
 };
 LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, double offset) {
+  std::vector<double> w(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) w[i] = std::pow(y[i], -kWeightExponent);
   const auto score = [&](double a, double b) {
     double s = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const double r = (offset + a + b * x[i]) / y[i] - 1;
+      const double r = w[i] * (offset + a + b * x[i] - y[i]);
       s += r * r;
     }
     return s;
   };
-  // Features u = 1/y and v = x/y, target t = 1 - offset/y.
+  // Features u = w and v = w x, target t = w (y - offset).
   double suu = 0, suv = 0, svv = 0, sut = 0, svt = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const double u = 1 / y[i], v = x[i] / y[i], t = 1 - offset / y[i];
+    const double u = w[i], v = w[i] * x[i], t = w[i] * (y[i] - offset);
     suu += u * u;
     suv += u * v;
     svv += v * v;
@@ -117,12 +121,23 @@ std::vector<ValidationRow> validate_layers(const System& system, const std::vect
     const std::vector<LayerCost> costs = measured_layer_costs(system, c);
     double block[2] = {0, 0};
     for (std::size_t i = 0; i < costs.size(); ++i) {
-      const LayerResult r = time_layer(system, costs[i]);
+      const LayerCost& y = costs[i];
+      const LayerResult r = time_layer(system, y);
       const double t[2] = {r.fwd.t, r.bwd.t};
       for (std::size_t p = 0; p < 2; ++p) {
         block[p] += t[p];
-        const double isolated = cal != nullptr ? cal->isolated_call_s[p] : 0.0;
-        rows.push_back({c.id, c.layer_names[i], p, c.layer_s[i][p], t[p] + isolated});
+        double alone = t[p];
+        if (cal != nullptr) {
+          // Timed alone, a pass pays the isolated-call overhead and a norm runs without the
+          // block's residual-stream kernels.
+          alone += cal->isolated_call_s[p];
+          if (y.op == KernelOp::Norm) {
+            alone -= calibrated_seconds(system, *cal, y.op, y.shape, p, p == kFwd ? y.flops_fwd : y.flops_bwd,
+                                        p == kFwd ? y.mem_fwd : y.mem_bwd)
+                         .glue;
+          }
+        }
+        rows.push_back({c.id, c.layer_names[i], p, c.layer_s[i][p], alone});
       }
     }
     for (std::size_t p = 0; p < 2; ++p) rows.push_back({c.id, "block", p, c.block_s[p], block[p]});
@@ -190,17 +205,59 @@ kernels::Calibration fit_kernels(const System& system, const std::vector<LayerCo
   }
   kernels::Calibration cal;
   cal.sm_count = sm_count;
-  // isolated_call_s first, from the measurements alone: per layer, the median over configurations
-  // of (sum of the measured layers - the measured block) / layers, at least 0. The kernels' own
-  // parameters are then fitted to the layer times less that overhead.
+  // isolated_call_s and residual_glue_bytes first, from the measurements alone: a block runs its
+  // layers without each one's isolated-call overhead, plus the residual-stream kernels, so per
+  // configuration c, block_c = sum_c - layers x isolated + glue x X_c (X_c: the norms' residual
+  // elements in GB at full bandwidth, s per byte of glue); least squares of the relative error,
+  // both >= 0. The kernels' own parameters are then fitted to the layer times less the overhead.
   for (std::size_t p = 0; p < 2; ++p) {
-    std::vector<double> per_layer;
+    std::vector<double> fp, fq, ft;  // features -layers / block, X / block; target (block - sum) / block
     for (const LayerConfig& c : configs) {
       double sum = 0;
       for (const auto& t : c.layer_s) sum += t[p];
-      per_layer.push_back((sum - c.block_s[p]) / static_cast<double>(c.layer_s.size()));
+      double x = 0;
+      for (const LayerCost& y : measured_layer_costs(system, c)) {
+        if (y.op == KernelOp::Norm) {
+          x += static_cast<double>(y.shape.rows) * static_cast<double>(y.shape.depth) * 1e-9 / system.hbm_bandwidth;
+        }
+      }
+      const double block = c.block_s[p];
+      fp.push_back(-static_cast<double>(c.layer_s.size()) / block);
+      fq.push_back(x / block);
+      ft.push_back((block - sum) / block);
     }
-    cal.isolated_call_s[p] = std::max(quantile(per_layer, 0.5), 0.0);
+    const auto score = [&](double iso, double glue) {
+      double total = 0;
+      for (std::size_t i = 0; i < fp.size(); ++i) {
+        const double r = fp[i] * iso + fq[i] * glue - ft[i];
+        total += r * r;
+      }
+      return total;
+    };
+    double spp = 0, spq = 0, sqq = 0, spt = 0, sqt = 0;
+    for (std::size_t i = 0; i < fp.size(); ++i) {
+      spp += fp[i] * fp[i];
+      spq += fp[i] * fq[i];
+      sqq += fq[i] * fq[i];
+      spt += fp[i] * ft[i];
+      sqt += fq[i] * ft[i];
+    }
+    double best_iso = 0, best_glue = 0, best = score(0, 0);
+    const auto consider = [&](double iso, double glue) {
+      if (!(iso >= 0) || !(glue >= 0) || !std::isfinite(iso) || !std::isfinite(glue)) return;
+      const double sc = score(iso, glue);
+      if (sc < best) {
+        best = sc;
+        best_iso = iso;
+        best_glue = glue;
+      }
+    };
+    const double det = spp * sqq - spq * spq;
+    if (det > 0) consider((spt * sqq - sqt * spq) / det, (spp * sqt - spq * spt) / det);
+    if (spp > 0) consider(spt / spp, 0);
+    if (sqq > 0) consider(0, sqt / sqq);
+    cal.isolated_call_s[p] = best_iso;
+    cal.residual_glue_bytes[p] = best_glue;
   }
   // The line of one group: x = seconds at efficiency 1 without launch, y = measured.
   const auto group_line = [&](const kernels::Calibration& trial, std::size_t pass, auto&& in_group) {

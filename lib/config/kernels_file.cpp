@@ -113,10 +113,13 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
     }
     out << YAML::EndMap;
   }
-  out << YAML::Key << "isolated_call_s" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  out << YAML::Key << "fwd" << YAML::Value << cal.isolated_call_s[kFwd];
-  out << YAML::Key << "bwd" << YAML::Value << cal.isolated_call_s[kBwd];
-  out << YAML::EndMap;
+  for (const auto& [key, values] : {std::pair{"isolated_call_s", cal.isolated_call_s},
+                                   std::pair{"residual_glue_bytes", cal.residual_glue_bytes}}) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "fwd" << YAML::Value << values[kFwd];
+    out << YAML::Key << "bwd" << YAML::Value << values[kBwd];
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write kernel calibration: " + out.GetLastError());
 
@@ -133,7 +136,9 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
 Calibration load_calibration(const std::filesystem::path& file) {
   const YAML::Node root = load_yaml_file(file);
   const Reader r(file.string());
-  std::vector<const char*> top = {"format", "version", "source", "sm_count", "gemm", "attention", "isolated_call_s"};
+  std::vector<const char*> top = {"format",    "version",         "source",
+                                  "sm_count",  "gemm",            "attention",
+                                  "isolated_call_s", "residual_glue_bytes"};
   for (const char* k : kStreamKindNames) top.push_back(k);
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
   for (const auto& kv : root) {
@@ -155,12 +160,13 @@ Calibration load_calibration(const std::filesystem::path& file) {
   const double sms = r.number(root, {"sm_count", 1, false, 1e6}, "");
   if (sms != std::floor(sms)) throw InputError(r.file() + ": sm_count must be an integer");
   cal.sm_count = static_cast<std::int64_t>(sms);
-  for (const char* group : {"gemm", "attention", "isolated_call_s"}) {
+  for (const char* group : {"gemm", "attention", "isolated_call_s", "residual_glue_bytes"}) {
     if (!root[group]) throw InputError(r.file() + ": missing key '" + group + "'");
   }
   r.keys(root["gemm"], {"fwd", "bwd"}, "gemm");
   r.keys(root["attention"], {"fwd", "bwd"}, "attention");
   r.keys(root["isolated_call_s"], {"fwd", "bwd"}, "isolated_call_s");
+  r.keys(root["residual_glue_bytes"], {"fwd", "bwd"}, "residual_glue_bytes");
   for (std::size_t p = 0; p < 2; ++p) {
     const std::string at = std::string("gemm.") + kPassNames[p];
     const YAML::Node g = root["gemm"][kPassNames[p]];
@@ -172,6 +178,8 @@ Calibration load_calibration(const std::filesystem::path& file) {
     r.keys(a, {"efficiency", "head_dim_half", "launch_s"}, at_a);
     cal.attention[p] = {r.number(a, kEfficiency, at_a), r.number(a, kHeadDimHalf, at_a), r.number(a, kLaunch, at_a)};
     cal.isolated_call_s[p] = r.number(root["isolated_call_s"], {kPassNames[p], 0, false, 1}, "isolated_call_s");
+    cal.residual_glue_bytes[p] =
+        r.number(root["residual_glue_bytes"], {kPassNames[p], 0, false, 1e6}, "residual_glue_bytes");
   }
   for (std::size_t k = 0; k < kStreamKindCount; ++k) {
     if (!root[kStreamKindNames[k]]) throw InputError(r.file() + ": missing key '" + kStreamKindNames[k] + "'");

@@ -76,6 +76,11 @@ struct Calibration {
   // inside a stream of kernels, where the host launches ahead of the GPU: added to layer
   // predictions compared with per-layer measurements, never to a block or a step.
   std::array<double, 2> isolated_call_s{};
+  // The block's kernels outside the reference's layers, on the residual stream: the residual
+  // adds and the attention's head split and merge copies (and their gradients' adds in the
+  // backward). HBM bytes per element of a sub-layer's residual stream (b x l/tp x e), at the
+  // full hbm_bandwidth; each norm pass in a block carries its sub-layer's share.
+  std::array<double, 2> residual_glue_bytes{};
   std::string source;     // what it was fitted from
   std::string file;       // path as loaded; "" if built in memory
 };

@@ -323,6 +323,7 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t)
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Norm;
+  c.shape = {1, b * (l / m), e, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l / m, e, u);
   layer_norm_memory(c, b, l / m, e, u);
@@ -341,6 +342,7 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Norm;
+  c.shape = {1, b * l_local, e / m1, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l_local, e_local, u);
   layer_norm_memory(c, b, l_local, e_local, u);

@@ -30,7 +30,8 @@ struct KernelSeconds {
   double launch = 0;   // s
   double compute = 0;  // s: arithmetic
   double memory = 0;   // s: HBM traffic
-  double total() const { return launch + (compute > memory ? compute : memory); }
+  double glue = 0;     // s: the residual-stream kernels a norm pass carries in a block
+  double total() const { return launch + (compute > memory ? compute : memory) + glue; }
 };
 
 // Whether the calibration times this pass (the others keep the kernel-class roofline).
@@ -70,6 +71,10 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
       t.launch = m.launch_s;
       t.compute = tflop / system.vector_flops_fp16;
       t.memory = gigabytes / (system.hbm_bandwidth * m.bandwidth_fraction);
+      if (op == KernelOp::Norm) {
+        const double elements = static_cast<double>(s.rows) * static_cast<double>(s.depth);
+        t.glue = cal.residual_glue_bytes[pass] * elements * 1e-9 / system.hbm_bandwidth;
+      }
       return t;
     }
   }

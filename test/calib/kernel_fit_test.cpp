@@ -36,6 +36,7 @@ kernels::Calibration known() {
   c.stream[2] = {{{0.57, 7e-6}, {0.61, 55e-6}}};  // dropout
   c.stream[3] = {{{0.48, 11e-6}, {0.27, 73e-6}}}; // norm
   c.isolated_call_s = {14e-6, 19e-6};
+  c.residual_glue_bytes = {21, 34};
   return c;
 }
 
@@ -79,6 +80,7 @@ TEST(KernelFit, RecoversKnownParametersFromSyntheticMeasurements) {
       expect_near_rel(got.stream[k][p].launch_s, want.stream[k][p].launch_s, "launch");
     }
     expect_near_rel(got.isolated_call_s[p], want.isolated_call_s[p], "isolated call");
+    expect_near_rel(got.residual_glue_bytes[p], want.residual_glue_bytes[p], "residual glue");
   }
 }
 
@@ -112,6 +114,7 @@ TEST(KernelFit, SavedCalibrationReadsBackIdentically) {
     expect_near_rel(got.attention[p].head_dim_half, want.attention[p].head_dim_half, "head_dim_half");
     expect_near_rel(got.stream[3][p].bandwidth_fraction, want.stream[3][p].bandwidth_fraction, "norm");
     expect_near_rel(got.isolated_call_s[p], want.isolated_call_s[p], "isolated");
+    expect_near_rel(got.residual_glue_bytes[p], want.residual_glue_bytes[p], "glue");
   }
   std::filesystem::remove(file);
 }
