@@ -16,8 +16,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from plot_comm_validation import loglog_identity  # noqa: E402
 
 KINDS = {"gemm": ("fc1", "fc2", "qkv", "vproj"), "attention": ("fusedla",), "bias": ("fc1-bias", "fc2-bias", "vproj-bias"),
          "activation": ("act1",), "dropout": ("dpr1", "dpr2", "dpr_v"), "norm": ("ln1", "ln2")}
@@ -33,21 +33,7 @@ def kind_of(layer):
 
 
 def frame(ax, measured, predicted, title, n):
-    lo = min(measured.min(), predicted.min()) / 1.5
-    hi = max(measured.max(), predicted.max()) * 1.5
-    x = np.array([lo, hi])
-    ax.plot(x, x, "k-", lw=0.8)
-    ax.fill_between(x, x / 1.1, x * 1.1, color="k", alpha=0.08, lw=0, label="±10%")
-    err = (predicted / measured - 1).abs()
-    ax.set_title(f"{title}\nmedian {100 * err.median():.1f}%, p90 {100 * err.quantile(0.9):.1f}%, "
-                 f"max {100 * err.max():.1f}% ({n})", fontsize=9)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured time (s)")
-    ax.set_ylabel("predicted time (s)")
-    ax.grid(True, which="major", alpha=0.3)
+    loglog_identity(ax, measured, predicted, 0.10, f"{title}\nmedian {{median}}, p90 {{p90}}, max {{max}} ({n})")
 
 
 def layers_panel(ax, df, title, held_out):

@@ -3,7 +3,6 @@
 //       one CSV row per (config, layer, pass) and per block pass on stdout, a summary on stderr;
 //   validate fit-kernels --measurements FILE [--system NAME|PATH] [--only IDS | --except IDS] --out FILE.yaml
 //       a kernel calibration for a system file's `kernels:` key.
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +13,7 @@
 #include "calib/layer_validation.hpp"
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
+#include "common/measurement_tool.hpp"
 #include "core/error.hpp"
 
 using namespace perfsweep;
@@ -41,8 +41,7 @@ struct MeasurementOptions {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("validate"));
-  spdlog::set_pattern("[%l] %v");
+  init_tool_logger("validate");
 
   CLI::App app{"The model against GPU measurements, and the kernel calibration fitted to them"};
   app.require_subcommand(1);
@@ -63,15 +62,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   fit->add_option("--out,-o", out_file, "kernel calibration YAML to write")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  if (quiet) spdlog::set_level(spdlog::level::warn);
-
-  try {
+  return run_tool(app, argc, argv, quiet, [&]() -> int {
     if (layers->parsed()) {
       const System system = load_system_named(layers_system);
       const auto rows = calib::validate_layers(system, layers_in.read());
@@ -87,12 +78,5 @@ int main(int argc, char** argv) {
     kernels::save_calibration(cal, out_file);
     spdlog::info("fitted {} configurations; wrote {}", configs.size(), out_file);
     return 0;
-  } catch (const InputError& e) {
-    spdlog::error("{}", e.what());
-  } catch (const ConfigError& e) {
-    spdlog::error("{}", e.what());
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-  }
-  return 2;
+  });
 }

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "config/yaml_file.hpp"
 #include "core/error.hpp"
 
 namespace perfsweep::comm {
@@ -57,15 +58,7 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
   out << YAML::EndSeq << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write calibration: " + out.GetLastError());
 
-  // Write then rename, so an interrupted run never leaves a truncated calibration behind.
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError(file.string() + ": cannot write");
-    f << out.c_str() << "\n";
-    if (!f) throw InputError(file.string() + ": write failed");
-  }
-  std::filesystem::rename(tmp, file);
+  write_file_atomically(file, std::string(out.c_str()) + "\n");
 }
 
 namespace {

@@ -203,6 +203,25 @@ void add_available_names(const fs::path& dir, std::set<std::string>& names) {
   }
 }
 
+// A system file's key naming another file (relative to the system file's directory, or absolute)
+// that `load` reads; `as_written` keeps the value for writing the system back. Errors name the
+// system file, the key and the path.
+template <class Load>
+auto load_sidecar(const Mapping& m, const fs::path& system_file, const char* key, const char* what,
+                  const YAML::Node& n, std::string& as_written, Load load) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    throw InputError(m.file() + ": " + key + " must be the path of " + what + ", got " + Mapping::shown(n));
+  }
+  as_written = n.Scalar();
+  fs::path path(as_written);
+  if (path.is_relative()) path = (system_file.parent_path() / path).lexically_normal();
+  try {
+    return std::make_shared<const decltype(load(path))>(load(path));
+  } catch (const InputError& e) {
+    throw InputError(m.file() + ": " + key + " '" + as_written + "': " + e.what());
+  }
+}
+
 }  // namespace
 
 System load_system(const fs::path& file) {
@@ -233,32 +252,12 @@ System load_system(const fs::path& file) {
                      "`calibration: FILE` in the system file)");
   }
   if (auto n = m.find("calibration")) {
-    if (!n->IsScalar() || n->Scalar().empty()) {
-      throw InputError(m.file() + ": calibration must be the path of a calibration file (written by `comm fit`), got " +
-                       Mapping::shown(*n));
-    }
-    s.calibration_file = n->Scalar();
-    fs::path path(s.calibration_file);
-    if (path.is_relative()) path = (file.parent_path() / path).lexically_normal();
-    try {
-      s.calibration = std::make_shared<const comm::Calibration>(comm::load_calibration(path));
-    } catch (const InputError& e) {
-      throw InputError(m.file() + ": calibration '" + s.calibration_file + "': " + e.what());
-    }
+    s.calibration = load_sidecar(m, file, "calibration", "a calibration file (written by `comm fit`)", *n,
+                                 s.calibration_file, comm::load_calibration);
   }
   if (auto n = m.find("kernels")) {
-    if (!n->IsScalar() || n->Scalar().empty()) {
-      throw InputError(m.file() + ": kernels must be the path of a kernel calibration (written by `validate "
-                       "fit-kernels`), got " + Mapping::shown(*n));
-    }
-    s.kernels_file = n->Scalar();
-    fs::path path(s.kernels_file);
-    if (path.is_relative()) path = (file.parent_path() / path).lexically_normal();
-    try {
-      s.kernel_calibration = std::make_shared<const kernels::Calibration>(kernels::load_calibration(path));
-    } catch (const InputError& e) {
-      throw InputError(m.file() + ": kernels '" + s.kernels_file + "': " + e.what());
-    }
+    s.kernel_calibration = load_sidecar(m, file, "kernels", "a kernel calibration (written by `validate fit-kernels`)",
+                                        *n, s.kernels_file, kernels::load_calibration);
   }
   return s;
 }

@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -123,14 +122,7 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
   out << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write kernel calibration: " + out.GetLastError());
 
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw InputError(file.string() + ": cannot write");
-    f << out.c_str() << "\n";
-    if (!f) throw InputError(file.string() + ": write failed");
-  }
-  std::filesystem::rename(tmp, file);
+  write_file_atomically(file, std::string(out.c_str()) + "\n");
 }
 
 Calibration load_calibration(const std::filesystem::path& file) {

@@ -1,5 +1,7 @@
 #include "config/yaml_file.hpp"
 
+#include <fstream>
+
 #include "core/error.hpp"
 
 namespace perfsweep {
@@ -13,6 +15,17 @@ YAML::Node load_yaml_file(const std::filesystem::path& file) {
   } catch (const YAML::Exception& e) {
     throw InputError(f + ": malformed YAML: " + e.what());
   }
+}
+
+void write_file_atomically(const std::filesystem::path& file, const std::string& text) {
+  const std::filesystem::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw InputError(file.string() + ": cannot write");
+    f << text;
+    if (!f) throw InputError(file.string() + ": write failed");
+  }
+  std::filesystem::rename(tmp, file);
 }
 
 }  // namespace perfsweep

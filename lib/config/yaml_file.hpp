@@ -4,9 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <string>
 
 namespace perfsweep {
 
 YAML::Node load_yaml_file(const std::filesystem::path& file);
+
+// Writes `text` to a temporary file beside `file` and renames it, so an interrupted run never
+// leaves a truncated file behind. Errors are InputErrors naming the file.
+void write_file_atomically(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace perfsweep
