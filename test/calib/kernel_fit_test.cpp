@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -138,6 +139,37 @@ TEST(CalibratedRoofline, MemoryBoundKernelNeverBeatsTheBandwidth) {
   c.stream[1][0] = {1.0, 0};
   const KernelSeconds t = calibrated_seconds(s, c, KernelOp::Activation, {}, kernels::kFwd, 0, 3.35);
   EXPECT_DOUBLE_EQ(t.total(), 3.35 / 3350);
+}
+
+TEST(KernelsKey, LoadsRelativeToTheSystemFileAndWritesBack) {
+  const std::filesystem::path file = std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "H100-calibrated.yaml";
+  const System s = load_system(file);
+  ASSERT_NE(s.kernel_calibration, nullptr);
+  EXPECT_EQ(s.kernels_file, "calibrations/h100_kernels.yaml");
+  EXPECT_NE(system_to_yaml(s).find("kernels: \"calibrations/h100_kernels.yaml\""), std::string::npos);
+  // The same layer costs more than the reference's roofline says: every efficiency is <= 1 and
+  // the roofline's GEMM efficiency 0.8 is above any fitted one.
+  const System plain = h100();
+  const LayerCost fc1 = linear(plain, "fc1", 4, 2048, 4096, 16384, {1, 1, 1, 1});
+  EXPECT_GT(time_layer(s, fc1).fwd.t, time_layer(plain, fc1).fwd.t);
+}
+
+TEST(KernelsKey, BadPathNamesSystemFileAndKey) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_kernels_key";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / "bad.yaml";
+  {
+    std::ofstream out(file);
+    out << read_text(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "H100.yaml") << "kernels: absent.yaml\n";
+  }
+  try {
+    load_system(file);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bad.yaml: kernels 'absent.yaml'"), std::string::npos) << m;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 std::string read_error(const std::string& file) {
