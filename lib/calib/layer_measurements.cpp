@@ -57,7 +57,7 @@ double seconds(const Entry& at, const YAML::Node& n, const std::string& field) {
     }
   }
   if (!ok || !std::isfinite(v)) at.fail(field, "must be a number of seconds, got " + shown(n));
-  if (v < 0) at.fail(field, "must be a non-negative time, got " + n.Scalar());
+  if (!(v > 0)) at.fail(field, "must be a positive time, got " + n.Scalar());
   return v;
 }
 

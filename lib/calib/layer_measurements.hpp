@@ -20,7 +20,7 @@ struct LayerConfig {
 
 // Reads and checks everything: each entry's cfg fields are positive integers (tp dividing h, e
 // and f), every layer of the flash-attention 1D block and `block` are present as two finite,
-// non-negative seconds. Other entries (fusedla:<backend>, block_compiled, block_saved_bytes) are
+// positive seconds. Other entries (fusedla:<backend>, block_compiled, block_saved_bytes) are
 // ignored. Errors are InputErrors naming file, entry and field.
 std::vector<LayerConfig> read_layer_measurements(const std::filesystem::path& file);
 

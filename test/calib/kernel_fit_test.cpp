@@ -197,7 +197,7 @@ TEST(LayerMeasurements, ErrorsNameFileEntryAndField) {
   m = read_error("wrong_type_time.json");
   EXPECT_TRUE(has(m, {"wrong_type_time.json", "configs[1] (c02)", "layers.fc2[1]", "fast"})) << m;
   m = read_error("negative_time.json");
-  EXPECT_TRUE(has(m, {"negative_time.json", "configs[1] (c02)", "layers.qkv[0]", "non-negative"})) << m;
+  EXPECT_TRUE(has(m, {"negative_time.json", "configs[1] (c02)", "layers.qkv[0]", "positive time"})) << m;
 }
 
 }  // namespace
