@@ -38,7 +38,9 @@ double quantile(std::vector<double> v, double q) {
 
 // Minimizes sum_i w_i^2 (offset + a + b x_i - y_i)^2 with w_i = y_i^-kWeightExponent, subject to
 // a >= 0 and b >= 1 (b = 1 / efficiency): the unconstrained normal equations, else the best of the
-// boundary solutions.
+// boundary solutions. The exponent lies between relative (1) and absolute (0) errors: the long
+// kernels, which make a block's time, weigh more than with relative errors, the short ones still
+// count (docs/validation.md).
 constexpr double kWeightExponent = 0.5;
 struct LineFit {
   double a = 0, b = 1, score = INFINITY;
