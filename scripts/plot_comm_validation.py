@@ -26,14 +26,21 @@ def panel(ax, df, title):
     for (op, gpus), d in df.groupby(["op", "gpus_per_node"]):
         ax.scatter(d.measured_s, d.predicted_s, s=14, alpha=0.75, c=COLOURS.get(op, "tab:gray"),
                    marker=MARKERS.get(int(gpus), "x"), label=f"{op}, {gpus} GPU/node", linewidths=0)
-    lo = min(df.measured_s.min(), df.predicted_s.min()) / 1.5
-    hi = max(df.measured_s.max(), df.predicted_s.max()) * 1.5
+    loglog_identity(ax, df.measured_s, df.predicted_s, 0.15,
+                    f"{title}\nmedian {{median}}, p90 {{p90}} ({len(df)} rows)")
+
+
+def loglog_identity(ax, measured, predicted, band, title):
+    """Log-log measured (x) against predicted (y) axes with y = x, a +-band, and a title whose
+    {median}, {p90} and {max} fields get the |relative error| statistics."""
+    lo = min(measured.min(), predicted.min()) / 1.5
+    hi = max(measured.max(), predicted.max()) * 1.5
     x = np.array([lo, hi])
     ax.plot(x, x, "k-", lw=0.8)
-    ax.fill_between(x, x / 1.15, x * 1.15, color="k", alpha=0.08, lw=0, label="±15%")
-    err = (df.predicted_s / df.measured_s - 1).abs()
-    ax.set_title(f"{title}\nmedian {100 * err.median():.1f}%, p90 {100 * err.quantile(0.9):.1f}% "
-                 f"({len(df)} rows)", fontsize=10)
+    ax.fill_between(x, x / (1 + band), x * (1 + band), color="k", alpha=0.08, lw=0, label=f"±{100 * band:.0f}%")
+    err = (predicted / measured - 1).abs()
+    ax.set_title(title.format(median=f"{100 * err.median():.1f}%", p90=f"{100 * err.quantile(0.9):.1f}%",
+                              max=f"{100 * err.max():.1f}%"), fontsize=10)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)

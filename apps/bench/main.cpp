@@ -19,14 +19,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> models{"gpt3_1T", "vit_era5"};
   std::vector<std::string> strategies{"1d", "2d", "2d-seqp"};
   int repeat = 1;
+  std::string system_override;
   app.add_option("--systems", systems, "system list (sweeps/NAME.yaml or path)")->capture_default_str();
   app.add_option("--models", models, "models")->capture_default_str();
   app.add_option("--strats", strategies, "strategies")->capture_default_str();
   app.add_option("--repeat", repeat, "repetitions (the best time is reported)")->capture_default_str();
+  app.add_option("--system-override", system_override,
+                 "one system (name or YAML path, e.g. systems/H100-calibrated.yaml) in place of each system of the "
+                 "list, keeping the list's NVLink sizes");
   CLI11_PARSE(app, argc, argv);
 
   try {
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));
+    if (!system_override.empty()) std::printf("every system replaced by %s\n", system_override.c_str());
     std::printf("%-8s %-10s %8s %12s %10s %14s %12s %11s %10s\n", "strategy", "model", "systems", "candidates",
                 "seconds", "candidates/s", "us/candidate", "over HBM %", "blocks");
     std::int64_t grid_candidates = 0;
@@ -46,7 +51,7 @@ int main(int argc, char** argv) {
           n_systems = 0;
           const auto t0 = std::chrono::steady_clock::now();
           for (const SystemChoice& c : choices) {
-            const System base = load_system_named(c.system);
+            const System base = load_system_named(system_override.empty() ? c.system : system_override);
             for (std::int64_t nvs : c.nvs) {
               p.system = base;
               p.system.nvlink_size = nvs;

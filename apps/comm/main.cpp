@@ -3,7 +3,6 @@
 //       one CSV row per measurement on stdout, a relative-error summary on stderr;
 //   comm fit --measurements FILE [--nodes 1,2,8] --out FILE.yaml
 //       a calibration for `estimate` and `sweep`.
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +16,7 @@
 #include "comm/validation.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
+#include "common/measurement_tool.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 
@@ -89,9 +89,7 @@ int run_fit(const MeasurementOptions& in, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
-  spdlog::set_default_logger(spdlog::stderr_color_mt("comm"));
-  spdlog::set_pattern("[%l] %v");
+  init_tool_logger("comm");
 
   CLI::App app{"Collective times: the analytical model against nccl-tests measurements, and a calibrated model"};
   app.require_subcommand(1);
@@ -110,15 +108,7 @@ int main(int argc, char** argv) {
   fit_in.add_to(*fit);
   fit->add_option("--out,-o", out_file, "calibration YAML to write")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  if (quiet) spdlog::set_level(spdlog::level::warn);
-
-  try {
+  return run_tool(app, argc, argv, quiet, [&]() -> int {
     if (validate->parsed()) {
       if (system_name.empty() && calibration_file.empty()) {
         throw InputError("validate needs --system or --calibration");
@@ -126,15 +116,5 @@ int main(int argc, char** argv) {
       return run_validate(validate_in, system_name, calibration_file);
     }
     return run_fit(fit_in, out_file);
-  } catch (const InputError& e) {
-    spdlog::error("{}", e.what());
-  } catch (const IoError& e) {
-    spdlog::error("{}", e.what());
-    return 1;
-  } catch (const ConfigError& e) {
-    spdlog::error("{}", e.what());
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-  }
-  return 2;
+  });
 }

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "config/calibration_file.hpp"
+#include "config/kernels_file.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 
@@ -227,6 +228,25 @@ void add_available_names(const fs::path& dir, std::set<std::string>& names) {
   }
 }
 
+// A system file's key naming another file (relative to the system file's directory, or absolute)
+// that `load` reads; `as_written` keeps the value for writing the system back. Errors name the
+// system file, the key and the path.
+template <class Load>
+auto load_sidecar(const Mapping& m, const fs::path& system_file, const char* key, const char* what,
+                  const YAML::Node& n, std::string& as_written, Load load) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    throw InputError(m.file() + ": " + key + " must be the path of " + what + ", got " + Mapping::shown(n));
+  }
+  as_written = n.Scalar();
+  fs::path path(as_written);
+  if (path.is_relative()) path = (system_file.parent_path() / path).lexically_normal();
+  try {
+    return std::make_shared<const decltype(load(path))>(load(path));
+  } catch (const InputError& e) {
+    throw InputError(m.file() + ": " + key + " '" + as_written + "': " + e.what());
+  }
+}
+
 }  // namespace
 
 System load_system(const fs::path& file) {
@@ -234,7 +254,8 @@ System load_system(const fs::path& file) {
       "name",           "matrix_flops_fp16", "vector_flops_fp32", "vector_flops_fp16", "hbm_bandwidth",
       "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
-      "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration"};
+      "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
+      "kernels"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -262,18 +283,12 @@ System load_system(const fs::path& file) {
                      "`calibration: FILE` in the system file)");
   }
   if (auto n = m.find("calibration")) {
-    if (!n->IsScalar() || n->Scalar().empty()) {
-      throw InputError(m.file() + ": calibration must be the path of a calibration file (written by `comm fit`), got " +
-                       Mapping::shown(*n));
-    }
-    s.calibration_file = n->Scalar();
-    fs::path path(s.calibration_file);
-    if (path.is_relative()) path = (file.parent_path() / path).lexically_normal();
-    try {
-      s.calibration = std::make_shared<const comm::Calibration>(comm::load_calibration(path));
-    } catch (const InputError& e) {
-      throw InputError(m.file() + ": calibration '" + s.calibration_file + "': " + e.what());
-    }
+    s.calibration = load_sidecar(m, file, "calibration", "a calibration file (written by `comm fit`)", *n,
+                                 s.calibration_file, comm::load_calibration);
+  }
+  if (auto n = m.find("kernels")) {
+    s.kernel_calibration = load_sidecar(m, file, "kernels", "a kernel calibration (written by `validate fit-kernels`)",
+                                        *n, s.kernels_file, kernels::load_calibration);
   }
   return s;
 }
@@ -447,6 +462,9 @@ std::string system_to_yaml(const System& system) {
   }
   if (!system.calibration_file.empty()) {
     line("calibration", quoted(system.calibration_file), "measured collective times, relative to this file");
+  }
+  if (!system.kernels_file.empty()) {
+    line("kernels", quoted(system.kernels_file), "fitted kernel times, relative to this file");
   }
   return out;
 }

@@ -15,4 +15,5 @@ YAML::Node load_yaml_file(const std::filesystem::path& file) {
   }
 }
 
+
 }  // namespace perfsweep

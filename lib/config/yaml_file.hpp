@@ -4,9 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <string>
 
 namespace perfsweep {
 
 YAML::Node load_yaml_file(const std::filesystem::path& file);
+
 
 }  // namespace perfsweep

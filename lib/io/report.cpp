@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "io/json_writer.hpp"
 #include "model/comm_calibration.hpp"
+#include "model/kernel_calibration.hpp"
 
 namespace perfsweep {
 
@@ -186,6 +187,7 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("collectives").value(static_cast<std::int64_t>(use.collectives));
   w.key("calibrated_collectives").value(static_cast<std::int64_t>(use.calibrated));
   if (system.calibration) w.key("calibration").value(std::string_view(system.calibration->file));
+  if (system.kernel_calibration) w.key("kernels").value(std::string_view(system.kernel_calibration->file));
   w.end_object();
   w.key("throughput").value(ev.throughput);
   if (ev.model_section) {
@@ -319,10 +321,14 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   if (system.calibration) {
     o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "
       << system.calibration->file << ", the rest by the analytical model (collectives, placements, node counts or "
-         "sizes it does not cover)\n\n";
+         "sizes it does not cover)\n";
   } else {
-    o << "collectives: " << use.collectives << ", timed by the analytical model (no calibration)\n\n";
+    o << "collectives: " << use.collectives << ", timed by the analytical model (no calibration)\n";
   }
+  if (system.kernel_calibration) {
+    o << "kernel times: fitted to GPU measurements, " << system.kernel_calibration->file << " (docs/validation.md)\n";
+  }
+  o << "\n";
 
   const Totals& t = ev.totals;
   o << "step time " << fmt("%.6g", t.t) << " s, throughput " << fmt("%.6g", ev.throughput) << " samples/s, "

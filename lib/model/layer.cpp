@@ -80,12 +80,22 @@ std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, cons
   return n;
 }
 
-PassTime time_pass(const System& s, const LayerCost& c, double flops, double mem, const CommSet& comms) {
+PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double flops, double mem,
+                   const CommSet& comms) {
   PassTime p;
-  p.comp = compute_seconds(s, c.kernel, flops);
-  const double t_mem = memory_seconds(s, c.kernel, mem);
+  double t_mem = 0;
+  double t_compute = 0;
+  if (s.kernel_calibration != nullptr && calibrated_op(c.op, c.shape)) [[unlikely]] {
+    const KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem);
+    p.comp = k.launch + k.compute;
+    t_mem = k.memory;
+    t_compute = k.total();
+  } else {
+    p.comp = compute_seconds(s, c.kernel, flops);
+    t_mem = memory_seconds(s, c.kernel, mem);
+    t_compute = std::max(p.comp, t_mem);
+  }
   p.intensity = p.comp / t_mem;
-  const double t_compute = std::max(p.comp, t_mem);
   if (c.overlap == Overlap::Summa) {
     // LinearSumma/LogitsSumma/AttendSumma.compute_time_summa: the collectives of one of nb blocks
     // (each on 1/nb of the volume, so latencies count per block) are exposed; the other blocks'
@@ -97,7 +107,7 @@ PassTime time_pass(const System& s, const LayerCost& c, double flops, double mem
     p.comm = time_collectives(s, comms, 1.0);
   }
   p.t = t_compute + p.comm;
-  p.mem = std::max(t_mem - p.comp, 0.0);
+  p.mem = std::max(t_compute - p.comp, 0.0);
   return p;
 }
 
@@ -112,8 +122,8 @@ void require_1d(I m1, I m2, const char* name) {
 LayerResult time_layer(const System& system, const LayerCost& cost) {
   LayerResult r;
   r.cost = cost;
-  r.fwd = time_pass(system, cost, cost.flops_fwd, cost.mem_fwd, cost.comm_fwd);
-  r.bwd = time_pass(system, cost, cost.flops_bwd, cost.mem_bwd, cost.comm_bwd);
+  r.fwd = time_pass(system, cost, kernels::kFwd, cost.flops_fwd, cost.mem_fwd, cost.comm_fwd);
+  r.bwd = time_pass(system, cost, kernels::kBwd, cost.flops_bwd, cost.mem_bwd, cost.comm_bwd);
   if (system.calibration != nullptr) [[unlikely]] {
     r.calibrated_fwd = calibrated_collectives(system, cost, cost.comm_fwd);
     r.calibrated_bwd = calibrated_collectives(system, cost, cost.comm_bwd);
@@ -132,6 +142,7 @@ LayerCost linear(const System& s, const char* name, I b, I l, I e, I f, Split2 p
   const I f_local = f / m1, e_local = e / m2;
   LayerCost c;
   c.name = name;
+  c.shape = {1, b * l, e_local, f_local};
   c.flops_fwd = dot_flops(b * l * f_local, e_local, u);
   const double act_in = D(b * l * e_local) * u.elem;
   const double act_out = D(b * l * f_local) * u.elem;
@@ -159,6 +170,7 @@ LayerCost linear_seqp(const System& s, const char* name, I b, I l, I e, I f, Spl
   const I f_local = f / m1, e_local = e / m2, l_local = l / dimseq;
   LayerCost c;
   c.name = name;
+  c.shape = {1, b * l_local, e_local, f_local};
   c.flops_fwd = dot_flops(b * l_local * f_local, e_local, u);
   const double act_in = D(b * l_local * e_local) * u.elem;
   const double act_out = D(b * l_local * f_local) * u.elem;
@@ -186,6 +198,7 @@ LayerCost linear_summa(const System& s, const char* name, I b, I l, I e, I f, Sp
   const I l_local = l / m2, f_local = f / m1, e_local_1 = e / m1, e_local_2 = e / m2;
   LayerCost c;
   c.name = name;
+  c.shape = {1, b * l_local, e, f_local};
   c.overlap = Overlap::Summa;
   c.summa_nb = nb;
   // e outer products and e additions across all SUMMA iterations
@@ -214,6 +227,7 @@ LayerCost bias(const System& s, const char* name, I b, I l, I f, Split2 p) {
   const I l_local = l / m2, f_local = f / m1;
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Bias;
   c.kernel = KernelClass::Elementwise;
   c.weights_mem = D(1 * f_local) * u.elem;
   c.flops_fwd = D(b * l_local) * (D(f_local) * u.add);
@@ -229,6 +243,7 @@ LayerCost activation(const System& s, const char* name, I m) {
   const Units u(s);
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Activation;
   c.kernel = KernelClass::Elementwise;
   c.flops_fwd = D(m) * u.mult * 8;
   const double act_in = D(m) * u.elem;
@@ -261,6 +276,7 @@ LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool r
   const Units u(s);
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Dropout;
   c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(m) * u.mult;
@@ -281,6 +297,7 @@ LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, 
   const I n = b * h_local * l1 * l2;
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Softmax;
   c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
@@ -335,6 +352,8 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t,
   const Units u(s);
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Norm;
+  c.shape = {1, b * (l / m), e, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l / m, e, u, norm);
   layer_norm_memory(c, b, l / m, e, u, norm);
@@ -352,6 +371,8 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2
   const I l_local = l / m2, e_local = l / m1;
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Norm;
+  c.shape = {1, b * l_local, e / m1, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l_local, e_local, u, norm);
   layer_norm_memory(c, b, l_local, e_local, u, norm);
@@ -367,6 +388,7 @@ LayerCost logits(const System& s, const char* name, I b, I l, I q, I h, I m, boo
   const I h_local = h / m;
   LayerCost c;
   c.name = name;
+  c.shape = {b * h_local, l, q, l};
   c.recompute = recompute;
   c.flops_fwd = dot_flops(b * h_local * l * l, q, u);
   double act_in = D(b * h_local * l * q) * u.elem;
@@ -384,6 +406,7 @@ LayerCost attend(const System& s, const char* name, I b, I l, I q, I h, I m, boo
   const I h_local = h / m;
   LayerCost c;
   c.name = name;
+  c.shape = {b * h_local, l, l, q};
   c.flops_fwd = dot_flops(b * h_local * l * q, l, u);
   double act_in = D(b * h_local * l * l) * u.elem;
   act_in += D(b * h_local * l * q) * u.elem;
@@ -405,6 +428,7 @@ LayerCost logits_seqp(const System& s, const char* name, I b, I l, I q, I h, Spl
   const I l_local = l / m2, h_local = h / m1;
   LayerCost c;
   c.name = name;
+  c.shape = {b * h_local, l_local, q, l};
   c.flops_fwd = dot_flops(b * h_local * l_local * l, q, u);
   double act_in = D(b * h_local * l_local * q) * u.elem;
   act_in += D(b * h_local * l * q) * u.elem;
@@ -428,6 +452,7 @@ LayerCost attend_seqp(const System& s, const char* name, I b, I l, I q, I h, Spl
   const I l_local = l / m2, h_local = h / m1;
   LayerCost c;
   c.name = name;
+  c.shape = {b * h_local, l_local, l, q};
   c.flops_fwd = dot_flops(b * h_local * l_local * q, l, u);
   double act_in = D(b * h_local * l_local * l) * u.elem;
   act_in += D(b * h_local * l * q) * u.elem;
@@ -472,6 +497,8 @@ LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, A
   const I bkv = b * (o.kv_local > 0 ? o.kv_local : h_local);  // key/value heads (GQA)
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Attention;
+  c.shape = {bh, l, q, l};
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
   c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
@@ -519,6 +546,8 @@ LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, S
   const I bkv = b * kv_local;
   LayerCost c;
   c.name = name;
+  c.op = KernelOp::Attention;
+  c.shape = {bh, l_local, q, l};
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l_local * l, q, u);
   c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;

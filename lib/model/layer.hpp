@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "model/collective.hpp"
+#include "model/kernel_calibration.hpp"
 #include "model/system.hpp"
 #include "model/transformer.hpp"
 
@@ -37,6 +38,8 @@ enum class Overlap : std::uint8_t {
 struct LayerCost {
   const char* name = "";
   KernelClass kernel = KernelClass::Gemm;  // how the roofline times it (model/roofline.hpp)
+  KernelOp op = KernelOp::Gemm;            // how a kernel calibration times it (model/kernel_calibration.hpp)
+  KernelShape shape;                       // GEMM and attention operands, for the calibration
   double flops_fwd = 0;          // TFLOP
   double mem_fwd = 0;            // GB moved through HBM
   double activation_buffer = 0;  // GB kept for the backward pass (0 if rematerialized)

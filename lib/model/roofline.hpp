@@ -2,6 +2,7 @@
 // The roofline of one kernel (estimates.py: get_time_flops, get_time_mem), by kernel class: GEMMs
 // and attention run on tensor cores, the rest on vector units; each class has its own achieved
 // efficiencies and launch cost (System::kernels).
+#include "model/kernel_calibration.hpp"
 #include "model/system.hpp"
 
 namespace perfsweep {
@@ -21,6 +22,62 @@ inline double compute_seconds(const System& system, KernelClass kernel, double t
 // Seconds to stream `gigabytes` through HBM at the class's achieved bandwidth.
 inline double memory_seconds(const System& system, KernelClass kernel, double gigabytes) {
   return gigabytes / (system.hbm_bandwidth * system.kernel(kernel).memory);
+}
+
+// A pass timed by a kernel calibration: launch plus the larger of its arithmetic and its HBM
+// traffic, each at the calibrated fraction of the system's peak.
+struct KernelSeconds {
+  double launch = 0;   // s
+  double compute = 0;  // s: arithmetic
+  double memory = 0;   // s: HBM traffic
+  double glue = 0;     // s: the residual-stream kernels a norm pass carries in a block
+  double total() const { return launch + (compute > memory ? compute : memory) + glue; }
+};
+
+// Whether the calibration times this pass (the others keep the kernel-class roofline).
+inline bool calibrated_op(KernelOp op, const KernelShape& shape) {
+  if (op == KernelOp::Other) return false;
+  return (op != KernelOp::Gemm && op != KernelOp::Attention) || shape.rows > 0;
+}
+
+// `pass`: kernels::kFwd or kBwd; `tflop` and `gigabytes` the reference's counts of the pass.
+inline KernelSeconds calibrated_seconds(const System& system, const kernels::Calibration& cal, KernelOp op,
+                                        const KernelShape& s, std::size_t pass, double tflop, double gigabytes) {
+  using namespace kernels;
+  KernelSeconds t;
+  const double peak = system.matrix_flops_fp16;
+  switch (op) {
+    case KernelOp::Gemm: {
+      const GemmModel& g = cal.gemm[pass];
+      t.launch = g.launch_s;
+      if (pass == kFwd) {
+        t.compute = gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.rows, s.depth, s.cols);
+      } else {
+        t.compute = gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.rows, s.cols, s.depth) +
+                     gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.depth, s.rows, s.cols);
+      }
+      t.memory = gigabytes / system.hbm_bandwidth;
+      return t;
+    }
+    case KernelOp::Attention: {
+      const AttentionModel& a = cal.attention[pass];
+      t.launch = a.launch_s;
+      t.compute = attention_compute_seconds(a, pass, peak, system.flops_units, s);
+      t.memory = gigabytes / system.hbm_bandwidth;
+      return t;
+    }
+    default: {
+      const StreamModel& m = cal.stream[static_cast<std::size_t>(stream_kind(op))][pass];
+      t.launch = m.launch_s;
+      t.compute = tflop / system.vector_flops_fp16;
+      t.memory = gigabytes / (system.hbm_bandwidth * m.bandwidth_fraction);
+      if (op == KernelOp::Norm) {
+        const double elements = static_cast<double>(s.rows) * static_cast<double>(s.depth);
+        t.glue = cal.residual_glue_bytes[pass] * elements * 1e-9 / system.hbm_bandwidth;
+      }
+      return t;
+    }
+  }
 }
 
 }  // namespace perfsweep

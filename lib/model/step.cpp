@@ -17,6 +17,7 @@ LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommTyp
   LayerResult r;
   r.cost.name = name;
   r.cost.kernel = KernelClass::Collective;
+  r.cost.op = KernelOp::Other;
   r.cost.comm_fwd.items[0] = {volume, fwd_type, group, fast};
   r.cost.comm_bwd.items[0] = {volume, bwd_type, group, fast};
   return r;

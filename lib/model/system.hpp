@@ -12,6 +12,9 @@ namespace perfsweep {
 namespace comm {
 struct Calibration;  // model/comm_calibration.hpp
 }
+namespace kernels {
+struct Calibration;  // model/kernel_calibration.hpp
+}
 
 // What a layer pass runs as, for the roofline (model/roofline.hpp): each class has its own
 // achieved compute and memory efficiency and launch cost.
@@ -54,6 +57,11 @@ struct System {
   // the analytical model alone, as in the reference. Shared and immutable, so copies are cheap.
   std::shared_ptr<const comm::Calibration> calibration;
   std::string calibration_file;      // the system file's `calibration:` value as written; "" if none
+  // Kernel times fitted to this GPU kind's layer measurements (`validate fit-kernels`), used by
+  // time_layer in place of the kernel-class roofline for the layers it covers. Null: the
+  // reference's roofline. Shared and immutable, like `calibration`.
+  std::shared_ptr<const kernels::Calibration> kernel_calibration;
+  std::string kernels_file;          // the system file's `kernels:` value as written; "" if none
   // Per kernel class, indexed by KernelClass.
   std::array<KernelEfficiency, kKernelClassCount> kernels{};
   const KernelEfficiency& kernel(KernelClass k) const { return kernels[static_cast<std::size_t>(k)]; }

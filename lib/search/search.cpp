@@ -25,6 +25,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
   SearchCounters local;
   for (std::int64_t tp1 : divisors(n)) {
     if (m.h % tp1 || m.e % tp1) continue;
+    if (m.kv() % tp1 && tp1 % m.kv()) continue;  // key/value heads split over tp, or replicated over it
     if (!plan.has_tp2) {
       if ((3 * m.e) / tp1 < 128) {  // qkv's output shard
         ++local.tensor_splits_too_thin;

@@ -1,0 +1,43 @@
+#pragma once
+// What the measurement tools (`comm`, `validate`) share around their subcommands: a stderr logger,
+// -q, CLI parse errors as exit 2, and the library's typed errors logged and turned into exit 2.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <exception>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+inline void init_tool_logger(const char* name) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
+  spdlog::set_default_logger(spdlog::stderr_color_mt(name));
+  spdlog::set_pattern("[%l] %v");
+}
+
+// Parses the command line, then runs `body`; returns its exit code, 1 after an output that could
+// not be written, or 2 after a parse error or another exception (logged).
+template <class Body>
+int run_tool(CLI::App& app, int argc, char** argv, const bool& quiet, Body&& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (quiet) spdlog::set_level(spdlog::level::warn);
+  try {
+    return body();
+  } catch (const IoError& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+  }
+  return 2;
+}
+
+}  // namespace perfsweep

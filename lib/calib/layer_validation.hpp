@@ -1,0 +1,48 @@
+#pragma once
+// Per-layer predictions against GPU layer measurements (`validate layers`), and the kernel
+// calibration's fit to them (`validate fit-kernels`).
+#include <string>
+#include <vector>
+
+#include "calib/layer_measurements.hpp"
+#include "model/kernel_calibration.hpp"
+#include "model/layer.hpp"
+#include "model/system.hpp"
+
+namespace perfsweep::calib {
+
+// The layers of one measured configuration as the model costs them: the 1D strategy at the
+// measured tp, one shard, with no collectives (the measurements ran one shard alone, so each
+// layer's reduce-scatters and all-gathers are dropped from its cost, whatever the placement).
+std::vector<LayerCost> measured_layer_costs(const System& system, const LayerConfig& config);
+
+struct ValidationRow {
+  std::string id;
+  std::string layer;  // a layer name, or "block"
+  std::size_t pass;   // kernels::kFwd or kBwd
+  double measured_s;
+  double predicted_s;
+  double rel_err() const { return predicted_s / measured_s - 1; }
+};
+
+// One row per (config, layer, pass) and two `block` rows per config. A layer row's prediction is
+// its time in a stream of kernels plus the calibration's isolated_call_s (what one timed call
+// pays alone); a block row's is the sum of the layers' stream times. Without a kernel
+// calibration: the system's roofline, as the reference times it.
+std::vector<ValidationRow> validate_layers(const System& system, const std::vector<LayerConfig>& configs);
+
+// CSV `id,layer,pass,measured_s,predicted_s,rel_err`.
+std::string validation_csv(const std::vector<ValidationRow>& rows);
+// count, median, p90 and max |relative error| per layer pass, over all layer passes, per block
+// pass and for the block's forward + backward.
+std::string validation_summary(const std::vector<ValidationRow>& rows);
+
+// Fits every parameter of a kernel calibration to the measurements (docs/validation.md):
+// per pass, weighted least squares of |relative error| with the efficiencies and bandwidth
+// fractions bounded by 1 and the launch costs by 0, over a fixed grid of the shape parameters
+// (GEMM tiles and k_half, attention head_dim_half); then isolated_call_s from the blocks. The
+// system gives the peaks; sm_count is the GPU's.
+kernels::Calibration fit_kernels(const System& system, const std::vector<LayerConfig>& configs,
+                                 std::int64_t sm_count);
+
+}  // namespace perfsweep::calib

@@ -1,0 +1,190 @@
+#include "config/kernels_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "config/yaml_file.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace perfsweep::kernels {
+
+namespace {
+constexpr int kFormatVersion = 1;
+constexpr const char* kFormatName = "perfsweep-kernel-calibration";
+
+struct Field {
+  const char* name;
+  double min;
+  bool min_open;
+  double max;
+};
+constexpr Field kEfficiency{"efficiency", 0, true, 1};
+constexpr Field kBandwidthFraction{"bandwidth_fraction", 0, true, 1};
+constexpr Field kLaunch{"launch_s", 0, false, 1};
+constexpr Field kTileM{"tile_m", 1, false, 65536};
+constexpr Field kTileN{"tile_n", 1, false, 65536};
+constexpr Field kKHalf{"k_half", 0, false, 1e9};
+constexpr Field kHeadDimHalf{"head_dim_half", 0, false, 1e9};
+
+void emit_pass(YAML::Emitter& out, const char* pass, std::initializer_list<std::pair<const char*, double>> values) {
+  out << YAML::Key << pass << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& [k, v] : values) out << YAML::Key << k << YAML::Value << v;
+  out << YAML::EndMap;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  void keys(const YAML::Node& node, std::initializer_list<const char*> allowed, const std::string& at) const {
+    if (!node.IsMap()) throw InputError(file_ + ": " + at + " must be a mapping");
+    for (const auto& kv : node) {
+      const std::string k = kv.first.Scalar();
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || k == a;
+      if (!ok) throw InputError(file_ + ": " + at + ": unknown key '" + k + "'");
+    }
+    for (const char* a : allowed) {
+      if (!node[a]) throw InputError(file_ + ": " + at + ": missing key '" + a + "'");
+    }
+  }
+
+  double number(const YAML::Node& node, const Field& f, const std::string& at) const {
+    const YAML::Node n = node[f.name];
+    double v = NAN;
+    try {
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      throw InputError(file_ + ": " + at + "." + f.name + " must be a number, got '" + (n.IsScalar() ? n.Scalar() : "?") +
+                       "'");
+    }
+    const bool ok = std::isfinite(v) && (f.min_open ? v > f.min : v >= f.min) && v <= f.max;
+    if (!ok) {
+      throw InputError(file_ + ": " + at + "." + f.name + " must be in " + (f.min_open ? "(" : "[") +
+                       std::to_string(f.min) + ", " + std::to_string(f.max) + "], got " + n.Scalar());
+    }
+    return v;
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+void save_calibration(const Calibration& cal, const std::filesystem::path& file) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(9);
+  out << YAML::Comment(
+      "perfsweep kernel calibration (validate fit-kernels); model/kernel_calibration.hpp and\n"
+      "docs/validation.md define each parameter. Times in seconds; efficiencies are fractions of the\n"
+      "system's tensor-core peak, bandwidth fractions of its hbm_bandwidth.");
+  out << YAML::BeginMap;
+  out << YAML::Key << "format" << YAML::Value << kFormatName;
+  out << YAML::Key << "version" << YAML::Value << kFormatVersion;
+  out << YAML::Key << "source" << YAML::Value << cal.source;
+  out << YAML::Key << "sm_count" << YAML::Value << cal.sm_count;
+  out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
+  for (std::size_t p = 0; p < 2; ++p) {
+    const GemmModel& g = cal.gemm[p];
+    emit_pass(out, kPassNames[p],
+              {{"efficiency", g.efficiency}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"k_half", g.k_half},
+               {"launch_s", g.launch_s}});
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
+  for (std::size_t p = 0; p < 2; ++p) {
+    const AttentionModel& a = cal.attention[p];
+    emit_pass(out, kPassNames[p],
+              {{"efficiency", a.efficiency}, {"head_dim_half", a.head_dim_half}, {"launch_s", a.launch_s}});
+  }
+  out << YAML::EndMap;
+  for (std::size_t k = 0; k < kStreamKindCount; ++k) {
+    out << YAML::Key << kStreamKindNames[k] << YAML::Value << YAML::BeginMap;
+    for (std::size_t p = 0; p < 2; ++p) {
+      const StreamModel& m = cal.stream[k][p];
+      emit_pass(out, kPassNames[p], {{"bandwidth_fraction", m.bandwidth_fraction}, {"launch_s", m.launch_s}});
+    }
+    out << YAML::EndMap;
+  }
+  for (const auto& [key, values] : {std::pair{"isolated_call_s", cal.isolated_call_s},
+                                   std::pair{"residual_glue_bytes", cal.residual_glue_bytes}}) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "fwd" << YAML::Value << values[kFwd];
+    out << YAML::Key << "bwd" << YAML::Value << values[kBwd];
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  if (!out.good()) throw InputError(file.string() + ": cannot write kernel calibration: " + out.GetLastError());
+
+  write_text_atomically(file.string(), std::string(out.c_str()) + "\n");
+}
+
+Calibration load_calibration(const std::filesystem::path& file) {
+  const YAML::Node root = load_yaml_file(file);
+  const Reader r(file.string());
+  std::vector<const char*> top = {"format",    "version",         "source",
+                                  "sm_count",  "gemm",            "attention",
+                                  "isolated_call_s", "residual_glue_bytes"};
+  for (const char* k : kStreamKindNames) top.push_back(k);
+  if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
+  for (const auto& kv : root) {
+    const std::string k = kv.first.Scalar();
+    bool ok = false;
+    for (const char* a : top) ok = ok || k == a;
+    if (!ok) throw InputError(r.file() + ": unknown key '" + k + "'");
+  }
+  if (!root["format"] || root["format"].Scalar() != kFormatName) {
+    throw InputError(r.file() + ": format must be '" + std::string(kFormatName) + "'");
+  }
+  if (!root["version"] || root["version"].Scalar() != std::to_string(kFormatVersion)) {
+    throw InputError(r.file() + ": version must be " + std::to_string(kFormatVersion));
+  }
+  Calibration cal;
+  cal.file = file.string();
+  if (root["source"]) cal.source = root["source"].Scalar();
+  if (!root["sm_count"]) throw InputError(r.file() + ": missing key 'sm_count'");
+  const double sms = r.number(root, {"sm_count", 1, false, 1e6}, "");
+  if (sms != std::floor(sms)) throw InputError(r.file() + ": sm_count must be an integer");
+  cal.sm_count = static_cast<std::int64_t>(sms);
+  for (const char* group : {"gemm", "attention", "isolated_call_s", "residual_glue_bytes"}) {
+    if (!root[group]) throw InputError(r.file() + ": missing key '" + group + "'");
+  }
+  r.keys(root["gemm"], {"fwd", "bwd"}, "gemm");
+  r.keys(root["attention"], {"fwd", "bwd"}, "attention");
+  r.keys(root["isolated_call_s"], {"fwd", "bwd"}, "isolated_call_s");
+  r.keys(root["residual_glue_bytes"], {"fwd", "bwd"}, "residual_glue_bytes");
+  for (std::size_t p = 0; p < 2; ++p) {
+    const std::string at = std::string("gemm.") + kPassNames[p];
+    const YAML::Node g = root["gemm"][kPassNames[p]];
+    r.keys(g, {"efficiency", "tile_m", "tile_n", "k_half", "launch_s"}, at);
+    cal.gemm[p] = {r.number(g, kEfficiency, at), r.number(g, kTileM, at), r.number(g, kTileN, at),
+                   r.number(g, kKHalf, at), r.number(g, kLaunch, at)};
+    const std::string at_a = std::string("attention.") + kPassNames[p];
+    const YAML::Node a = root["attention"][kPassNames[p]];
+    r.keys(a, {"efficiency", "head_dim_half", "launch_s"}, at_a);
+    cal.attention[p] = {r.number(a, kEfficiency, at_a), r.number(a, kHeadDimHalf, at_a), r.number(a, kLaunch, at_a)};
+    cal.isolated_call_s[p] = r.number(root["isolated_call_s"], {kPassNames[p], 0, false, 1}, "isolated_call_s");
+    cal.residual_glue_bytes[p] =
+        r.number(root["residual_glue_bytes"], {kPassNames[p], 0, false, 1e6}, "residual_glue_bytes");
+  }
+  for (std::size_t k = 0; k < kStreamKindCount; ++k) {
+    if (!root[kStreamKindNames[k]]) throw InputError(r.file() + ": missing key '" + kStreamKindNames[k] + "'");
+    r.keys(root[kStreamKindNames[k]], {"fwd", "bwd"}, kStreamKindNames[k]);
+    for (std::size_t p = 0; p < 2; ++p) {
+      const std::string at = std::string(kStreamKindNames[k]) + "." + kPassNames[p];
+      const YAML::Node m = root[kStreamKindNames[k]][kPassNames[p]];
+      r.keys(m, {"bandwidth_fraction", "launch_s"}, at);
+      cal.stream[k][p] = {r.number(m, kBandwidthFraction, at), r.number(m, kLaunch, at)};
+    }
+  }
+  return cal;
+}
+
+}  // namespace perfsweep::kernels

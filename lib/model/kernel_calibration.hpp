@@ -1,0 +1,126 @@
+#pragma once
+// Kernel times fitted to one GPU kind's layer measurements (`validate fit-kernels`), named by a
+// system file's `kernels:` key. Without it the roofline is the reference's (model/roofline.hpp).
+// Every parameter is physical and bounded: efficiencies and bandwidth fractions in (0, 1], so a
+// calibrated kernel is never faster than the peak FLOP/s or HBM bandwidth of the system it runs
+// on (the system's peaks are not part of the calibration: an H200 predicted from an H100
+// calibration keeps the H100's efficiencies at the H200's bandwidth).
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace perfsweep {
+
+// What a layer pass executes, finer than its KernelClass: the shape-dependent GEMM and flash
+// attention models and, for the memory-bound kernels, one achieved bandwidth curve each.
+enum class KernelOp : std::uint8_t { Gemm, Attention, Bias, Activation, Dropout, Norm, Softmax, Other };
+
+// Operand shape of a GEMM-like pass: `batch` independent products of (rows x depth)(depth x cols).
+// Flash attention: batch = micro-batch x local heads, rows = query positions, cols = key
+// positions, depth = head dimension.
+struct KernelShape {
+  std::int64_t batch = 1;
+  std::int64_t rows = 0;
+  std::int64_t depth = 0;
+  std::int64_t cols = 0;
+};
+
+namespace kernels {
+
+inline constexpr std::size_t kFwd = 0, kBwd = 1;
+inline constexpr std::array<const char*, 2> kPassNames{"fwd", "bwd"};
+
+// cuBLAS-style GEMM: the output is cut into tile_m x tile_n tiles, one per SM at a time, so the
+// last wave leaves SMs idle (wave quantization); a short reduction depth k spends a larger share
+// in prologue/epilogue, modelled as the factor k / (k + k_half).
+//   t = launch_s + 2 batch rows depth cols / (peak x efficiency x wave(rows, cols) x k/(k + k_half))
+// The backward pass is two GEMMs, dX = dY W^T (rows x depth, reduced over cols) and
+// dW = X^T dY (depth x cols, reduced over rows), with the backward's own parameters.
+struct GemmModel {
+  double efficiency = 0.8;  // achieved fraction of the tensor-core peak on full waves of deep GEMMs
+  double tile_m = 128;      // output tile rows
+  double tile_n = 128;      // output tile columns
+  double k_half = 0;        // reduction depth at which the depth factor is 1/2
+  double launch_s = 0;      // fixed cost per pass (launches, prologue), s
+};
+
+// Flash attention: 4 batch rows cols depth matmul flops forward (Q K^T, P V), 10 backward (Q K^T
+// recomputed, dV, dP, dQ, dK); the softmax's exponentials and rescaling cost per score rather than
+// per flop, which the head-dimension factor d / (d + head_dim_half) expresses.
+struct AttentionModel {
+  double efficiency = 0.8;    // achieved fraction of the tensor-core peak at large head dimension
+  double head_dim_half = 0;   // head dimension at which the factor is 1/2
+  double launch_s = 0;        // s per pass
+};
+
+// A memory-bound kernel: t = launch_s + bytes / (hbm_bandwidth x bandwidth_fraction), bytes as
+// the reference counts them (model/layer.cpp). Read with the fixed cost, the achieved bandwidth
+// bytes / t is a saturating curve of the bytes moved: half of its limit at launch_s x bandwidth.
+struct StreamModel {
+  double bandwidth_fraction = 1;  // of hbm_bandwidth, for large tensors
+  double launch_s = 0;            // s per pass
+};
+
+// The memory-bound kernels with their own curve, in file order.
+enum class StreamKind : std::uint8_t { Bias, Activation, Dropout, Norm };
+inline constexpr std::size_t kStreamKindCount = 4;
+inline constexpr std::array<const char*, kStreamKindCount> kStreamKindNames{"bias", "activation", "dropout", "norm"};
+
+struct Calibration {
+  std::int64_t sm_count = 132;  // streaming multiprocessors (waves of GEMM tiles)
+  std::array<GemmModel, 2> gemm{};            // [fwd, bwd]
+  std::array<AttentionModel, 2> attention{};  // [fwd, bwd]
+  std::array<std::array<StreamModel, 2>, kStreamKindCount> stream{};
+  // What one layer pass timed alone (CUDA events around one call) costs beyond the same pass
+  // inside a stream of kernels, where the host launches ahead of the GPU: added to layer
+  // predictions compared with per-layer measurements, never to a block or a step.
+  std::array<double, 2> isolated_call_s{};
+  // The block's kernels outside the reference's layers, on the residual stream: the residual
+  // adds and the attention's head split and merge copies (and their gradients' adds in the
+  // backward). HBM bytes per element of a sub-layer's residual stream (b x l/tp x e), at the
+  // full hbm_bandwidth; each norm pass in a block carries its sub-layer's share.
+  std::array<double, 2> residual_glue_bytes{};
+  std::string source;     // what it was fitted from
+  std::string file;       // path as loaded; "" if built in memory
+};
+
+// Fraction of the SMs busy over a GEMM's waves of output tiles.
+inline double wave_efficiency(const Calibration& c, const GemmModel& g, std::int64_t batch, std::int64_t rows,
+                              std::int64_t cols) {
+  const double tiles = static_cast<double>(batch) * std::ceil(static_cast<double>(rows) / g.tile_m) *
+                       std::ceil(static_cast<double>(cols) / g.tile_n);
+  const double sms = static_cast<double>(c.sm_count);
+  return tiles / (std::ceil(tiles / sms) * sms);
+}
+
+// Seconds of one GEMM's arithmetic at `peak_tflops` (launch excluded).
+inline double gemm_compute_seconds(const Calibration& c, const GemmModel& g, double peak_tflops, double flops_units,
+                                   std::int64_t batch, std::int64_t rows, std::int64_t depth, std::int64_t cols) {
+  const double k = static_cast<double>(depth);
+  const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(rows) * k * static_cast<double>(cols);
+  const double eff = g.efficiency * wave_efficiency(c, g, batch, rows, cols) * (k / (k + g.k_half));
+  return flops * flops_units / (peak_tflops * eff);
+}
+
+// Seconds of a flash-attention pass's arithmetic (launch excluded).
+inline double attention_compute_seconds(const AttentionModel& a, std::size_t pass, double peak_tflops,
+                                        double flops_units, const KernelShape& s) {
+  const double d = static_cast<double>(s.depth);
+  const double matmuls = pass == kFwd ? 4.0 : 10.0;
+  const double flops = matmuls * static_cast<double>(s.batch) * static_cast<double>(s.rows) *
+                       static_cast<double>(s.cols) * d;
+  return flops * flops_units / (peak_tflops * a.efficiency * (d / (d + a.head_dim_half)));
+}
+
+inline StreamKind stream_kind(KernelOp op) {
+  switch (op) {
+    case KernelOp::Bias: return StreamKind::Bias;
+    case KernelOp::Dropout: return StreamKind::Dropout;
+    case KernelOp::Norm: return StreamKind::Norm;
+    default: return StreamKind::Activation;  // GELU, and the unfused softmax (no own measurements)
+  }
+}
+
+}  // namespace kernels
+}  // namespace perfsweep
