@@ -1,9 +1,11 @@
 // bench: single-core speed of the search on the paper grid (3 strategies x 2 models x the nine
-// systems of sweeps/paper.yaml, GPU counts 4..16384). Prints numbers; asserts nothing.
+// systems of sweeps/paper.yaml, GPU counts 4..16384), or on any list, model, batch and execution
+// options. Prints numbers; asserts nothing.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
+#include "common/execution_options.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
@@ -20,6 +22,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> strategies{"1d", "2d", "2d-seqp"};
   int repeat = 1;
   std::string system_override;
+  std::int64_t global_batch = 4096, n_min = 4;
+  ExecutionFlags exec;
+  app.add_option("--global-batch-size", global_batch, "samples per optimizer step")->capture_default_str();
+  app.add_option("--n-min", n_min, "smallest GPU count (powers of two up to 16384)")->capture_default_str();
+  add_execution_options(app, exec, true);
   app.add_option("--systems", systems, "system list (sweeps/NAME.yaml or path)")->capture_default_str();
   app.add_option("--models", models, "models")->capture_default_str();
   app.add_option("--strats", strategies, "strategies")->capture_default_str();
@@ -41,6 +48,8 @@ int main(int argc, char** argv) {
         SearchProblem p;
         p.strategy = parse_strategy(strat);
         p.model = load_model_named(model_name);
+        p.global_batch = global_batch;
+        p.exec = parse_execution_choices(exec);
         double best = 1e300;
         std::int64_t candidates = 0, infeasible = 0, blocks = 0;
         int n_systems = 0;
@@ -57,7 +66,7 @@ int main(int argc, char** argv) {
               p.system.nvlink_size = nvs;
               Searcher searcher(p);
               SearchCounters counters;
-              for (std::int64_t n = 4; n <= 16384; n *= 2) searcher.run_all(n, counters);
+              for (std::int64_t n = n_min; n <= 16384; n *= 2) searcher.run_all(n, counters);
               candidates += counters.candidates;
               infeasible += counters.infeasible_memory;
               blocks += counters.module_evaluations;

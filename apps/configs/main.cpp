@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/attention_options.hpp"
+#include "common/execution_options.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
@@ -31,6 +32,7 @@ struct Options {
   std::string tp, tp1, tp2, pp, dp, mbs, nb;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
+  ExecutionFlags exec;
   bool all_placements = false, fits_only = false, csv = false;
   std::string sort = "auto";
   std::size_t top = 0;
@@ -185,6 +187,7 @@ int run(const Options& o) {
   r.placement.nv_pp = o.nv_pp;
   r.all_placements = o.all_placements;
   r.attention = parse_attention(o.attention.mode, o.attention.recompute, strategy);
+  r.exec = parse_execution(o.exec);
 
   ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);
   std::vector<ConfigRow>& rows = sweep.rows;
@@ -260,6 +263,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
   add_attention_options(app, o.attention);
+  add_execution_options(app, o.exec, false);
   app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
   app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
   app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")

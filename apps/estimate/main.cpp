@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/attention_options.hpp"
+#include "common/execution_options.hpp"
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -25,6 +26,7 @@ struct Options {
   std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
+  ExecutionFlags exec;
   bool json = false, csv = false;
 };
 
@@ -63,6 +65,7 @@ int run(const Options& o) {
     }
   }
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
+  layout.exec = parse_execution(o.exec);
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
   const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
   add_attention_options(app, o.attention);
+  add_execution_options(app, o.exec, false);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   app.add_flag("--csv", o.csv, "print per-layer rows and totals as CSV");
   app.footer(

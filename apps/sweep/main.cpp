@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "common/execution_options.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "parallel/resumable_sweep.hpp"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
   app.add_option("--n-gpus", o.n_gpus, "GPU counts: a list 8,16,32 or a power-of-two range 4:16384")->capture_default_str();
   app.add_option("--top-n", o.top_n, "configurations kept per GPU count")->capture_default_str();
+  add_execution_options(app, o.exec, true);
   app.add_option("--max-points", o.max_points, "refuse runs of more searches (targets x GPU counts) than this")
       ->capture_default_str();
   app.add_option("--max-output-gb", o.max_output_gb, "refuse runs whose output (or results in memory) would exceed this")

@@ -190,6 +190,17 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   if (system.kernel_calibration) w.key("kernels").value(std::string_view(system.kernel_calibration->file));
   w.end_object();
   w.key("throughput").value(ev.throughput);
+  // Execution options beyond the reference's, only when any differs from it.
+  if (!(layout.exec == Execution{})) {
+    const Execution& x = layout.exec;
+    w.key("execution").begin_object();
+    w.key("recompute").value(std::string_view(recompute_name(x.recompute)));
+    w.key("sp").value(x.sequence_parallel);
+    w.key("zero").value(x.zero);
+    w.key("interleave").value(x.interleave);
+    w.key("layout").value(std::string_view(param_layout_name(x.params)));
+    w.end_object();
+  }
   if (ev.model_section) {
     w.key("model").begin_object();
     for (const ModelTotalsField& f : kModelTotalsFields) w.key(f.name).value(ev.model.*f.member);
@@ -287,7 +298,13 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
   o << "  | NVLink placement:";
   for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
-  o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n\n";
+  o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
+  if (!(layout.exec == Execution{})) {
+    const Execution& x = layout.exec;
+    o << "execution: recompute=" << recompute_name(x.recompute) << " sp=" << (x.sequence_parallel ? "on" : "off")
+      << " zero=" << x.zero << " interleave=" << x.interleave << " layout=" << param_layout_name(x.params) << "\n";
+  }
+  o << "\n";
 
   char line[512];
   auto header = [&]() {

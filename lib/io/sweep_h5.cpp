@@ -119,6 +119,15 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
     for (const Candidate* c : rows) col.push_back(nv_keys(c->layout)[k].second);
     h5::dataset(top.id(), nv_names[k].first, col, "GPUs in the NVLink domain");
   }
+  // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution), as integers: recompute 0 none,
+  // 1 selective, 2 full; sp 1 on; layout 0 reference, 1 megatron, 2 amp.
+  h5::attr(top.id(), "execution_keys", config_key_names(strategy, KeyKind::Execution));
+  for (const ConfigKey& k : kConfigKeys) {
+    if (k.kind != KeyKind::Execution) continue;
+    std::vector<std::int64_t> col;
+    for (const Candidate* c : rows) col.push_back(k.value(c->layout));
+    h5::dataset(top.id(), k.name, col, "1");
+  }
 }
 
 void write_sweep_file(const std::string& path, const RunMetadata& meta, const std::vector<SweepTarget>& targets,

@@ -78,11 +78,17 @@ LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transf
   unsupported(y, strategy);
 }
 
-// Plain tensor parallelism in place of the reduce-scatter / all-gather pairs: a pass's
-// reduce-scatters of full activations become all-reduces (Megatron's f and g operators).
+// Plain tensor parallelism: a projection's reduce-scatter of full activations becomes an
+// all-reduce (Megatron's f and g operators), timed as the ring runs it, a reduce-scatter and an
+// all-gather; the sequence-parallel norm's gather and scatter then go away.
 void all_reduce_instead(CommSet& set) {
-  for (std::uint8_t i = 0; i < set.count; ++i) {
-    if (set.items[i].type == CommType::ReduceScatter) set.items[i].type = CommType::AllReduce;
+  const std::uint8_t n = set.count;
+  for (std::uint8_t i = 0; i < n; ++i) {
+    const Collective c = set.items[i];
+    if (c.type != CommType::ReduceScatter || c.volume_gb == 0) continue;
+    if (set.count == set.items.size()) throw ConfigError("a layer pass issues at most 4 collectives");
+    set.items[set.count++] = {c.volume_gb, CommType::AllGather, c.group, c.fast_domain};
+    set.is_list = true;
   }
 }
 

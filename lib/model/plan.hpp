@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "model/block.hpp"
 
@@ -116,6 +117,15 @@ inline constexpr ConfigKey kConfigKeys[] = {
      true},
     {"layout", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.params)}; },
      config_key_detail::always, true},
+};
+
+// The execution options a search tries (each list the reference's value alone by default).
+struct ExecutionChoices {
+  std::vector<Recompute> recompute{Recompute::None};
+  std::vector<bool> sequence_parallel{true};
+  std::vector<std::int64_t> zero{1};
+  std::vector<std::int64_t> interleave{1};
+  std::vector<ParamLayout> params{ParamLayout::Reference};
 };
 
 // Names of the execution options' values, as flags and reports spell them.

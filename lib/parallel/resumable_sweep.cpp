@@ -64,6 +64,7 @@ SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transfor
   t.problem.system = system;
   t.problem.global_batch = o.global_batch;
   t.problem.top_n = static_cast<std::size_t>(o.top_n);
+  t.problem.exec = parse_execution_choices(o.exec);
   t.group = std::move(group);
   return t;
 }
@@ -195,6 +196,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
 
 std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& o) {
   std::string inputs = "perfsweep " + o.software_version + "\nschema " + fnv1a_hex(schema_text(plan.strategy)) + "\n" +
+                       execution_choices_text(parse_execution_choices(o.exec)) + "\n" +
                        o.strat + "\n" + model_to_yaml(plan.model) + "gbs " + std::to_string(o.global_batch) + " top " +
                        std::to_string(o.top_n) + " n_gpus";
   for (std::int64_t n : plan.n_gpus) inputs.append(" ").append(std::to_string(n));

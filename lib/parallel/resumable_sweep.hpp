@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "config/execution_flags.hpp"
 #include <vector>
 
 #include "config/hw_sweep.hpp"
@@ -25,6 +27,7 @@ struct SweepOptions {
   std::int64_t global_batch = 4096;
   std::string n_gpus = "4:16384";
   std::int64_t top_n = 10;
+  ExecutionFlags exec;  // execution options searched (lists)
   std::string out_dir = "outputs";
   std::string output;  // overrides out_dir
   bool resume = false;

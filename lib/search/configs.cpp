@@ -94,6 +94,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     problem.system = sys;
     problem.global_batch = global_batch;
     problem.attention = r.attention;
+    problem.exec = ExecutionChoices{{r.exec.recompute}, {r.exec.sequence_parallel}, {r.exec.zero}, {r.exec.interleave},
+                                    {r.exec.params}};
     splits = tensor_splits(problem, n_gpus);
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
@@ -162,6 +164,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           c.tensor = t;
           c.tensor.nb = nb;
           c.attention = r.attention;
+          c.exec = r.exec;
           try {
             validate_layout(sys, model, c, global_batch);
           } catch (const ConfigError& e) {

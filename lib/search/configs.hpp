@@ -47,6 +47,7 @@ struct ConfigRanges {
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
   AttentionMode attention;       // the reference's search: flash attention
+  Execution exec;                // execution options of every row (the reference's by default)
 };
 
 struct ConfigRow {

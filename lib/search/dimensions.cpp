@@ -53,7 +53,7 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
 // interleave 5, zero 6, layout 7, nv 8.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  for (Recompute r : x.problem.recompute) {
+  for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
     if (r == Recompute::Selective && !c.attention.flash && c.strategy != Strategy::OneD) continue;
     out.push_back({{static_cast<I>(r)}});
@@ -61,7 +61,7 @@ void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  for (bool sp : x.problem.sequence_parallel) {
+  for (bool sp : x.problem.exec.sequence_parallel) {
     if (!sp && plan_of(c.strategy).has_tp2) continue;  // plain TP is a 1d option
     out.push_back({{sp ? 1 : 0}});
   }
@@ -71,18 +71,18 @@ void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vect
 // multiple of pp (Megatron-LM's schedule).
 void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
-  for (I v : x.problem.interleave) {
+  for (I v : x.problem.exec.interleave) {
     if (v > 1 && (c.pp == 1 || (x.problem.model.depth / c.pp) % v || micro_batches % c.pp)) continue;
     out.push_back({{v}});
   }
 }
 
 void zero_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
-  for (I z : x.problem.zero) out.push_back({{z}});
+  for (I z : x.problem.exec.zero) out.push_back({{z}});
 }
 
 void param_layout_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
-  for (ParamLayout p : x.problem.params) out.push_back({{static_cast<I>(p)}});
+  for (ParamLayout p : x.problem.exec.params) out.push_back({{static_cast<I>(p)}});
 }
 
 constexpr SearchDimension kDimensions[] = {

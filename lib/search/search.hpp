@@ -16,12 +16,7 @@ struct SearchProblem {
   std::int64_t global_batch = 4096;
   std::size_t top_n = 10;
   AttentionMode attention;  // the reference's search: flash attention
-  // Execution options searched (each the reference's value alone by default).
-  std::vector<Recompute> recompute{Recompute::None};
-  std::vector<bool> sequence_parallel{true};
-  std::vector<std::int64_t> zero{1};
-  std::vector<std::int64_t> interleave{1};
-  std::vector<ParamLayout> params{ParamLayout::Reference};
+  ExecutionChoices exec;  // execution options searched (the reference's alone by default)
 };
 
 // How many candidates each check took out (the reference's "#possible candidates" is

@@ -237,3 +237,74 @@ TEST(ValidateLayout, NvlinkPlacement) {
 
 }  // namespace
 }  // namespace perfsweep
+
+namespace perfsweep {
+namespace {
+
+// Execution options in the step (model/step.hpp step_memory): a stage of 4 blocks of 1 GB of
+// weights each, dp = 4, no activations. The reference (ZeRO-1, its layout) keeps 4 GB of weights,
+// 4 of gradients and 6 x 4 / 4 = 6 of optimizer states: 14 GB.
+Execution exec_of(std::int64_t zero, ParamLayout params) {
+  Execution x;
+  x.zero = zero;
+  x.params = params;
+  return x;
+}
+
+TEST(ExecutionMemory, ZeroStagesShardWhatTheySay) {
+  auto total = [](const Execution& x) { return step_memory(1, 0, 4, 1, 4, 1, 1, x).total; };
+  EXPECT_EQ(total({}), 14.0);
+  EXPECT_EQ(total(exec_of(0, ParamLayout::Reference)), 4.0 + 4 + 24);  // nothing sharded
+  EXPECT_EQ(total(exec_of(1, ParamLayout::Reference)), 14.0);           // the reference's = ZeRO-1
+  EXPECT_EQ(total(exec_of(2, ParamLayout::Reference)), 4.0 + 1 + 6);    // + gradients / 4
+  // ZeRO-3: weights / 4 plus one block gathered whole: 1 + 1; gradients 1; optimizer 6
+  EXPECT_EQ(total(exec_of(3, ParamLayout::Reference)), 2.0 + 1 + 6);
+}
+
+// Megatron: bf16 weights (4 GB), fp32 gradients (8), fp32 master + two moments 12 bytes per
+// parameter = 6 x the 2-byte weights, / 4: 6. amp: fp32 weights (8) and bf16 copies (4),
+// fp32 gradients (8), two fp32 moments = 4 x the weights (16) / 4 = 4.
+TEST(ExecutionMemory, ParameterLayouts) {
+  EXPECT_EQ(step_memory(1, 0, 4, 1, 4, 1, 1, exec_of(1, ParamLayout::Megatron)).total, 4.0 + 8 + 6);
+  const StepMemory amp = step_memory(1, 0, 4, 1, 4, 1, 1, exec_of(1, ParamLayout::Amp));
+  EXPECT_EQ(amp.weights, 12.0);
+  EXPECT_EQ(amp.weight_grads, 8.0);
+  EXPECT_EQ(amp.optimizer_states, 4.0);
+}
+
+// Interleaved 1F1B: pp = 4, V = 2: the first stage holds 4 (1 + 3 / 8) = 5.5 micro-batches of
+// activations (Korthikanti et al. 2022, sec. 4.2.3) where 1F1B holds 4.
+TEST(ExecutionMemory, InterleavedFirstStageActivations) {
+  Execution x;
+  x.interleave = 2;
+  EXPECT_EQ(step_memory(0, 1, 8, 4, 1, 1, 4, x).activations, 2.0 * 4 * 1.375);
+  EXPECT_EQ(step_memory(0, 1, 8, 4, 1, 1, 4, {}).activations, 2.0 * 4);
+}
+
+// The bubble of interleaved 1F1B is (p - 1) / (V m) of the work: exactly 1/V of 1F1B's.
+TEST(ExecutionTime, InterleavedBubbleIsOneOverV) {
+  BlockSummary b;
+  b.mlp.t_fwd = 0.25;
+  b.mlp.t_bwd = 0.5;
+  for (std::int64_t v : {2, 4}) {
+    Execution x;
+    x.interleave = v;
+    const Totals one = step_totals(b, 0, 0, 16, 4, 2, 1, 8);
+    const Totals interleaved = step_totals(b, 0, 0, 16, 4, 2, 1, 8, x);
+    EXPECT_EQ(interleaved.t_bubble * static_cast<double>(v), one.t_bubble) << "V=" << v;
+  }
+}
+
+// The data-parallel traffic: Megatron reduces fp32 gradients (twice the volume), amp gathers and
+// reduces fp32, ZeRO-3 gathers the parameters again in the backward.
+TEST(ExecutionTime, DataParallelTraffic) {
+  EXPECT_EQ(data_parallel_traffic({}).reduce_scale, 1.0);
+  EXPECT_EQ(data_parallel_traffic(exec_of(1, ParamLayout::Megatron)).reduce_scale, 2.0);
+  EXPECT_EQ(data_parallel_traffic(exec_of(1, ParamLayout::Megatron)).gather_scale, 1.0);
+  EXPECT_EQ(data_parallel_traffic(exec_of(1, ParamLayout::Amp)).gather_scale, 2.0);
+  EXPECT_TRUE(data_parallel_traffic(exec_of(3, ParamLayout::Reference)).gather_in_backward);
+  EXPECT_FALSE(data_parallel_traffic(exec_of(2, ParamLayout::Reference)).gather_in_backward);
+}
+
+}  // namespace
+}  // namespace perfsweep

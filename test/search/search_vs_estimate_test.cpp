@@ -14,8 +14,9 @@ namespace perfsweep {
 namespace {
 
 void expect_search_matches_estimate(Strategy strategy, const char* model, const char* system, std::int64_t nvs,
-                                    std::int64_t n_gpus, std::int64_t global_batch) {
+                                    std::int64_t n_gpus, std::int64_t global_batch, const ExecutionChoices& exec = {}) {
   SearchProblem p;
+  p.exec = exec;
   p.strategy = strategy;
   p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(model) + ".yaml");
   p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/" + std::string(system) + ".yaml");
@@ -48,6 +49,22 @@ void expect_search_matches_estimate(Strategy strategy, const char* model, const 
     for (const TotalsField& f : kTotalsFields) compare(f.name, c.totals.*f.member, ev.totals.*f.member);
     if (!differ.empty()) ADD_FAILURE() << where << differ;
     EXPECT_TRUE(ev.fits) << where << ": the search kept a configuration that does not fit";
+  }
+}
+
+// Execution options as search dimensions: recomputation and sequence parallelism change the
+// block (its cache key), ZeRO, interleaving and the parameter layout the step (the memory check
+// before placements). Every ranked configuration must still be what evaluate gives.
+TEST(SearchVsEstimate, ExecutionOptionsAsDimensions) {
+  ExecutionChoices x;
+  x.recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
+  x.sequence_parallel = {true, false};
+  x.zero = {0, 1, 3};
+  x.interleave = {1, 2, 4};
+  x.params = {ParamLayout::Reference, ParamLayout::Megatron};
+  for (std::int64_t n : {64, 256}) {
+    expect_search_matches_estimate(Strategy::OneD, "llama3_8b", "H100", 8, n, 512, x);
+    expect_search_matches_estimate(Strategy::TwoDSeqp, "gpt3", "H100", 8, n, 512, x);
   }
 }
 

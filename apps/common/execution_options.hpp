@@ -1,0 +1,33 @@
+#pragma once
+// The execution-option flags of `estimate`, `configs` and `sweep` (parsed by
+// config/execution_flags.hpp; `sweep` takes lists, the others one value each).
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "config/execution_flags.hpp"
+
+namespace perfsweep {
+
+inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) {
+  const std::string each = lists ? " (a comma-separated list: each is searched)" : "";
+  app.add_option("--recompute", f.recompute,
+                 "activation recomputation: none, selective (the attention core) or full (every block keeps only "
+                 "its input)" + each)
+      ->capture_default_str();
+  app.add_option("--sp", f.sp,
+                 "1d sequence parallelism: on (the reference's: reduce-scatter + all-gather, norm and dropout on "
+                 "l/tp) or off (all-reduces)" + each)
+      ->capture_default_str();
+  app.add_option("--zero", f.zero,
+                 "ZeRO stage over data parallelism: 0 none, 1 optimizer states (the reference), 2 + gradients, "
+                 "3 + weights" + each)
+      ->capture_default_str();
+  app.add_option("--interleave", f.interleave, "virtual pipeline stages per GPU (interleaved 1F1B)" + each)
+      ->capture_default_str();
+  app.add_option("--layout", f.layout,
+                 "bytes per parameter: reference (2+2+12), megatron (bf16 weights, fp32 grads, master and moments), "
+                 "amp (fp32 weights, grads and moments, bf16 copies)" + each)
+      ->capture_default_str();
+}
+
+}  // namespace perfsweep

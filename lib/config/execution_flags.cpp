@@ -1,0 +1,100 @@
+#include "config/execution_flags.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(flag + ": an empty value in '" + text + "'");
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw InputError(flag + " lists " + item + " twice, got '" + text + "'");
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::int64_t integer(const std::string& item, const std::string& flag, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+  if (ec != std::errc() || end != item.data() + item.size() || v < lo || v > hi) {
+    throw InputError(flag + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
+                     item + "'");
+  }
+  return v;
+}
+
+bool on_off(const std::string& item, const std::string& flag) {
+  if (item == "on") return true;
+  if (item == "off") return false;
+  throw InputError(flag + " must be on or off, got '" + item + "'");
+}
+
+}  // namespace
+
+ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
+  ExecutionChoices c;
+  c.recompute.clear();
+  for (const std::string& v : split_list(f.recompute, "--recompute")) c.recompute.push_back(parse_recompute(v, "--recompute"));
+  c.sequence_parallel.clear();
+  for (const std::string& v : split_list(f.sp, "--sp")) c.sequence_parallel.push_back(on_off(v, "--sp"));
+  c.zero.clear();
+  for (const std::string& v : split_list(f.zero, "--zero")) c.zero.push_back(integer(v, "--zero", 0, 3));
+  c.interleave.clear();
+  for (const std::string& v : split_list(f.interleave, "--interleave")) {
+    c.interleave.push_back(integer(v, "--interleave", 1, 1024));
+  }
+  c.params.clear();
+  for (const std::string& v : split_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
+  return c;
+}
+
+Execution parse_execution(const ExecutionFlags& f) {
+  const ExecutionChoices c = parse_execution_choices(f);
+  auto one = [](std::size_t n, const char* flag, const std::string& text) {
+    if (n != 1) throw InputError(std::string(flag) + " takes one value here, got '" + text + "'");
+  };
+  one(c.recompute.size(), "--recompute", f.recompute);
+  one(c.sequence_parallel.size(), "--sp", f.sp);
+  one(c.zero.size(), "--zero", f.zero);
+  one(c.interleave.size(), "--interleave", f.interleave);
+  one(c.params.size(), "--layout", f.layout);
+  Execution x;
+  x.recompute = c.recompute.front();
+  x.sequence_parallel = c.sequence_parallel.front();
+  x.zero = c.zero.front();
+  x.interleave = c.interleave.front();
+  x.params = c.params.front();
+  return x;
+}
+
+std::string execution_choices_text(const ExecutionChoices& c) {
+  std::string out;
+  auto list = [&out](const char* key, const auto& values, auto name) {
+    if (!out.empty()) out += ' ';
+    out += key;
+    out += '=';
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i) out += ',';
+      out += name(values[i]);
+    }
+  };
+  list("recompute", c.recompute, [](Recompute r) { return std::string(recompute_name(r)); });
+  list("sp", c.sequence_parallel, [](bool v) { return std::string(v ? "on" : "off"); });
+  list("zero", c.zero, [](std::int64_t v) { return std::to_string(v); });
+  list("interleave", c.interleave, [](std::int64_t v) { return std::to_string(v); });
+  list("layout", c.params, [](ParamLayout p) { return std::string(param_layout_name(p)); });
+  return out;
+}
+
+}  // namespace perfsweep

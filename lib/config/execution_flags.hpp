@@ -1,0 +1,28 @@
+#pragma once
+// The execution options as flags give them: `--recompute none,selective,full --sp off,on
+// --zero 0,1 --interleave 1,2,4 --layout megatron` (lists for `sweep`, one value each for
+// `estimate` and `configs`), checked once with the flag and value in every message.
+#include <string>
+
+#include "model/plan.hpp"
+
+namespace perfsweep {
+
+struct ExecutionFlags {
+  std::string recompute = "none";
+  std::string sp = "on";
+  std::string zero = "1";
+  std::string interleave = "1";
+  std::string layout = "reference";
+};
+
+// Each list parsed, without repeats; InputError naming the flag and the value otherwise.
+ExecutionChoices parse_execution_choices(const ExecutionFlags& flags);
+
+// One value per option (estimate, configs): InputError if a flag lists several.
+Execution parse_execution(const ExecutionFlags& flags);
+
+// "recompute=none,full sp=on zero=1 interleave=1 layout=reference": for fingerprints and logs.
+std::string execution_choices_text(const ExecutionChoices& choices);
+
+}  // namespace perfsweep
