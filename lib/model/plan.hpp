@@ -147,26 +147,9 @@ void for_each_config_key(const Layout& c, KeyKind kind, F&& f) {
 // "dp,tp,pp,mbs" (Degree) or "nv_tp,nv_dp,nv_pp" (Placement): a strategy's key names.
 std::string config_key_names(Strategy strategy, KeyKind kind);
 
-// Placements of the NVLink domain over the groups (tp, dp, pp): every (n1, n2, n3) with
-// n1 n2 n3 = nvs dividing their groups, or the whole job when it fits in one domain.
-template <typename F>
-void for_each_nv_1d(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t nvs, F&& f) {
-  if (tp * dp * pp <= nvs) {
-    f(tp, dp, pp);
-    return;
-  }
-  for (std::int64_t n1 = 1; n1 <= nvs; ++n1) {
-    if (nvs % n1) continue;
-    const std::int64_t rem = nvs / n1;
-    for (std::int64_t n2 = 1; n2 <= rem; ++n2) {
-      if (rem % n2) continue;
-      const std::int64_t n3 = rem / n2;
-      if (tp % n1 == 0 && dp % n2 == 0 && pp % n3 == 0) f(n1, n2, n3);
-    }
-  }
-}
-
-// The same over (tp1, tp2, dp, pp).
+// Placements of the NVLink domain over the groups (tp1, tp2, dp, pp): every (n1, n2, n3, n4)
+// with n1 n2 n3 n4 = nvs dividing their groups, in the reference's order, or the whole job when
+// it fits in one domain.
 template <typename F>
 void for_each_nv_2d(std::int64_t tp1, std::int64_t tp2, std::int64_t dp, std::int64_t pp, std::int64_t nvs, F&& f) {
   if (tp1 * tp2 * dp * pp <= nvs) {
@@ -186,6 +169,12 @@ void for_each_nv_2d(std::int64_t tp1, std::int64_t tp2, std::int64_t dp, std::in
       }
     }
   }
+}
+
+// The same over (tp, dp, pp): the 2D placements with tp2 = 1, in the same order.
+template <typename F>
+void for_each_nv_1d(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t nvs, F&& f) {
+  for_each_nv_2d(tp, 1, dp, pp, nvs, [&](std::int64_t n1, std::int64_t, std::int64_t n3, std::int64_t n4) { f(n1, n3, n4); });
 }
 
 // Every NVLink placement (nv1, nv2, nv_dp, nv_pp) of the layout's degrees on domains of nvs
