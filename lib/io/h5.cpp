@@ -29,7 +29,11 @@ Handle& Handle::operator=(Handle&& o) noexcept {
 }
 
 Handle create_file(const std::string& path) {
-  return {check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + path), H5Fclose};
+  // Built in memory and written to disk once on close: a hardware sweep's file holds tens of
+  // thousands of small datasets, which the default driver writes piece by piece.
+  Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), "file access properties"), H5Pclose);
+  H5Pset_fapl_core(fapl.id(), 16 << 20, 1);
+  return {check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), "create " + path), H5Fclose};
 }
 
 Handle open_file(const std::string& path, bool writable) {

@@ -55,6 +55,11 @@ struct Searcher::Cache {
   std::vector<Entry> table = std::vector<Entry>(1 << 12);
   std::uint32_t generation = 1;
   std::size_t used = 0;
+  // Scratch of the multi-capacity run: capacity order, sorted capacities, and how many candidates
+  // have each (sorted) capacity as their smallest fitting one (last: none fits).
+  std::vector<std::size_t> order;
+  std::vector<double> sorted_capacities;
+  std::vector<std::int64_t> first_fit;
 
   void reset() {
     ++generation;
@@ -106,7 +111,15 @@ void Searcher::set_problem(const SearchProblem& problem) {
 }
 
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
+  const double capacity = problem_.system.hbm_capacity;
+  run(n, split, std::span<const double>(&capacity, 1), std::span<TopN>(&top, 1),
+      std::span<SearchCounters>(&counters, 1));
+}
+
+void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const double> capacities, std::span<TopN> tops,
+                   std::span<SearchCounters> capacity_counters) {
   const SearchProblem& p = problem_;
+  SearchCounters counters;  // what every capacity counts alike; infeasible_memory goes to each
   const Transformer& m = p.model;
   const System& sys = p.system;
   const std::int64_t G = p.global_batch;
@@ -125,6 +138,19 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
     nbs[n_nb++] = 1;
   }
   cache_->reset();
+  // Capacities ascending: a configuration that fits one fits every larger one, and a larger
+  // capacity's top-N refuses whatever a smaller one's refuses (it ranks a superset of the
+  // smaller's candidates, so its N-th best is at least as fast). A candidate is judged from its
+  // smallest fitting capacity upwards until one refuses it.
+  std::vector<std::size_t>& order = cache_->order;
+  std::vector<double>& sorted_capacities = cache_->sorted_capacities;
+  std::vector<std::int64_t>& first_fit = cache_->first_fit;
+  order.resize(capacities.size());
+  for (std::size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return capacities[a] < capacities[b]; });
+  sorted_capacities.resize(order.size());
+  for (std::size_t c = 0; c < order.size(); ++c) sorted_capacities[c] = capacities[order[c]];
+  first_fit.assign(order.size() + 1, 0);
 
   Candidate cand;
   cand.layout.strategy = p.strategy;
@@ -162,25 +188,33 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
           const double t_dp = data_parallel(sys, block, layers, seqp ? dp * tp2 : dp, seqp ? nv_dp * nv2 : nv_dp).t;
           const double t_pp = pipeline_parallel(sys, block, micro_batches, pp, nv_pp).t;
           const Totals totals = step_totals(block, t_dp, t_pp, m.depth, pp, dp, seqp ? tp2 : 1, micro_batches);
-          if (totals.mem > sys.hbm_capacity) {
-            ++counters.infeasible_memory;
-            return;
-          }
           const double throughput = static_cast<double>(G) / totals.t;
-          if (!top.admits(throughput)) return;
-          cand.throughput = throughput;
-          cand.mem = totals.mem;
-          cand.totals = totals;
-          Layout& l = cand.layout;
-          l.dp = dp;
-          l.pp = pp;
-          l.mbs = mbs;
-          l.tensor.nb = nbs[ni];
-          l.tensor.nv1 = nv1;
-          l.tensor.nv2 = nv2;
-          l.nv_dp = nv_dp;
-          l.nv_pp = nv_pp;
-          top.push(cand);
+          bool filled = false;  // the candidate is built once, for the first capacity that keeps it
+          // The first capacity >= mem, as `mem > capacity` rejects (a NaN mem fits, as there).
+          std::size_t c = static_cast<std::size_t>(
+              std::lower_bound(sorted_capacities.begin(), sorted_capacities.end(), totals.mem) -
+              sorted_capacities.begin());
+          ++first_fit[c];
+          for (; c < order.size(); ++c) {
+            TopN& top = tops[order[c]];
+            if (!top.admits(throughput)) break;
+            if (!filled) {
+              filled = true;
+              cand.throughput = throughput;
+              cand.mem = totals.mem;
+              cand.totals = totals;
+              Layout& l = cand.layout;
+              l.dp = dp;
+              l.pp = pp;
+              l.mbs = mbs;
+              l.tensor.nb = nbs[ni];
+              l.tensor.nv1 = nv1;
+              l.tensor.nv2 = nv2;
+              l.nv_dp = nv_dp;
+              l.nv_pp = nv_pp;
+            }
+            top.push(cand);
+          }
         };
         if (one_d) {
           for_each_nv_1d(tp1, dp, pp, nvs,
@@ -190,6 +224,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
         }
       }
     }
+  }
+  std::int64_t too_small = 0;  // candidates over the capacity at hand: those fitting only larger ones
+  for (std::size_t c = order.size(); c-- > 0;) {
+    too_small += first_fit[c + 1];
+    SearchCounters& out = capacity_counters[order[c]];
+    out.add(counters);
+    out.infeasible_memory += too_small;
   }
 }
 
