@@ -209,7 +209,7 @@ def cmd_resume(sweep, repo, out, sig, mpiexec=None):
     with open(spec, 'w') as f:
         f.write('base: {system: B200, nvs: 8}\naxes:\n'
                 '  - hbm_capacity: {linspace: [80, 1000, 6]}\n'
-                '  - hbm_bandwidth: {linspace: [500, 16000, 5]}\n')
+                '  - hbm_bandwidth: {linspace: [500, 16000, 24]}\n')
     args = ['--sweep', spec, '--model', 'gpt3_1T', '--strat', '2d', '--n-gpus', '64:16384']
     launcher = [mpiexec, '-n', '2', '--oversubscribe'] if mpiexec else []
     full = os.path.join(out, f'full_{sig.name}.h5')
