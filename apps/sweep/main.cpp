@@ -14,12 +14,14 @@
 #include <map>
 #include <memory>
 
+#include "common/cli.hpp"
 #include "config/hw_sweep.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
 #include "io/report.hpp"
 #include "io/grid_h5.hpp"
+#include "io/hw_summary.hpp"
 #include "io/sweep_h5.hpp"
 #include "model/comm_calibration.hpp"
 #include "parallel/journal.hpp"
@@ -43,8 +45,8 @@ struct Options {
   std::string sweep_file;
   bool resume = false;
   bool dry_run = false;
-  bool verbose = false;
-  bool quiet = false;
+  bool force = false;
+  cli::Verbosity verbosity;
 };
 
 std::string now_utc() {
@@ -136,8 +138,10 @@ Plan make_plan(const Options& o) {
       plan.targets.push_back(std::move(t));
     }
   }
+  // With --system, the system's name is part of the default name: runs on different systems do not collide.
   plan.output = !o.output.empty() ? o.output
-                                  : o.out_dir + "/exec_" + std::string(strategy_name(strategy)) + "_" + plan.model.name + ".h5";
+                                  : o.out_dir + "/exec_" + std::string(strategy_name(strategy)) + "_" + plan.model.name +
+                                        (o.system.empty() ? "" : "_" + std::filesystem::path(o.system).stem().string()) + ".h5";
   return plan;
 }
 
@@ -149,7 +153,7 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
   SweepRun sweep(plan.targets, plan.n_gpus, static_cast<std::size_t>(o.top_n));
 
   // The inputs that determine the results: a journal is only resumed by an identical run.
-  std::string inputs = std::string("perfsweep ") + PERFSWEEP_VERSION + "\n" + o.strat + "\n" + model_to_yaml(plan.model) +
+  std::string inputs = std::string("perfsweep ") + software_version() + "\n" + o.strat + "\n" + model_to_yaml(plan.model) +
                        "gbs " + std::to_string(o.global_batch) + " top " + std::to_string(o.top_n) + " n_gpus";
   for (std::int64_t n : plan.n_gpus) inputs += " " + std::to_string(n);
   for (const std::string& y : plan.system_yaml) inputs += "\n" + y;
@@ -160,12 +164,19 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
     if (cal != nullptr && cal != previous) inputs += "\ncalibration " + fingerprint_hash(cal->file_text);
     previous = cal;
   }
-  const std::string fingerprint = "perfsweep " + std::string(PERFSWEEP_VERSION) + ", " + o.strat + ", model " +
+  const std::string fingerprint = "perfsweep " + std::string(software_version()) + ", " + o.strat + ", model " +
                                   plan.model.name + ", " + std::to_string(plan.targets.size()) + " targets, inputs " +
                                   fingerprint_hash(inputs);
   const std::string journal_path = plan.output + ".journal";
   std::unique_ptr<Journal> journal;
   std::map<std::size_t, TargetResult> done;
+  // A default name is never overwritten without --force; an explicit -o is, with a warning.
+  if (!o.dry_run && !o.resume && std::filesystem::exists(plan.output)) {
+    if (o.output.empty() && !o.force) {
+      throw InputError(plan.output + " exists; pass --force to overwrite it, or -o to name another file");
+    }
+    if (rank == 0) spdlog::warn("{} exists and will be overwritten", plan.output);
+  }
   if (!o.dry_run) {
     int status = 0;  // rank 0 reads the journal; every rank learns which targets to skip
     std::string error;
@@ -204,8 +215,17 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
 
   if (o.dry_run) {
     if (rank == 0) {
-      std::printf("%zu targets x %zu GPU counts = %zu work units (one tensor split each), output %s\n",
-                  plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), plan.output.c_str());
+      std::printf("%s %s, global batch %lld, top %lld: %zu %s x %zu GPU counts (%lld..%lld)\n", o.strat.c_str(),
+                  plan.model.name.c_str(), static_cast<long long>(o.global_batch), static_cast<long long>(o.top_n),
+                  plan.targets.size(), plan.hardware_sweep ? "points (with the base system)" : "systems",
+                  plan.n_gpus.size(), static_cast<long long>(plan.n_gpus.front()),
+                  static_cast<long long>(plan.n_gpus.back()));
+      std::printf("%zu evaluation groups (targets differing only in HBM capacity share one), %zu work units "
+                  "(one tensor split at one GPU count each)\n",
+                  sweep.groups().size(), sweep.units().size());
+      std::printf("output %s%s\nunits: memory GB, time s, throughput samples/s; -v lists the work units\n",
+                  plan.output.c_str(), std::filesystem::exists(plan.output) ? " (exists)" : "");
+      if (!o.verbosity.verbose) return 0;
       std::printf("%-6s %-16s %8s %6s %6s\n", "unit", "target", "n_gpus", "tp1", "tp2");
       for (std::size_t i = 0; i < sweep.units().size(); ++i) {
         const WorkUnit& u = sweep.units()[i];
@@ -227,7 +247,7 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
   const char* what = plan.hardware_sweep ? "points" : "systems";
   SweepCallbacks cb;
   if (journal) cb.on_target_complete = [&](std::size_t t, const TargetResult& r) { journal->append(t, r); };
-  if (!o.quiet) {
+  if (!o.verbosity.quiet) {
     cb.on_progress = [&](std::size_t units_done, std::size_t units_total, std::size_t tdone, std::size_t ttotal) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       // The ETA follows work units (points differ in cost); the rate is in whole points.
@@ -252,7 +272,9 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
                  plan.targets.size() - targets_resumed, what, seconds, targets_resumed, c.candidates,
                  static_cast<double>(c.candidates) / seconds, c.infeasible_memory, c.module_evaluations);
     RunMetadata meta;
-    meta.software_version = PERFSWEEP_VERSION;
+    meta.software_version = software_version();
+    meta.git_commit = git_commit();
+    meta.host = host_name();
     meta.created = now_utc();
     for (int i = 0; i < argc; ++i) meta.command_line += (i ? " " : "") + std::string(argv[i]);
     meta.n_ranks = size;
@@ -263,8 +285,10 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
     meta.top_n = o.top_n;
     meta.n_gpus = plan.n_gpus;
     if (plan.hardware_sweep) {
-      write_hw_sweep_file(plan.output, meta, plan.sweep, plan.sweep_yaml, plan.targets, sweep.results());
+      write_hw_sweep_file(plan.output, meta, plan.sweep, plan.sweep_yaml, plan.system_yaml.back(), plan.targets,
+                          sweep.results());
       journal->remove();
+      for (const std::string& line : hw_sweep_summary(plan.sweep, plan.n_gpus, sweep.results())) spdlog::info("{}", line);
       spdlog::info("wrote {} and its ParaView sidecar (.xmf)", plan.output);
       return 0;
     }
@@ -310,18 +334,24 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
   app.add_option("--n-gpus", o.n_gpus, "GPU counts: a list 8,16,32 or a power-of-two range 4:16384")->capture_default_str();
   app.add_option("--top-n", o.top_n, "configurations kept per GPU count")->capture_default_str();
-  app.add_option("--out", o.out_dir, "output directory (file exec_<strat>_<model>.h5)")->capture_default_str();
+  app.add_option("--out", o.out_dir, "output directory (file exec_<strat>_<model>[_<system>].h5, sweep_<sweep>_<strat>_<model>.h5)")->capture_default_str();
   app.add_option("-o,--output", o.output, "output file path (overrides --out)");
-  app.add_flag("--dry-run", o.dry_run, "print the work units and exit");
-  app.add_flag("-v,--verbose", o.verbose, "debug logging");
-  app.add_flag("-q,--quiet", o.quiet, "warnings and errors only");
+  app.add_flag("--dry-run", o.dry_run, "print what would run (targets, GPU counts, work units, output) and exit; "
+               "with -v also every work unit");
+  app.add_flag("--force", o.force, "overwrite an existing output file of the default name");
+  cli::add_common_flags(app, o.verbosity);
   app.footer("Runs alone, or under mpirun with any number of ranks; rank 0 writes the file, named *.partial until complete.\n"
-             "Exit codes: 0 ok, 2 bad input, 1 other failure.");
+             "An existing output of the default name is refused unless --force (-o overwrites, with a warning). Exit codes: 0 ok, 2 bad input, 1 other failure.");
   int code = 0;
   try {
     app.parse(argc, argv);
     spdlog::set_pattern(rank == 0 ? "[%Y-%m-%d %H:%M:%S] [%l] %v" : "[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%l] %v");
-    spdlog::set_level(o.quiet ? spdlog::level::warn : o.verbose ? spdlog::level::debug : spdlog::level::info);
+    spdlog::set_level(o.verbosity.quiet     ? spdlog::level::warn
+                      : o.verbosity.verbose ? spdlog::level::debug
+                                            : spdlog::level::info);
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
     code = run(o, argc, argv, thread_level);
   } catch (const CLI::ParseError& e) {
     code = (rank == 0 ? app.exit(e) : e.get_exit_code()) == 0 ? 0 : 2;
