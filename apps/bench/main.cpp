@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/cli.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "io/report.hpp"
@@ -21,7 +22,11 @@ int main(int argc, char** argv) {
   app.add_option("--models", models, "models")->capture_default_str();
   app.add_option("--strats", strategies, "strategies")->capture_default_str();
   app.add_option("--repeat", repeat, "repetitions (the best time is reported)")->capture_default_str();
+  cli::Verbosity verbosity;
+  cli::add_common_flags(app, verbosity);
   CLI11_PARSE(app, argc, argv);
+  cli::use_stderr_log("bench", verbosity);
+  cli::log_start(argc, argv, 1);
 
   try {
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));

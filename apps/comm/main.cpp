@@ -3,8 +3,9 @@
 //       one CSV row per measurement on stdout, a relative-error summary on stderr;
 //   comm fit --measurements FILE [--nodes 1,2,8] --out FILE.yaml
 //       a calibration for `estimate` and `sweep`.
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "common/cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -86,13 +87,12 @@ int run_fit(const MeasurementOptions& in, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt("comm"));
-  spdlog::set_pattern("[%l] %v");
 
   CLI::App app{"Collective times: the analytical model against nccl-tests measurements, and a calibrated model"};
   app.require_subcommand(1);
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "only warnings and errors on stderr");
+  app.fallthrough();  // -q, -v after the subcommand too
+  cli::Verbosity verbosity;
+  cli::add_common_flags(app, verbosity);
 
   MeasurementOptions validate_in, fit_in;
   std::string system_name, calibration_file, out_file;
@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (quiet) spdlog::set_level(spdlog::level::warn);
+  cli::use_stderr_log("comm", verbosity);
+  cli::log_start(argc, argv, 1);
 
   try {
     if (validate->parsed()) {
