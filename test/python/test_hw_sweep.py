@@ -98,7 +98,9 @@ def check_xdmf(h5path):
         topo = root.find('.//Topology')
         assert tuple(int(x) for x in topo.get('Dimensions').split()) == f['grid/best_throughput'].shape[:2]
         n_attr = sum(1 for _ in root.iter('Attribute'))
-        assert n_attr == len(f['grid/n_gpus']), n_attr
+        # best_throughput, speedup and (with the model's dataset_samples) days per GPU count
+        metrics = 3 if 'grid/days' in f else 2
+        assert n_attr == metrics * len(f['grid/n_gpus']), n_attr
     print(f'{xmf}: {len(items)} HDF data items, {n_attr} point-data arrays, consistent with {h5path}')
 
 
