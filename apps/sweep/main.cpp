@@ -175,7 +175,7 @@ int run(const Options& o, int argc, char** argv, int thread_level) {
     if (o.output.empty() && !o.force) {
       throw InputError(plan.output + " exists; pass --force to overwrite it, or -o to name another file");
     }
-    if (rank == 0) spdlog::warn("{} exists and will be overwritten", plan.output);
+    if (rank == 0 && !o.force) spdlog::warn("{} exists and will be overwritten", plan.output);
   }
   if (!o.dry_run) {
     int status = 0;  // rank 0 reads the journal; every rank learns which targets to skip
