@@ -37,6 +37,10 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
   std::ostringstream o;
   o << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n";
   o << "  <Grid Name=\"" << sweep.name << "\" GridType=\"Uniform\">\n";
+  // Axis titles with units, for viewers (scripts/paraview_hw_sweep.py): x is axis 1, y axis 0.
+  auto title = [&](const std::string& name) { return name.empty() ? std::string() : name + " (" + unit_of(name) + ")"; };
+  o << "   <Information Name=\"x_axis\" Value=\"" << title(x) << "\"/>\n";
+  o << "   <Information Name=\"y_axis\" Value=\"" << title(y) << "\"/>\n";
   o << "   <Topology TopologyType=\"2DRectMesh\" Dimensions=\"" << n0 << " " << n1 << "\"/>\n";
   o << "   <Geometry GeometryType=\"VXVY\">\n";
   if (x.empty()) {
