@@ -57,10 +57,12 @@ void WorkQueue::serve() {
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     buffer.resize(static_cast<std::size_t>(bytes));
     MPI_Recv(buffer.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kTagRequest, comm_, MPI_STATUS_IGNORE);
-    deliver(buffer);
+    // The next chunk goes out before the results are absorbed (journal writes and fsyncs): the
+    // worker computes instead of waiting for rank 0's bookkeeping.
     const auto [first, last] = take();
     const std::uint64_t reply[2] = {first, last};
     MPI_Send(reply, 2, MPI_UINT64_T, status.MPI_SOURCE, kTagReply, comm_);
+    deliver(buffer);
     if (first == last) --workers_left;
   }
 }
