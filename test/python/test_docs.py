@@ -135,7 +135,8 @@ def main(repo, bin_dir, work, *docs):
             if kind in ('output', 'yaml'):
                 continue
             if kind == 'shell':
-                script = f'set -eo pipefail\nset -a; . {state}; set +a\n{code}\n' \
+                # set -a: a variable the block assigns (R=outputs/paper) reaches the next blocks too
+                script = f'set -eo pipefail\nset -a\n. {state}\n{code}\n' \
                          f'export -p | grep -v -E " (PWD|OLDPWD|SHLVL|_)=" > {state}\n'
                 cmd = ['bash', '-c', script]
             else:
