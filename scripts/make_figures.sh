@@ -17,7 +17,7 @@ run() {  # run OUTPUT SWEEP-ARGS...
   local out=$1; shift
   if [ "${FORCE:-0}" = 1 ] || [ ! -f "$out" ]; then
     echo "sweep $* -> $out"
-    "$SWEEP" "$@" -q -o "$out"
+    "$SWEEP" "$@" -q --force -o "$out"
   fi
 }
 for strat in 1d 2d 2d-seqp; do run "$RUNS/exec_${strat}_gpt3_1T.h5" --model gpt3_1T --strat "$strat"; done
@@ -48,6 +48,14 @@ plot plot_hw_sweep hw_flops_capacity_days_8192 "$RUNS/sweep_flops_capacity_1d_gp
   --mark A100:1555,312 --mark H200:4800,989.4
 plot plot_hw_sweep hw_flops_capacity_speedup_8192 "$RUNS/sweep_flops_capacity_1d_gpt3_1T.h5" --n-gpus 8192 --speedup \
   --mark A100:1555,312 --mark H200:4800,989.4
+# docs/comm.md: both collective models on the held-out node counts
+M=test/data/nccl_tests_perlmutter.csv
+build/bin/comm fit -q --measurements $M --nodes 1,2,8,32,128 --out "$RUNS/perlmutter.yaml"
+build/bin/comm validate -q --measurements $M --calibration "$RUNS/perlmutter.yaml" --nodes 4,16,64,256 \
+  > "$RUNS/calibrated.csv" 2>/dev/null
+build/bin/comm validate -q --measurements $M --system A100 --nodes 4,16,64,256 > "$RUNS/analytical_heldout.csv" 2>/dev/null
+$PY scripts/plot_comm_validation.py "$RUNS/analytical_heldout.csv" "$RUNS/calibrated.csv" \
+  --title "analytical model" --title "calibrated (fit on 1, 2, 8, 32, 128 nodes)" -o "$OUT/comm_validation.png"
 # the notebook's TP-fixed pipeline sweep at 16384 GPUs
 build/bin/configs --model gpt3_1T --strat 1d --system B200 --nvs 8 --n-gpus 16384 --tp 8 --pp 1:128 \
   -o "$RUNS/configs_gpt3_1T_1d_B200-NVS8_16384.csv"

@@ -1,5 +1,10 @@
 #!/usr/bin/python3
-"""Read perfsweep's HDF5 output (schema perfsweep/1) the way the reference's npy files are read.
+"""Read perfsweep's HDF5 output (schema perfsweep/1): as pandas and xarray objects, or the way
+the reference's npy files are read (docs/python.md has examples).
+
+    import perfsweep_h5 as ps
+    df = ps.dataframe('outputs/exec_1d_gpt3_1T.h5')       # one row per (system, GPU count, rank)
+    ds = ps.open_grid('outputs/sweep_bw_capacity_1d_gpt3_1T.h5')   # xarray Dataset of a hardware sweep
 
     import perfsweep_h5 as ps
     nvs, t_max, t_min, n_gpus, configs = ps.load('outputs/exec_1d_gpt3_1T.h5', 'A100-NVS4')
@@ -11,6 +16,10 @@ unchanged on perfsweep's output:
 
     /usr/bin/python3 scripts/perfsweep_h5.py to-npy outputs/exec_1d_gpt3_1T.h5 outputs/
     /usr/bin/python3 scripts/perfsweep_h5.py summary outputs/exec_1d_gpt3_1T.h5
+
+On a hardware-sweep file, to-npy writes one npy per point as the reference's sweep scripts do
+(outputs/sweeps/sweep_bw_cap_<strat>_<model>_B200-<index>.npy, sweep_flop_cap_... for the FLOP/s
+sweep), which its plots_sweep_bw_capacity and plots_sweep_flops_cap_bw notebooks read.
 """
 import argparse
 import os
@@ -30,8 +39,11 @@ STATS_KEYS = ['t', 'flops_per_gpu', 'mem', 't_comp', 't_mem', 't_tp_comm', 't_dp
 NV_KEYS = {'1d': ['nv_tp', 'nv_dp', 'nv_pp'],
            '2d': ['nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp'],
            '2d-seqp': ['nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp']}
-# Root groups that are not systems: metadata, and a hardware sweep's grid, points and base system.
-NON_SYSTEM_GROUPS = ('model', 'provenance', 'grid', 'points', 'base')
+# Root groups that are not systems: metadata, and a hardware sweep's grid, points, base system and
+# ParaView slices.
+NON_SYSTEM_GROUPS = ('model', 'provenance', 'grid', 'points', 'base', 'xdmf')
+# The reference's npy prefixes of its two sweep scripts (sweeps/run_configs_sweep_*.py).
+SWEEP_NPY_PREFIX = {'bw_capacity': 'sweep_bw_cap', 'flops_capacity': 'sweep_flop_cap'}
 
 
 def _text(v):
@@ -54,6 +66,114 @@ def systems(path):
         return [k for k in f.keys() if k not in NON_SYSTEM_GROUPS]
 
 
+def config_keys(f, strategy):
+    """The configuration columns of top/: the file's `config_keys` attribute (root, or the top/
+    group) when it has one, else the reference's keys of the strategy."""
+    for holder in (f, ):
+        if 'config_keys' in holder.attrs:
+            return _axes_attr(holder.attrs['config_keys'])
+    return CONFIG_KEYS[strategy]
+
+
+def _config_keys_of_group(group, strategy):
+    if 'config_keys' in group['top'].attrs:
+        return _axes_attr(group['top'].attrs['config_keys'])
+    return config_keys(group.file, strategy)
+
+
+def is_hw_sweep(path):
+    """True for a hardware-sweep file (sweep --sweep): it has /grid."""
+    with open_run(path) as f:
+        return 'grid' in f
+
+
+def groups(path):
+    """Every result group: the systems of a plain run, or 'points/<i>' in index order and 'base'
+    of a hardware sweep."""
+    with open_run(path) as f:
+        if 'grid' not in f:
+            return [k for k in f.keys() if k not in NON_SYSTEM_GROUPS]
+        pts = sorted(f['points'].keys(), key=int) if 'points' in f else []
+        return [f'points/{p}' for p in pts] + (['base'] if 'base' in f else [])
+
+
+def dataframe(path, system=None):
+    """The top configurations as one tidy pandas DataFrame: a row per (system, GPU count, rank)
+    with columns system, nvs, n_gpus, rank, throughput (samples/s), mem (GB), the strategy's
+    configuration keys, every stats key and the nv_* keys (top/count, a per-GPU-count tally, is
+    left out). system: one group name, a list of them, or None for all (a hardware sweep's
+    groups are 'points/<i>' and 'base'). Strings are Python str.
+
+        df = dataframe('outputs/exec_1d_gpt3_1T.h5')
+        best = df[df['rank'] == 0]            # the best configuration per system and GPU count
+    """
+    import pandas as pd
+    names = groups(path) if system is None else [system] if isinstance(system, str) else list(system)
+    frames = []
+    with open_run(path) as f:
+        strategy = _text(f.attrs['strategy'])
+        for name in names:
+            if name not in f:
+                raise KeyError(f'{path}: no system group {name!r}; have {groups(path)[:12]}')
+            g = f[name]
+            top = g['top']
+            n_rows = len(top['rank'])
+            keys = _config_keys_of_group(g, strategy)
+            cols = {'system': [name] * n_rows, 'nvs': np.full(n_rows, int(g.attrs['nvs']), dtype=np.int64)}
+            for k in ['n_gpus', 'rank', 'throughput', 'mem'] + keys + \
+                     [k for k in STATS_KEYS if k != 'mem'] + NV_KEYS.get(strategy, []):
+                if k in top:
+                    cols[k] = top[k][()]
+            for k in top.keys():  # columns a newer file adds
+                if k not in cols and k != 'count':
+                    cols[k] = top[k][()]
+            frames.append(pd.DataFrame(cols))
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    df['system'] = df['system'].astype(object)
+    return df
+
+
+def _best_by_n(group):
+    """{n_gpus: best throughput} of a result group."""
+    n, t, _ = best_of_group(group)
+    return dict(zip(n.tolist(), t.tolist()))
+
+
+def open_grid(path):
+    """A hardware sweep as an xarray Dataset: dimensions (axis 0 parameter, axis 1 parameter,
+    n_gpus), every swept parameter a coordinate with its units (a zipped parameter is a non-index
+    coordinate along its axis's dimension), and the variables
+      best_throughput  samples/s, NaN where nothing fits
+      speedup          best_throughput over the base system's (/base) at the same GPU count
+      days             training days, /model dataset_samples / best_throughput / 86400 (only when
+                       the model has dataset_samples)
+
+        ds = open_grid('outputs/sweep_flops_capacity_1d_gpt3_1T.h5')
+        ds.speedup.sel(n_gpus=8192, matrix_flops_fp16=2500)
+    """
+    import xarray as xr
+    g = grid(path)
+    dims = [a[0][0] for a in g['axes'] if a] + ['n_gpus']
+    best_tp = g['best_throughput'] if len(dims) == 3 else g['best_throughput'][:, 0, :]
+    coords = {'n_gpus': ('n_gpus', g['n_gpus'], {'units': 'GPUs'})}
+    for axis in g['axes']:
+        for name, units, values in axis:
+            coords[name] = (axis[0][0], values, {'units': units, 'axis': g['axes'].index(axis)})
+    with open_run(path) as f:
+        base = _best_by_n(f['base']) if 'base' in f else {}
+        samples = float(f['model'].attrs.get('dataset_samples', 0)) if 'model' in f else 0.0
+        attrs = {k: _text(f.attrs[k]) for k in ('sweep', 'base_system', 'strategy', 'model') if k in f.attrs}
+    base_tp = np.array([base.get(int(n), np.nan) for n in g['n_gpus']], dtype=float)
+    data = {'best_throughput': (dims, best_tp, {'units': 'samples/s'}),
+            'speedup': (dims, best_tp / base_tp, {'units': '1', 'long_name': 'speed-up over the base system'})}
+    if samples > 0:
+        data['days'] = (dims, samples / best_tp / 86400.0, {'units': 'days', 'long_name': 'training time'})
+    attrs['base_throughput'] = base_tp
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
 def top_table(group, strategy):
     """The top/ table of a system group as a dict of numpy columns."""
     top = group['top']
@@ -68,12 +188,13 @@ def load_group(group, strategy, n_gpus_searched):
     n_gpus = np.asarray(group['n_gpus'][()], dtype=np.int64)
     cols = top_table(group, strategy)
     counts = cols['count']
+    keys = _config_keys_of_group(group, strategy)
     configs = []
     row = 0
     for c in counts:
         entries = []
         for r in range(row, row + int(c)):
-            config = {k: int(cols[k][r]) for k in CONFIG_KEYS[strategy]}
+            config = {k: int(cols[k][r]) for k in keys}
             stats = {k: float(cols[k][r]) for k in STATS_KEYS}
             stats.update({k: int(cols[k][r]) for k in NV_KEYS[strategy]})
             entries.append((float(cols['throughput'][r]), float(cols['mem'][r]), config, stats))
@@ -176,12 +297,26 @@ def npy_array(entry):
 
 
 def to_npy(path, outdir):
-    """Writes exec_<strat>_<model>_<system>.npy for every system group; returns the paths."""
+    """Writes exec_<strat>_<model>_<system>.npy for every system group (a hardware sweep:
+    sweeps/<prefix>_<strat>_<model>_<base>-<index>.npy for every point, as the reference's sweep
+    scripts name them); returns the paths."""
     os.makedirs(outdir, exist_ok=True)
     written = []
     with open_run(path) as f:
         strategy = _text(f.attrs['strategy'])
         model = _text(f.attrs['model'])
+        sweep = _text(f.attrs['sweep']) if 'grid' in f and 'sweep' in f.attrs else None
+        base = _text(f.attrs.get('base_system', 'B200'))
+    if sweep is not None:
+        prefix = SWEEP_NPY_PREFIX.get(sweep, f'sweep_{sweep}')
+        os.makedirs(os.path.join(outdir, 'sweeps'), exist_ok=True)
+        for name in groups(path):
+            if not name.startswith('points/'):
+                continue
+            out = os.path.join(outdir, 'sweeps', f'{prefix}_{strategy}_{model}_{base}-{name.split("/")[1]}.npy')
+            np.save(out, npy_array(load(path, name)))
+            written.append(out)
+        return written
     for name in systems(path):
         entry = load(path, name)
         out = os.path.join(outdir, f'exec_{strategy}_{model}_{name}.npy')
@@ -191,6 +326,8 @@ def to_npy(path, outdir):
 
 
 def summary(path):
+    if is_hw_sweep(path):
+        return hw_summary(path)
     with open_run(path) as f:
         print(f"{path}: strategy {_text(f.attrs['strategy'])}, model {_text(f.attrs['model'])}, "
               f"global batch {int(f.attrs['global_batch_size'])}, top {int(f.attrs['top_n'])}, "
@@ -204,6 +341,32 @@ def summary(path):
         best = [c[0] for c in configs if c]
         print(f'  {name:16s} feasible from {n_gpus[0]} GPUs; best at {n_gpus[-1]} GPUs: '
               f'{t_max[-1]:.4g} samples/s with {best[-1][2]}')
+
+
+def hw_summary(path):
+    """A hardware sweep: its axes, and per GPU count the base's throughput, the best point and
+    the range of speed-ups."""
+    with open_run(path) as f:
+        print(f"{path}: hardware sweep {_text(f.attrs.get('sweep', '?'))} around "
+              f"{_text(f.attrs.get('base_system', '?'))}-NVS{int(f.attrs.get('nvs', 0))}, strategy "
+              f"{_text(f.attrs['strategy'])}, model {_text(f.attrs['model'])}, created {_text(f.attrs['created'])}")
+    ds = open_grid(path)
+    for d in ds.best_throughput.dims[:-1]:
+        v = ds[d].values
+        print(f"  axis {d} ({ds[d].attrs.get('units', '')}): {len(v)} values {v[0]:g} .. {v[-1]:g}")
+    for i, n in enumerate(ds.n_gpus.values):
+        s = ds.speedup.isel(n_gpus=i).values
+        b = ds.best_throughput.isel(n_gpus=i).values
+        if np.all(np.isnan(b)):
+            print(f'  {n:6d} GPUs: no point fits')
+            continue
+        flat = int(np.nanargmax(b))
+        at = np.unravel_index(flat, b.shape)
+        where = ', '.join(f'{d}={ds[d].values[j]:g}' for d, j in zip(ds.best_throughput.dims[:-1], at))
+        base = ds.attrs['base_throughput'][i]
+        sp = f'speed-up {np.nanmin(s):.3g}x..{np.nanmax(s):.3g}x' if not np.isnan(base) else 'base does not fit'
+        print(f'  {n:6d} GPUs: best {np.nanmax(b):.4g} samples/s at {where}; base {base:.4g}; {sp}; '
+              f'{int(np.sum(~np.isnan(b)))} of {b.size} points fit')
 
 
 def main(argv=None):

@@ -49,7 +49,7 @@ def parser(description, default_out):
                          f'(default: {default_out})')
     ap.add_argument('--dump-data', metavar='FILE.json',
                     help='also write exactly the plotted values as JSON (NaN as null)')
-    ap.add_argument('--dpi', type=int, default=120, help='PNG resolution (default: 120)')
+    ap.add_argument('--dpi', type=int, default=200, help='PNG resolution (default: 200)')
     ap.add_argument('--title', help='figure title (default: describes the run)')
     return ap
 

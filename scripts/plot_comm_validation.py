@@ -65,7 +65,7 @@ def main():
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.savefig(args.out, dpi=150)
+    fig.savefig(args.out, dpi=200)
     print(f"wrote {args.out}")
 
 

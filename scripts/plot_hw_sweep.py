@@ -216,6 +216,11 @@ def main(argv):
                          shading='flat')
     cbar = fig.colorbar(mesh, ax=ax)
     cbar.set_label(label)
+    if metric == 'speedup':  # ticks on both sides of 1, however short the side above 1 is
+        below = np.linspace(norm.vmin, 1.0, 5)
+        above = np.linspace(1.0, norm.vmax, 4)[1:]
+        cbar.set_ticks(np.concatenate([below, above]))
+        cbar.ax.yaxis.set_major_formatter(pp.matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:.3g}'))
     if isinstance(norm, mcolors.LogNorm):
         cbar.set_ticks(nice_log_ticks(float(finite.min()), float(finite.max())))
         cbar.ax.yaxis.set_major_formatter(pp.matplotlib.ticker.FuncFormatter(lambda v, _: f'{v:g}'))

@@ -55,16 +55,21 @@ def main(argv):
         st = styles[name]
         ax.plot(s['n_gpus'], s['days'], label=name, color=st['color'], marker=st['marker'],
                 linestyle=st['linestyle'], markersize=5, linewidth=1.6)
-    for g in guides:
-        ax.plot(g['n_gpus'], g['days'], color='0.35', linestyle=(0, (4, 3)), linewidth=1.0, zorder=1)
-        ax.annotate(g['label'], xy=(g['n_gpus'][1], g['days'][1]), xytext=(-4, 3), textcoords='offset points',
-                    ha='right', va='bottom', fontsize=7.5, color='0.25',
-                    bbox={'boxstyle': 'round,pad=0.15', 'facecolor': 'white', 'edgecolor': 'none', 'alpha': 0.8})
+    # Guides are labelled by their factor just right of where they end, beyond the data; the
+    # legend says what they are.
+    factors = ', '.join(f"{g['factor']:g}x" for g in guides)
+    for i, g in enumerate(guides):
+        ax.plot(g['n_gpus'], g['days'], color='0.35', linestyle=(0, (4, 3)), linewidth=1.0, zorder=1,
+                label=f'{ref_name} scaling\nperfectly, {factors}' if i == 0 else None)
+        ax.annotate(f'{g["factor"]:g}x', xy=(g['n_gpus'][1], g['days'][1]), xytext=(5, 0), textcoords='offset points',
+                    ha='left', va='center', fontsize=7.5, color='0.25', annotation_clip=False)
     ax.set_yscale('log')
     pp.log2_gpu_axis(ax, [n for s in series.values() for n in s['n_gpus']])
     ax.set_ylabel('Training time (days)')
     pp.style_axes(ax)
     ax.grid(True, which='minor', axis='y', linestyle=':', linewidth=0.4, alpha=0.5)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi * 1.25)  # room for the guide labels
     pp.legend_outside(ax)
     ax.set_title(args.title or f'Training time, {pp.fmt_count(samples)} samples: {pp.run_label(args.file)}')
     fig.tight_layout()

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/execution_options.hpp"
+#include "common/cli.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
@@ -34,7 +35,11 @@ int main(int argc, char** argv) {
   app.add_option("--system-override", system_override,
                  "one system (name or YAML path, e.g. systems/H100-calibrated.yaml) in place of each system of the "
                  "list, keeping the list's NVLink sizes");
+  cli::Verbosity verbosity;
+  cli::add_common_flags(app, verbosity);
   CLI11_PARSE(app, argc, argv);
+  cli::use_stderr_log("bench", verbosity);
+  cli::log_start(argc, argv, 1);
 
   try {
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));

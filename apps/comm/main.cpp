@@ -5,6 +5,8 @@
 //       a calibration for `estimate` and `sweep`.
 #include <spdlog/spdlog.h>
 
+#include "common/cli.hpp"
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
@@ -93,8 +95,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Collective times: the analytical model against nccl-tests measurements, and a calibrated model"};
   app.require_subcommand(1);
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "only warnings and errors on stderr");
+  app.fallthrough();  // -q, -v after the subcommand too
+  cli::Verbosity verbosity;
+  cli::add_common_flags(app, verbosity);
 
   MeasurementOptions validate_in, fit_in;
   std::string system_name, calibration_file, out_file;
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
   fit_in.add_to(*fit);
   fit->add_option("--out,-o", out_file, "calibration YAML to write")->required();
 
-  return run_tool(app, argc, argv, quiet, [&]() -> int {
+  return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (validate->parsed()) {
       if (system_name.empty() && calibration_file.empty()) {
         throw InputError("validate needs --system or --calibration");

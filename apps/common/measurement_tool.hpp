@@ -8,6 +8,7 @@
 #include <csignal>
 #include <exception>
 
+#include "common/cli.hpp"
 #include "core/error.hpp"
 
 namespace perfsweep {
@@ -21,14 +22,17 @@ inline void init_tool_logger(const char* name) {
 // Parses the command line, then runs `body`; returns its exit code, 1 after an output that could
 // not be written, or 2 after a parse error or another exception (logged).
 template <class Body>
-int run_tool(CLI::App& app, int argc, char** argv, const bool& quiet, Body&& body) {
+int run_tool(CLI::App& app, int argc, char** argv, const cli::Verbosity& verbosity, Body&& body) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (quiet) spdlog::set_level(spdlog::level::warn);
+  spdlog::set_level(verbosity.quiet     ? spdlog::level::warn
+                    : verbosity.verbose ? spdlog::level::debug
+                                        : spdlog::level::info);
+  cli::log_start(argc, argv, 1);
   try {
     return body();
   } catch (const IoError& e) {

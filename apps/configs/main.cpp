@@ -2,6 +2,8 @@
 // components and memory (the reference's plots_sweep_parallel_configs notebook as a command).
 #include <CLI/CLI.hpp>
 #include <csignal>
+
+#include "common/cli.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include <sstream>
 
 #include "common/attention_options.hpp"
+#include "common/cli.hpp"
 #include "common/execution_options.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
@@ -28,6 +31,7 @@ struct Options {
   std::string model = "gpt3_1T", system = "B200", strat = "1d";
   std::optional<std::int64_t> nvs;
   std::int64_t n_gpus = 0;
+  cli::Verbosity verbosity;
   std::int64_t global_batch = 4096;
   std::string tp, tp1, tp2, pp, dp, mbs, nb;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
@@ -211,7 +215,7 @@ int run(const Options& o) {
   const std::string csv = to_csv(rows, o.n_gpus, strategy, sys);
   if (!o.output.empty()) {
     write_text_atomically(o.output, csv);
-    std::fprintf(stderr, "configs: wrote %zu configurations to %s\n", rows.size(), o.output.c_str());
+    spdlog::info("wrote {} configurations to {}", rows.size(), o.output);
   }
   if (o.csv) {
     std::cout << csv;
@@ -270,6 +274,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "throughput", "config"}))
       ->capture_default_str();
   app.add_option("--top", o.top, "keep the first K rows (0: all)")->capture_default_str();
+  cli::add_common_flags(app, o.verbosity);
   app.add_flag("--csv", o.csv, "print CSV (the columns scripts/plot_configs.py reads) instead of the table");
   app.add_option("-o,--out", o.output, "also write the CSV to this file (atomically)");
   app.footer(
@@ -282,6 +287,8 @@ int main(int argc, char** argv) {
       "Units: time s per iteration, memory GB, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
   try {
     app.parse(argc, argv);
+    cli::use_stderr_log("configs", o.verbosity);
+    cli::log_start(argc, argv, 1);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

@@ -7,6 +7,7 @@
 
 #include "common/attention_options.hpp"
 #include "common/execution_options.hpp"
+#include "common/cli.hpp"
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -27,7 +28,8 @@ struct Options {
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
   ExecutionFlags exec;
-  bool json = false, csv = false;
+  bool json = false, csv = false, csv_totals = false;
+  cli::Verbosity verbosity;
 };
 
 int run(const Options& o) {
@@ -78,6 +80,7 @@ int run(const Options& o) {
     layout.nv_pp = *o.nv_pp;
     ev = evaluate(sys, model, layout, o.global_batch);
   } else {
+    spdlog::debug("NVLink placements not all given: choosing the fastest");
     PlacementChoice choice;
     choice.nv1 = layout.strategy == Strategy::OneD ? o.nv_tp : o.nv_tp1;
     choice.nv2 = o.nv_tp2;
@@ -91,9 +94,11 @@ int run(const Options& o) {
     ev = std::move(*best);
   }
   if (o.json) {
-    std::cout << estimate_json(ev, layout, sys);
+    std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
   } else if (o.csv) {
-    std::cout << estimate_csv(ev, layout, sys);
+    std::cout << estimate_csv(ev, layout);
+  } else if (o.csv_totals) {
+    std::cout << estimate_csv_totals(ev, layout, sys);
   } else {
     std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
   }
@@ -116,10 +121,10 @@ int main(int argc, char** argv) {
   app.add_option("--dp", o.dp, "data-parallel degree")->capture_default_str();
   app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   app.add_option("--mbs", o.mbs, "micro-batch size")->capture_default_str();
-  app.add_option("--tp", o.tp, "tensor-parallel degree (1d)")->capture_default_str();
+  app.add_option("--tp", o.tp, "tensor-parallel degree (1d only)")->capture_default_str();
   app.add_option("--tp1", o.tp1, "first tensor-parallel dimension: heads/features (2d, 2d-seqp)")->capture_default_str();
   app.add_option("--tp2", o.tp2, "second dimension: sequence (2d, 2d-seqp)")->capture_default_str();
-  app.add_option("--nb", o.nb, "SUMMA blocks (2d)");
+  app.add_option("--nb", o.nb, "SUMMA blocks: required with --strat 2d, unused otherwise");
   app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d)");
   app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
@@ -128,8 +133,12 @@ int main(int argc, char** argv) {
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
-  app.add_flag("--csv", o.csv, "print per-layer rows and totals as CSV");
+  auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
+  app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  cli::add_common_flags(app, o.verbosity);
   app.footer(
+      "Flags each strategy needs: 1d --tp; 2d --tp1 --tp2 --nb; 2d-seqp --tp1 --tp2. All: --dp --pp --mbs\n"
+      "(default 1 each), and dp x tp x pp GPUs in all.\n"
       "Placements (--nv-*) left out are chosen as the fastest among those the reference's search tries.\n"
       "Units: memory GB, compute TFLOP, time s, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
   try {
@@ -137,6 +146,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  cli::use_stderr_log("estimate", o.verbosity);
+  cli::log_start(argc, argv, 1);
   try {
     return run(o);
   } catch (const InputError& e) {

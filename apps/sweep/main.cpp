@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 
+#include "common/cli.hpp"
 #include "common/execution_options.hpp"
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "parallel/resumable_sweep.hpp"
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"sweep: fastest parallel configurations per system and GPU count (MPI-parallel, HDF5 output)"};
   SweepOptions o;
-  bool verbose = false;
+  cli::Verbosity verbosity;
   app.add_option("--model", o.model, "model name (models/NAME.yaml) or path")->capture_default_str();
   app.add_option("--strat", o.strat, "tensor-parallel strategy: 1d, 2d (SUMMA), 2d-seqp (context parallel; 2d-seq accepted)")
       ->capture_default_str();
@@ -59,21 +61,30 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-output-gb", o.max_output_gb, "refuse runs whose output (or results in memory) would exceed this")
       ->capture_default_str();
-  app.add_option("--out", o.out_dir, "output directory (file exec_<strat>_<model>.h5)")->capture_default_str();
+  app.add_option("--out", o.out_dir,
+                 "output directory (file exec_<strat>_<model>[_<system>].h5, sweep_<sweep>_<strat>_<model>.h5)")
+      ->capture_default_str();
   app.add_option("-o,--output", o.output, "output file path (overrides --out)");
-  app.add_flag("--dry-run", o.dry_run, "print the work units and exit");
-  app.add_flag("-v,--verbose", verbose, "debug logging");
-  app.add_flag("-q,--quiet", o.quiet, "warnings and errors only");
+  app.add_flag("--dry-run", o.dry_run,
+               "print what would run (targets, GPU counts, work units, output) and exit; with -v also every work unit");
+  app.add_flag("--force", o.force, "overwrite an existing output file of the default name");
+  cli::add_common_flags(app, verbosity);
   app.footer("Runs alone, or under mpirun with any number of ranks; rank 0 writes the file, named *.partial until complete.\n"
+             "An existing output of the default name is refused unless --force (-o overwrites, with a warning).\n"
              "One run per output (<output>.journal.lock). Exit codes: 0 ok, 2 bad input or a journal to resume or\n"
              "restart, 1 other failure (output not written, output in use).");
-  o.software_version = PERFSWEEP_VERSION;
+  o.software_version = software_version();
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   int code = 0;
   try {
     app.parse(argc, argv);
     spdlog::set_pattern(rank == 0 ? "[%Y-%m-%d %H:%M:%S] [%l] %v" : "[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%l] %v");
-    spdlog::set_level(o.quiet ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info);
+    o.quiet = verbosity.quiet;
+    o.verbose = verbosity.verbose;
+    spdlog::set_level(o.quiet ? spdlog::level::warn : o.verbose ? spdlog::level::debug : spdlog::level::info);
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
     run_resumable_sweep(o, MPI_COMM_WORLD, thread_level);
   } catch (const CLI::ParseError& e) {
     code = (rank == 0 ? app.exit(e) : e.get_exit_code()) == 0 ? 0 : 2;

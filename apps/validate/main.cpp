@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"The model against GPU measurements, and the kernel calibration fitted to them"};
   app.require_subcommand(1);
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet, "only warnings and errors on stderr");
+  app.fallthrough();  // -q, -v after the subcommand too
+  cli::Verbosity verbosity;
+  cli::add_common_flags(app, verbosity);
 
   MeasurementOptions layers_in, fit_in;
   std::string layers_system, fit_system = "H100", out_file;
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   fit->add_option("--out,-o", out_file, "kernel calibration YAML to write")->required();
 
-  return run_tool(app, argc, argv, quiet, [&]() -> int {
+  return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (layers->parsed()) {
       const System system = load_system_named(layers_system);
       const auto rows = calib::validate_layers(system, layers_in.read());

@@ -11,6 +11,7 @@
 
 #include "core/files.hpp"
 #include "io/h5.hpp"
+#include "io/hw_summary.hpp"
 
 namespace perfsweep {
 
@@ -18,13 +19,25 @@ std::string xdmf_path_for(const std::string& h5_path) {
   return h5_path.substr(0, h5_path.size() - std::filesystem::path(h5_path).extension().string().size()) + ".xmf";
 }
 
-std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus) {
+// The point arrays of the sidecar: one per metric and GPU count, each a 2-D /xdmf slice.
+std::vector<std::string> xdmf_metrics(bool with_days) {
+  std::vector<std::string> m{"best_throughput", "speedup"};
+  if (with_days) m.push_back("days");
+  return m;
+}
+
+std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus,
+                     bool with_days) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
   const std::string x = sweep.axes.size() > 1 ? sweep.axes[1].parameters.front().name : "";
   const std::string y = sweep.axes[0].parameters.front().name;
   std::ostringstream o;
   o << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n";
   o << "  <Grid Name=\"" << sweep.name << "\" GridType=\"Uniform\">\n";
+  // Axis titles with units, for viewers (scripts/paraview_hw_sweep.py): x is axis 1, y axis 0.
+  auto title = [&](const std::string& name) { return name.empty() ? std::string() : name + " (" + find_system_key(name)->unit + ")"; };
+  o << "   <Information Name=\"x_axis\" Value=\"" << title(x) << "\"/>\n";
+  o << "   <Information Name=\"y_axis\" Value=\"" << title(y) << "\"/>\n";
   o << "   <Topology TopologyType=\"2DRectMesh\" Dimensions=\"" << n0 << " " << n1 << "\"/>\n";
   o << "   <Geometry GeometryType=\"VXVY\">\n";
   if (x.empty()) {
@@ -36,19 +49,22 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
   o << "    <DataItem Dimensions=\"" << n0 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name
     << ":/grid/" << y << "</DataItem>\n";
   o << "   </Geometry>\n";
+  for (const std::string& metric : xdmf_metrics(with_days)) {
   for (std::size_t k = 0; k < ng; ++k) {
-    const std::string name = "best_throughput_" + std::to_string(n_gpus[k]) + "_gpus";
+    const std::string name = metric + "_" + std::to_string(n_gpus[k]) + "_gpus";
     o << "   <Attribute Name=\"" << name << "\" AttributeType=\"Scalar\" Center=\"Node\">\n";
     o << "    <DataItem Dimensions=\"" << n0 << " " << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">"
       << h5_name << ":/xdmf/" << name << "</DataItem>\n";
     o << "   </Attribute>\n";
+  }
   }
   o << "  </Grid>\n </Domain>\n</Xdmf>\n";
   return o.str();
 }
 
 void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const HardwareSweep& sweep,
-                         const std::string& sweep_yaml, const std::vector<SweepTarget>& targets,
+                         const std::string& sweep_yaml, const std::string& base_system_yaml,
+                         const std::vector<SweepTarget>& targets,
                          const std::vector<TargetResult>& results) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = meta.n_gpus.size();
   const std::size_t n_points = sweep.n_points();
@@ -57,9 +73,10 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
   const std::filesystem::path h5path(path);
   const std::string xmf = xdmf_path_for(path);
   const std::string xmf_tmp = begin_partial(xmf);
+  const bool with_days = meta.model.dataset_samples > 0;
   track_partial(xmf_tmp, 1);
   try {
-    write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus));
+    write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus, with_days));
   } catch (...) {
     ::unlink(xmf_tmp.c_str());
     untrack_partial(1);
@@ -80,6 +97,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
         {
           h5::Handle prov = h5::open_group(file.id(), "provenance");
           h5::text(prov.id(), "sweep.yaml", sweep_yaml);
+          h5::text(prov.id(), "base_system.yaml", base_system_yaml);
         }
 
         h5::Handle grid = h5::create_group(file.id(), "grid");
@@ -92,39 +110,67 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
         }
         const hsize_t dims[3] = {n0, n1, ng};
         h5::Handle space(h5::check(H5Screate_simple(3, dims, nullptr), "create dataspace"), H5Sclose);
-        h5::Handle best_ds(h5::check(H5Dcreate2(grid.id(), "best_throughput", H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT,
-                                                H5P_DEFAULT, H5P_DEFAULT),
-                                     "create dataset best_throughput"),
-                           H5Dclose);
-        h5::check_status(H5Dwrite(best_ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, best.data()),
-                         "write dataset best_throughput");
-        h5::attr(best_ds.id(), "units", std::string_view("samples/s"));
-        h5::attr(best_ds.id(), "description", std::string_view("best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits"));
+        auto grid_3d = [&](const char* name, const std::vector<double>& values, const char* units,
+                           const char* description) {
+          h5::Handle d(h5::check(H5Dcreate2(grid.id(), name, H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT, H5P_DEFAULT,
+                                            H5P_DEFAULT),
+                                 std::string("create dataset ") + name),
+                       H5Dclose);
+          h5::check_status(H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+                           std::string("write dataset ") + name);
+          h5::attr(d.id(), "units", std::string_view(units));
+          h5::attr(d.id(), "description", std::string_view(description));
+          return d;
+        };
+        h5::Handle best_ds = grid_3d("best_throughput", best, "samples/s",
+                                     "best throughput [axis 0][axis 1][GPU count]; NaN: nothing fits");
+
+        // Speed-up over the base system and training days, [axis 0][axis 1][GPU count] like best_throughput.
+        const HwSweepGrid derived = hw_sweep_grid(sweep, ng, results);
+        std::vector<double> days(best.size());
+        for (std::size_t i = 0; i < best.size(); ++i) days[i] = meta.model.dataset_samples / best[i] / 86400.0;
+        std::vector<h5::Handle> derived_ds;
+        derived_ds.push_back(grid_3d("speedup", derived.speedup, "1",
+                                     "best_throughput over the base system's (/base) at the same GPU count; NaN where "
+                                     "either fits nowhere"));
+        if (with_days) {
+          derived_ds.push_back(
+              grid_3d("days", days, "days", "training time: /model dataset_samples / best_throughput / 86400"));
+        }
 
         // One 2-D slice per GPU count for ParaView: its XDMF readers mis-read hyperslabs of the 3-D array.
         {
           h5::Handle xdmf = h5::create_group(file.id(), "xdmf");
           h5::attr(xdmf.id(), "description",
-                   std::string_view("/grid/best_throughput[:, :, k] per GPU count, for the .xmf sidecar (ParaView)"));
+                   std::string_view("/grid/best_throughput, speedup and days [:, :, k] per GPU count, for the .xmf "
+                                    "sidecar (ParaView)"));
           const hsize_t dims2[2] = {n0, n1};
           h5::Handle space2(h5::check(H5Screate_simple(2, dims2, nullptr), "create dataspace"), H5Sclose);
           std::vector<double> slice(n0 * n1);
-          for (std::size_t k = 0; k < ng; ++k) {
-            for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = best[p * ng + k];
-            const std::string name = "best_throughput_" + std::to_string(meta.n_gpus[k]) + "_gpus";
-            h5::Handle d(h5::check(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT,
-                                              H5P_DEFAULT, H5P_DEFAULT),
-                                   "create dataset " + name),
-                         H5Dclose);
-            h5::check_status(H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, slice.data()),
-                             "write dataset " + name);
-            h5::attr(d.id(), "units", std::string_view("samples/s"));
+          for (const std::string& metric : xdmf_metrics(with_days)) {
+            const std::vector<double>& values =
+                metric == "best_throughput" ? best : metric == "speedup" ? derived.speedup : days;
+            const char* units = metric == "best_throughput" ? "samples/s" : metric == "speedup" ? "1" : "days";
+            for (std::size_t k = 0; k < ng; ++k) {
+              for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = values[p * ng + k];
+              const std::string name = metric + "_" + std::to_string(meta.n_gpus[k]) + "_gpus";
+              h5::Handle d(h5::check(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT,
+                                                H5P_DEFAULT, H5P_DEFAULT),
+                                     "create dataset " + name),
+                           H5Dclose);
+              h5::check_status(H5Dwrite(d.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, slice.data()),
+                               "write dataset " + name);
+              h5::attr(d.id(), "units", std::string_view(units));
+            }
           }
         }
 
         h5::Handle ng_ds = h5::dataset(grid.id(), "n_gpus", meta.n_gpus, "GPUs");
         h5::check_status(H5DSset_scale(ng_ds.id(), "n_gpus"), "make n_gpus a dimension scale");
         h5::check_status(H5DSattach_scale(best_ds.id(), ng_ds.id(), 2), "attach dimension scale n_gpus");
+        for (const h5::Handle& d : derived_ds) {
+          h5::check_status(H5DSattach_scale(d.id(), ng_ds.id(), 2), "attach dimension scale n_gpus");
+        }
         for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
           for (const SweepParameter& p : sweep.axes[a].parameters) {
             h5::Handle d = h5::dataset(grid.id(), p.name, p.values, find_system_key(p.name)->unit);
@@ -132,6 +178,10 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
             h5::check_status(H5DSset_scale(d.id(), p.name.c_str()), "make " + p.name + " a dimension scale");
             h5::check_status(H5DSattach_scale(best_ds.id(), d.id(), static_cast<unsigned>(a)),
                              "attach dimension scale " + p.name);
+            for (const h5::Handle& dd : derived_ds) {
+              h5::check_status(H5DSattach_scale(dd.id(), d.id(), static_cast<unsigned>(a)),
+                               "attach dimension scale " + p.name);
+            }
           }
         }
 

@@ -162,9 +162,51 @@ void module_json(JsonWriter& w, const char* key, const Module& m, const Layout& 
 
 }  // namespace
 
+namespace {
+void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layout, const System& system);
+}  // namespace
+
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system) {
   JsonWriter w;
   w.begin_object();
+  estimate_json_body(w, ev, layout, system);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
+                          std::int64_t global_batch, bool placement_given) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("inputs").begin_object();
+  w.key("model").begin_object();
+  w.key("name").value(std::string_view(model.name));
+  w.key("seq_len").value(model.l);
+  w.key("embed_dim").value(model.e);
+  w.key("num_heads").value(model.h);
+  w.key("depth").value(model.depth);
+  w.key("ffn_dim").value(model.f);
+  w.end_object();
+  w.key("system").begin_object();
+  w.key("name").value(std::string_view(system.name));
+  w.key("nvs").value(system.nvlink_size);
+  for (const SystemKey& f : kSystemKeys) w.key(f.name).value(system.*f.member);
+  if (system.calibration) w.key("calibration").value(std::string_view(system.calibration->file));
+  if (system.kernel_calibration) w.key("kernels").value(std::string_view(system.kernel_calibration->file));
+  w.end_object();
+  w.key("strategy").value(strategy_name(layout.strategy));
+  w.key("global_batch_size").value(global_batch);
+  for (const auto& [k, v] : config_keys(layout)) w.key(k).value(v);
+  for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
+  w.key("placement").value(std::string_view(placement_given ? "given" : "fastest"));
+  w.end_object();
+  estimate_json_body(w, ev, layout, system);
+  w.end_object();
+  return w.str() + "\n";
+}
+
+namespace {
+void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layout, const System& system) {
   w.key("modules").begin_object();
   module_json(w, "mlp", ev.mlp, layout);
   module_json(w, "sa", ev.sa, layout);
@@ -208,9 +250,8 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
     w.key("memory_stage").value(ev.model.memory_stage);
     w.end_object();
   }
-  w.end_object();
-  return w.str() + "\n";
 }
+}  // namespace
 
 namespace {
 
@@ -225,7 +266,7 @@ std::string comm_text(const CommSet& set, bool types) {
 
 }  // namespace
 
-std::string estimate_csv(const Evaluation& ev, const Layout& layout, const System& system) {
+std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
   std::ostringstream o;
   o << "module,name,weights_mem,weights_grad_mem,flops_fwd,activation_buffer,comm_fwd,comm_fwd_type,flops_bwd,"
        "comm_bwd,comm_bwd_type,t_fwd,t_fwd_comm,t_fwd_comp,t_fwd_mem,intensity_fwd,t_bwd,t_bwd_comm,t_bwd_comp,"
@@ -243,7 +284,12 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout, const Syste
     const CommUse use = row_use(module, r, layout);
     o << ',' << format_double(r.t) << ',' << (use.collectives > 0 ? comm_use_name(use) : "") << '\n';
   });
-  o << "\nquantity,value,unit\n";
+  return o.str();
+}
+
+std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, const System& system) {
+  std::ostringstream o;
+  o << "quantity,value,unit\n";
   for (const TotalsField& f : kTotalsFields) o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
@@ -296,7 +342,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     << attention_name(layout.attention) << "\n";
   o << "configuration:";
   for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
-  o << "  | NVLink placement:";
+  o << "\nNVLink placement:";
   for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {
@@ -306,39 +352,43 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   }
   o << "\n";
 
+  // Two tables of one row per layer (costs, then times), each within 120 columns.
   char line[512];
-  auto header = [&]() {
-    std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %17s %10s %10s %11s %8s %8s %11s %11s %11s %-8s %s\n",
-                  "module", "layer", "fwd TFLOP", "bwd TFLOP", "HBM GB f/b", "weights GB", "acts GB", "comm GB f/b",
-                  "FLOP/B f", "comp/mem", "t_fwd ms", "t_bwd ms", "t_comm ms", "bound", "comm model");
-    o << line;
-  };
-  header();
+  std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %17s %10s %10s %11s\n", "module", "layer", "fwd TFLOP",
+                "bwd TFLOP", "HBM GB f/b", "weights GB", "acts GB", "comm GB f/b");
+  o << line;
   for_each_row(ev, [&](const char* module, const LayerResult& r) {
     const LayerCost& c = r.cost;
     double comm_f = 0, comm_b = 0;
     for (std::uint8_t i = 0; i < c.comm_fwd.count; ++i) comm_f += c.comm_fwd.items[i].volume_gb;
     for (std::uint8_t i = 0; i < c.comm_bwd.count; ++i) comm_b += c.comm_bwd.items[i].volume_gb;
     const std::string comm = fmt("%.3g", comm_f) + "/" + fmt("%.3g", comm_b);
-    const CommUse use = row_use(module, r, layout);
     const std::string hbm = fmt("%.3g", c.mem_fwd) + "/" + fmt("%.3g", c.mem_bwd);
+    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %17s %10.4g %10.4g %11s\n", module, c.name, c.flops_fwd,
+                  c.flops_bwd, hbm.c_str(), c.weights_mem, c.activation_buffer, comm.c_str());
+    o << line;
+  });
+  o << "(HBM GB: memory traffic of the forward/backward pass)\n\n";
+  std::snprintf(line, sizeof line, "%-7s %-11s %8s %8s %11s %11s %11s %-8s %s\n", "module", "layer", "FLOP/B f",
+                "comp/mem", "t_fwd ms", "t_bwd ms", "t_comm ms", "bound", "comm model");
+  o << line;
+  for_each_row(ev, [&](const char* module, const LayerResult& r) {
+    const LayerCost& c = r.cost;
+    const CommUse use = row_use(module, r, layout);
     // TFLOP / GB = 1000 FLOP per byte
     const double flop_per_byte = c.mem_fwd > 0 ? 1e3 * c.flops_fwd / c.mem_fwd : 0;
-    std::snprintf(line, sizeof line,
-                  "%-7s %-11s %10.4g %10.4g %17s %10.4g %10.4g %11s %8.4g %8.3g %11.4g %11.4g %11.4g %-8s %s\n",
-                  module, c.name, c.flops_fwd, c.flops_bwd, hbm.c_str(), c.weights_mem, c.activation_buffer,
-                  comm.c_str(), flop_per_byte, r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
+    std::snprintf(line, sizeof line, "%-7s %-11s %8.4g %8.3g %11.4g %11.4g %11.4g %-8s %s\n", module, c.name,
+                  flop_per_byte, r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
                   bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd), use.collectives > 0 ? comm_use_name(use).data() : "-");
     o << line;
   });
-  o << "(HBM GB: memory traffic of the forward/backward pass; FLOP/B f: forward arithmetic intensity, FLOP per HBM "
-       "byte; comp/mem: forward compute time / memory time, the reference's 'intensity'; bound: what dominates the "
-       "longer pass)\n";
+  o << "(FLOP/B f: forward arithmetic intensity, FLOP per HBM byte; comp/mem: forward compute time / memory time,\n"
+       " the reference's 'intensity'; bound: what dominates the longer pass)\n";
   const CommUse use = total_use(ev, layout);
   if (system.calibration) {
     o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "
-      << system.calibration->file << ", the rest by the analytical model (collectives, placements, node counts or "
-         "sizes it does not cover)\n";
+      << system.calibration->file << ",\n the rest by the analytical model (collectives, placements, node counts or "
+         "sizes it does not cover)\n\n";
   } else {
     o << "collectives: " << use.collectives << ", timed by the analytical model (no calibration)\n";
   }

@@ -38,10 +38,16 @@ std::string_view comm_use_name(const CommUse& use);
 // totals have "fits", "comm_model", "collectives", "calibrated_collectives" and, when the
 // system names one, "calibration" (the calibration file's path).
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system);
+// The same with the inputs echoed first: {"inputs": {"model": {...}, "system": {...}, "strategy",
+// "global_batch_size", the configuration and NVLink keys, "placement": "given" or "fastest"}, ...}.
+std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
+                          std::int64_t global_batch, bool placement_given);
 
-// One CSV row per layer (module, layer, every per-layer field, comm_model), then the totals as
-// `quantity,value,unit` rows (with the comm_model summary and calibration path as in the JSON).
-std::string estimate_csv(const Evaluation& ev, const Layout& layout, const System& system);
+// One CSV row per layer (module, layer, every per-layer field, comm_model).
+std::string estimate_csv(const Evaluation& ev, const Layout& layout);
+// The totals as `quantity,value,unit` rows (with the comm_model summary and calibration path as in
+// the JSON).
+std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, const System& system);
 
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,

@@ -16,6 +16,8 @@ namespace perfsweep {
 void write_run_metadata(hid_t file, const RunMetadata& m) {
   h5::attr(file, "schema", std::string_view("perfsweep/1"));
   h5::attr(file, "software_version", std::string_view(m.software_version));
+  h5::attr(file, "git_commit", std::string_view(m.git_commit));
+  h5::attr(file, "host", std::string_view(m.host));
   h5::attr(file, "created", std::string_view(m.created));
   h5::attr(file, "command_line", std::string_view(m.command_line));
   h5::attr(file, "n_ranks", m.n_ranks);
@@ -46,6 +48,11 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
   h5::attr(group, "nvs", sys.nvlink_size);
   for (const SystemKey& f : kSystemKeys) h5::attr(group, f.name, sys.*f.member);
   h5::attr(group, "summa_nb", sys.summa_nb);
+  // Attributes cannot carry attributes: the units of the ones above, as "name: unit" lines.
+  std::string units = "nvs: GPUs per NVLink domain\n";
+  for (const SystemKey& f : kSystemKeys) units += std::string(f.name) + ": " + f.unit + "\n";
+  units += "summa_nb: blocks\n";
+  h5::attr(group, "attribute_units", std::string_view(units));
   // Which collective model timed the results; a calibration travels with them, so the file
   // describes itself.
   if (sys.calibration) {
@@ -72,8 +79,13 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
     }
   }
   h5::dataset(group, "n_gpus", counts_kept, "GPUs");
-  h5::dataset(group, "t_max", t_max, "samples/s");
-  h5::dataset(group, "t_min", t_min, "samples/s");
+  h5::Handle t_max_ds = h5::dataset(group, "t_max", t_max, "samples/s");
+  h5::attr(t_max_ds.id(), "description",
+           std::string_view("throughput (samples/s, not time) of the fastest configuration at each feasible GPU count"));
+  h5::Handle t_min_ds = h5::dataset(group, "t_min", t_min, "samples/s");
+  h5::attr(t_min_ds.id(), "description",
+           std::string_view("throughput (samples/s, not time) of the top_n-th fastest configuration at each feasible "
+                            "GPU count (the reference's name)"));
 
   h5::Handle top = h5::create_group(group, "top");
   std::vector<std::int64_t> row_n, row_rank, count;
@@ -105,7 +117,8 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
   for (std::size_t k = 0; k < config_names.size(); ++k) {
     std::vector<std::int64_t> col;
     for (const Candidate* c : rows) col.push_back(config_keys(c->layout)[k].second);
-    h5::dataset(top.id(), config_names[k].first, col, "GPUs");
+    const std::string name = config_names[k].first;
+    h5::dataset(top.id(), name, col, name == "mbs" ? "samples" : name == "nb" ? "blocks" : "GPUs");
   }
   for (const TotalsField& f : kTotalsFields) {
     if (std::strcmp(f.name, "mem") == 0) continue;  // the `mem` column above is the same value

@@ -1,7 +1,7 @@
 #pragma once
 // The sweep's HDF5 output (schema "perfsweep/1"), mirroring the reference's npy outputs:
-//   /                         schema, software_version, created, command_line, n_ranks, strategy,
-//                             model, global_batch_size, top_n, n_gpus_searched
+//   /                         schema, software_version, git_commit, host, created, command_line,
+//                             n_ranks, strategy, model, global_batch_size, top_n, n_gpus_searched
 //   /model                    the model's parameters as attributes
 //   /provenance/model.yaml, /provenance/systems/<group>.yaml   resolved inputs as text
 //   /<name>-NVS<nvs>          attributes nvs, every system parameter, and comm_model
@@ -24,6 +24,8 @@ namespace perfsweep {
 
 struct RunMetadata {
   std::string software_version;
+  std::string git_commit;  // "" when not built from a repository
+  std::string host;
   std::string created;  // ISO 8601 UTC
   std::string command_line;
   std::int64_t n_ranks = 1;

@@ -16,7 +16,9 @@
 #include "core/files.hpp"
 #include "core/hash.hpp"
 #include "core/limits.hpp"
+#include "core/build_info.hpp"
 #include "io/grid_h5.hpp"
+#include "io/hw_summary.hpp"
 #include "io/report.hpp"
 #include "io/sweep_h5.hpp"
 #include "model/comm_calibration.hpp"
@@ -189,7 +191,10 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       plan.targets.push_back(std::move(t));
     }
   }
-  plan.output = !o.output.empty() ? o.output : o.out_dir + "/exec_" + strat_part + "_" + model_part + ".h5";
+  // With --system, the system's name is part of the default name: runs on different systems do not collide.
+  const std::string system_part =
+      o.system.empty() ? "" : "_" + file_name_part(std::filesystem::path(o.system).stem().string());
+  plan.output = !o.output.empty() ? o.output : o.out_dir + "/exec_" + strat_part + "_" + model_part + system_part + ".h5";
   check_output_paths(plan);
   return plan;
 }
@@ -245,9 +250,21 @@ void broadcast_done(MPI_Comm comm, int rank, std::map<std::size_t, TargetResult>
   }
 }
 
-void print_dry_run(const SweepPlan& plan, const SweepRun& sweep) {
-  std::printf("%zu targets x %zu GPU counts = %zu work units (one tensor split each), output %s\n",
-              plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), plan.output.c_str());
+void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun& sweep) {
+  std::printf("%s %s, global batch %lld, top %lld: %zu %s x %zu GPU counts (%lld..%lld)\n", o.strat.c_str(),
+              plan.model.name.c_str(), static_cast<long long>(o.global_batch), static_cast<long long>(o.top_n),
+              plan.targets.size(), plan.hardware_sweep ? "points (with the base system)" : "systems",
+              plan.n_gpus.size(), static_cast<long long>(plan.n_gpus.front()), static_cast<long long>(plan.n_gpus.back()));
+  std::printf("execution options searched: %s\n", execution_choices_text(parse_execution_choices(o.exec)).c_str());
+  std::printf("%zu evaluation groups (targets differing only in HBM capacity share one), %zu work units "
+              "(one tensor split at one GPU count each)\n",
+              sweep.groups().size(), sweep.units().size());
+  std::printf("output %s%s\nunits: memory GB, time s, throughput samples/s; -v lists the work units\n",
+              plan.output.c_str(), std::filesystem::exists(plan.output) ? " (exists)" : "");
+  if (!o.verbose) {
+    flush_stdout();
+    return;
+  }
   std::printf("%-6s %-16s %8s %6s %6s\n", "unit", "target", "n_gpus", "tp1", "tp2");
   for (std::size_t i = 0; i < sweep.units().size(); ++i) {
     const WorkUnit& u = sweep.units()[i];
@@ -282,10 +299,17 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   const SweepPlan plan = plan_sweep(o);
   SweepRun sweep(plan.targets, plan.n_gpus, static_cast<std::size_t>(o.top_n));
   if (o.dry_run) {
-    if (rank == 0) print_dry_run(plan, sweep);
+    if (rank == 0) print_dry_run(o, plan, sweep);
     return;
   }
   const char* what = plan.hardware_sweep ? "points" : "systems";
+  // A default name is never overwritten without --force; an explicit -o is, with a warning.
+  if (!o.resume && std::filesystem::exists(plan.output)) {
+    if (o.output.empty() && !o.force) {
+      throw InputError(plan.output + " exists; pass --force to overwrite it, or -o to name another file");
+    }
+    if (rank == 0 && !o.force) spdlog::warn("{} exists and will be overwritten", plan.output);
+  }
 
   // Rank 0 owns the output: its lock, then its journal, both held until the file is published.
   const std::string journal_path = plan.output + ".journal";
@@ -384,6 +408,8 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   if (journal_error) spdlog::warn("journaling stopped: {}", *journal_error);
   RunMetadata meta;
   meta.software_version = o.software_version;
+  meta.git_commit = git_commit();
+  meta.host = host_name();
   meta.created = now_utc();
   meta.command_line = o.command_line;
   meta.n_ranks = size;
@@ -395,7 +421,8 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   meta.n_gpus = plan.n_gpus;
   try {
     if (plan.hardware_sweep) {
-      write_hw_sweep_file(plan.output, meta, plan.sweep, plan.sweep_yaml, plan.targets, sweep.results());
+      write_hw_sweep_file(plan.output, meta, plan.sweep, plan.sweep_yaml, plan.system_yaml.back(), plan.targets,
+                          sweep.results());
     } else {
       write_sweep_file(plan.output, meta, plan.targets, sweep.results(), plan.system_yaml);
     }
@@ -408,6 +435,7 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   journal->remove();
   lock->remove();
   if (plan.hardware_sweep) {
+    for (const std::string& line : hw_sweep_summary(plan.sweep, plan.n_gpus, sweep.results())) spdlog::info("{}", line);
     spdlog::info("wrote {} and its ParaView sidecar (.xmf)", plan.output);
     return;
   }

@@ -33,7 +33,9 @@ struct SweepOptions {
   bool resume = false;
   bool restart = false;
   bool dry_run = false;
-  bool quiet = false;  // no progress reports
+  bool force = false;    // overwrite an existing output of the default name
+  bool quiet = false;    // no progress reports
+  bool verbose = false;  // --dry-run lists every work unit
   // Refused before any work when exceeded: searches (targets x GPU counts) and estimated output.
   std::int64_t max_points = 1000000;
   double max_output_gb = 10.0;

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "parallel/work_queue.hpp"
+#include "search/capacity_sweep.hpp"
 
 namespace perfsweep {
 
@@ -12,9 +13,12 @@ static_assert(std::is_trivially_copyable_v<Candidate>, "candidates travel betwee
 static_assert(std::is_trivially_copyable_v<SearchCounters>, "counters travel between ranks as bytes");
 
 namespace {
+// One target's share of a unit's results, followed by `count` candidates.
 struct UnitHeader {
   std::uint64_t unit;
+  std::uint64_t target;
   std::uint64_t count;
+  std::uint64_t last;  // the unit's last record
   SearchCounters counters;
 };
 
@@ -45,13 +49,24 @@ void SweepRun::preload(std::map<std::size_t, TargetResult> done) {
 void SweepRun::plan_units() {
   units_.clear();
   for (TargetResult& r : results_) r.units_total = 0;
-  // Target-major, so that targets complete (and reach the journal) steadily during a long sweep.
+  std::vector<std::size_t> pending;
+  std::vector<const SearchProblem*> problems;
   for (std::size_t t = 0; t < targets_.size(); ++t) {
     if (preloaded_[t]) continue;
+    pending.push_back(t);
+    problems.push_back(&targets_[t].problem);
+  }
+  groups_ = capacity_groups(problems);
+  for (std::vector<std::size_t>& g : groups_) {
+    for (std::size_t& member : g) member = pending[member];
+  }
+  // Group-major, so that targets complete (and reach the journal) steadily during a long sweep.
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const std::size_t t = groups_[gi].front();
     for (std::size_t ni = n_gpus_.size(); ni-- > 0;) {
       for (const TensorSplit& s : tensor_splits(targets_[t].problem, n_gpus_[ni])) {
-        units_.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(ni), s});
-        ++results_[t].units_total;
+        units_.push_back({static_cast<std::uint32_t>(t), static_cast<std::uint32_t>(gi), static_cast<std::uint32_t>(ni), s});
+        for (std::size_t member : groups_[gi]) ++results_[member].units_total;
       }
     }
   }
@@ -64,7 +79,7 @@ void SweepRun::absorb(const char* data, std::size_t size, const SweepCallbacks& 
     std::memcpy(&h, data + pos, sizeof h);
     pos += sizeof h;
     const WorkUnit& u = units_[h.unit];
-    TargetResult& r = results_[u.target];
+    TargetResult& r = results_[h.target];
     for (std::uint64_t i = 0; i < h.count; ++i) {
       Candidate c;
       std::memcpy(&c, data + pos, sizeof c);
@@ -73,10 +88,10 @@ void SweepRun::absorb(const char* data, std::size_t size, const SweepCallbacks& 
     }
     r.counters.add(h.counters);
     ++r.units_done;
-    ++units_done_;
+    if (h.last) ++units_done_;
     if (r.complete()) {
       ++targets_done_;
-      if (cb.on_target_complete) cb.on_target_complete(u.target, r);
+      if (cb.on_target_complete) cb.on_target_complete(h.target, r);
     }
   }
   const auto now = std::chrono::steady_clock::now();
@@ -114,7 +129,9 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
   }
   Searcher searcher(targets_.front().problem);
   std::size_t current_target = 0;
-  TopN top(top_n_);
+  std::vector<double> capacities;
+  std::vector<TopN> tops;
+  std::vector<SearchCounters> counters;
   while (true) {
     const auto [first, last] = queue.next(out);
     out.clear();
@@ -125,12 +142,16 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
         current_target = u.target;
         searcher.set_problem(targets_[current_target].problem);
       }
-      top = TopN(top_n_);
-      UnitHeader h{i, 0, {}};
-      searcher.run(n_gpus_[u.n_index], u.split, top, h.counters);
-      h.count = top.items().size();
-      append(out, h);
-      for (const Candidate& c : top.items()) append(out, c);
+      const std::vector<std::size_t>& group = groups_[u.group];
+      capacities.clear();
+      for (std::size_t t : group) capacities.push_back(targets_[t].problem.system.hbm_capacity);
+      tops.assign(group.size(), TopN(top_n_));
+      counters.assign(group.size(), SearchCounters{});
+      searcher.run(n_gpus_[u.n_index], u.split, capacities, tops, counters);
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        append(out, UnitHeader{i, group[k], tops[k].items().size(), k + 1 == group.size(), counters[k]});
+        for (const Candidate& c : tops[k].items()) append(out, c);
+      }
     }
   }
   queue.finish();

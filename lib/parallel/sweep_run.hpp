@@ -16,8 +16,11 @@
 
 namespace perfsweep {
 
+// One tensor split at one GPU count, for a group of targets that differ only in HBM capacity
+// (search/capacity_sweep.hpp): evaluated once, judged against each target's capacity.
 struct WorkUnit {
-  std::uint32_t target = 0;
+  std::uint32_t target = 0;  // the group's first target
+  std::uint32_t group = 0;   // index into SweepRun::groups()
   std::uint32_t n_index = 0;
   TensorSplit split;
 };
@@ -40,8 +43,10 @@ class SweepRun {
   // than 0 may pass empty results: only rank 0 assembles the output.
   void preload(std::map<std::size_t, TargetResult> done);
 
-  // The units still to run, target by target, largest GPU counts first.
+  // The units still to run, group by group, largest GPU counts first.
   const std::vector<WorkUnit>& units() const { return units_; }
+  // The targets still to run, grouped by everything but HBM capacity.
+  const std::vector<std::vector<std::size_t>>& groups() const { return groups_; }
   // How many targets preload() supplied.
   std::size_t preloaded() const { return static_cast<std::size_t>(std::count(preloaded_.begin(), preloaded_.end(), true)); }
   const std::vector<SweepTarget>& targets() const { return targets_; }
@@ -61,6 +66,7 @@ class SweepRun {
   std::size_t top_n_;
   std::vector<TargetResult> results_;
   std::vector<bool> preloaded_;
+  std::vector<std::vector<std::size_t>> groups_;
   std::vector<WorkUnit> units_;
   std::size_t units_done_ = 0;
   std::size_t targets_done_ = 0;

@@ -9,6 +9,17 @@ constexpr int kTagRequest = 7101;
 constexpr int kTagReply = 7102;
 // Units are milliseconds of work at most; a few per chunk keep messages cheap and results flowing.
 constexpr std::size_t kMaxChunk = 8;
+
+// Waits for a request by polling with short sleeps: MPI's blocking calls spin at full speed,
+// which on a shared machine takes a core from the ranks that compute.
+void wait_politely(MPI_Request& request) {
+  int done = 0;
+  while (true) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
 }  // namespace
 
 WorkQueue::WorkQueue(MPI_Comm comm, std::size_t n_units, int thread_level, ResultSink sink)
@@ -57,10 +68,12 @@ void WorkQueue::serve() {
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     buffer.resize(static_cast<std::size_t>(bytes));
     MPI_Recv(buffer.data(), bytes, MPI_BYTE, status.MPI_SOURCE, kTagRequest, comm_, MPI_STATUS_IGNORE);
-    deliver(buffer);
+    // The next chunk goes out before the results are absorbed (journal writes and fsyncs): the
+    // worker computes instead of waiting for rank 0's bookkeeping.
     const auto [first, last] = take();
     const std::uint64_t reply[2] = {first, last};
     MPI_Send(reply, 2, MPI_UINT64_T, status.MPI_SOURCE, kTagReply, comm_);
+    deliver(buffer);
     if (first == last) --workers_left;
   }
 }
@@ -74,15 +87,20 @@ std::pair<std::size_t, std::size_t> WorkQueue::next(std::span<const char> result
     }
     return take();
   }
-  MPI_Send(results.data(), static_cast<int>(results.size()), MPI_BYTE, 0, kTagRequest, comm_);
   std::uint64_t reply[2] = {0, 0};
-  MPI_Recv(reply, 2, MPI_UINT64_T, 0, kTagReply, comm_, MPI_STATUS_IGNORE);
+  MPI_Request requests[2];
+  MPI_Irecv(reply, 2, MPI_UINT64_T, 0, kTagReply, comm_, &requests[1]);
+  MPI_Isend(results.data(), static_cast<int>(results.size()), MPI_BYTE, 0, kTagRequest, comm_, &requests[0]);
+  wait_politely(requests[0]);
+  wait_politely(requests[1]);
   return {static_cast<std::size_t>(reply[0]), static_cast<std::size_t>(reply[1])};
 }
 
 void WorkQueue::finish() {
   if (server_.joinable()) server_.join();
-  MPI_Barrier(comm_);
+  MPI_Request barrier;
+  MPI_Ibarrier(comm_, &barrier);
+  wait_politely(barrier);
 }
 
 }  // namespace perfsweep

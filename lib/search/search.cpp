@@ -182,11 +182,21 @@ std::size_t last_memory_dimension() {
 }  // namespace
 
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
+  const double capacity = problem_.system.hbm_capacity;
+  run(n, split, std::span<const double>(&capacity, 1), std::span<TopN>(&top, 1),
+      std::span<SearchCounters>(&counters, 1));
+}
+
+void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const double> capacities, std::span<TopN> tops,
+                   std::span<SearchCounters> counters) {
   const SearchProblem& p = problem_;
   const System& sys = p.system;
   const auto dims = search_dimensions();
   static const std::size_t memory_checked_after = last_memory_dimension();
-  const SearchContext context{p, n, batch_divisors_, counters};
+  // What the dimensions count (pipelines rejected) happens once for all capacities.
+  SearchCounters shared;
+  const SearchContext context{p, n, batch_divisors_, shared};
+  const double largest_capacity = *std::max_element(capacities.begin(), capacities.end());
   cache_->reset();
 
   Candidate cand;
@@ -212,39 +222,41 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
     return leaves;
   };
 
-  auto fits = [&]() {
+  // Whether the blocks alone fit the largest capacity (a stage's embedding or LM head only adds
+  // memory, so this never drops a configuration that fits).
+  auto fits_largest = [&]() {
     const BlockMemory& mem =
         cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.recompute, c.exec.sequence_parallel}, [&] {
           return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, c.exec);
         });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = std::min(micro_batches, c.pp);
-    // The blocks alone: a stage's embedding or LM head only adds memory, so this never drops a
-    // configuration that fits.
     return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec).total >
-             sys.hbm_capacity);
+             largest_capacity);
   };
 
   auto leaf = [&]() {
-    ++counters.candidates;
     const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, c.exec.recompute, c.exec.sequence_parallel};
     const BlockSummary& block = cache_->blocks.get(key, [&] {
-      ++counters.module_evaluations;
+      ++shared.module_evaluations;
       const double p2p =
           build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_, c.exec);
       return summarize(mlp_, sa_, p2p);
     });
     const Totals totals = compose_step(sys, p.model, c, block, p.global_batch).totals;
-    if (totals.mem > sys.hbm_capacity) {
-      ++counters.infeasible_memory;
-      return;
-    }
     const double throughput = static_cast<double>(p.global_batch) / totals.t;
-    if (!top.admits(throughput)) return;
-    cand.throughput = throughput;
-    cand.mem = totals.mem;
-    cand.totals = totals;
-    top.push(cand);
+    for (std::size_t i = 0; i < capacities.size(); ++i) {
+      ++counters[i].candidates;
+      if (totals.mem > capacities[i]) {
+        ++counters[i].infeasible_memory;
+        continue;
+      }
+      if (!tops[i].admits(throughput)) continue;
+      cand.throughput = throughput;
+      cand.mem = totals.mem;
+      cand.totals = totals;
+      tops[i].push(cand);
+    }
   };
 
   auto descend = [&](auto& self, std::size_t depth) -> void {
@@ -256,16 +268,22 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
     for (std::size_t i = 0; i < values.size(); ++i) {
       dims[depth].set(c, values[i]);
       cache_->changed(depth);
-      if (depth == memory_checked_after && !fits()) {
+      if (depth == memory_checked_after && !fits_largest()) {
         const std::int64_t skipped = count_leaves(count_leaves, depth + 1);
-        counters.candidates += skipped;
-        counters.infeasible_memory += skipped;
+        for (SearchCounters& k : counters) {
+          k.candidates += skipped;
+          k.infeasible_memory += skipped;
+        }
         continue;
       }
       self(self, depth + 1);
     }
   };
   descend(descend, 0);
+  for (SearchCounters& k : counters) {
+    k.pipelines_rejected_dp += shared.pipelines_rejected_dp;
+    k.module_evaluations += shared.module_evaluations;
+  }
 }
 
 TopN Searcher::run_all(std::int64_t n, SearchCounters& counters) {

@@ -2,6 +2,7 @@
 // Brute-force search of the reference's parallel-configuration space (execute_1d, execute_2d,
 // execute_seqp in execution.py) for one system and GPU count, cut into units by tensor split.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/step.hpp"
@@ -45,6 +46,11 @@ class Searcher {
 
   // Every configuration of n GPUs with this tensor split (tp1, tp2) into `top`.
   void run(std::int64_t n_gpus, const TensorSplit& split, TopN& top, SearchCounters& counters);
+  // The same configurations evaluated once and judged against several HBM capacities (GB), which
+  // decide feasibility only: tops[i] and counters[i] receive what run() gives for a system with
+  // hbm_capacity = capacities[i] (search/capacity_sweep.hpp groups such systems).
+  void run(std::int64_t n_gpus, const TensorSplit& split, std::span<const double> capacities, std::span<TopN> tops,
+           std::span<SearchCounters> counters);
   // Every configuration of n GPUs.
   TopN run_all(std::int64_t n_gpus, SearchCounters& counters);
 

@@ -341,7 +341,7 @@ def case_bad_numbers():
     outdir = os.path.join(WORK, 'outputs')
     r = run([sweep, '--model', evil, '--system', 'A100', '--n-gpus', '32', '-q', '--out', outdir])
     made = os.listdir(outdir) if os.path.isdir(outdir) else []
-    check(r.returncode == 0 and len(made) == 1 and made[0].endswith('escaped.h5') and '/' not in made[0],
+    check(r.returncode == 0 and len(made) == 1 and made[0].endswith('escaped_A100.h5') and '/' not in made[0],
           f'a model name with "/" and ".." stays inside --out ({made})')
     check(not os.path.exists(os.path.join(WORK, 'escaped.h5')) and not os.path.exists(os.path.join(REPO, 'escaped.h5')),
           'nothing written outside --out')

@@ -1,6 +1,13 @@
 #!/usr/bin/python3
 """Exits 0 if every dataset of the given perfsweep HDF5 files is bit-identical to the first
-file's, and so are all attributes except those that describe the run itself. Object references
+file's, and so are all attributes except those that describe the run itself.
+
+    compare_h5.py FIRST OTHER...            the same objects, datasets and attributes
+    compare_h5.py --subset FIRST OTHER...   every object of FIRST is in each OTHER with identical
+                                            data; OTHER may add objects and attributes, and the
+                                            attributes of FIRST that differ are listed (an older
+                                            file against a newer, more self-describing one)
+ Object references
 (the dimension-scale attributes DIMENSION_LIST, REFERENCE_LIST) compare by the names of the
 objects they point to, not by their addresses in the file."""
 import sys
@@ -8,7 +15,7 @@ import sys
 import h5py
 import numpy as np
 
-RUN_ATTRS = {'created', 'command_line', 'n_ranks'}
+RUN_ATTRS = {'created', 'command_line', 'n_ranks', 'host', 'git_commit'}
 
 
 def resolve(f, v):
@@ -37,10 +44,28 @@ def items(path):
 
 
 def main(paths):
+    subset = paths[:1] == ['--subset']
+    if subset:
+        paths = paths[1:]
     ref = items(paths[0])
     ok = True
     for p in paths[1:]:
         other = items(p)
+        if subset:
+            missing = sorted(set(ref) - set(other))
+            if missing:
+                print(f'{p}: lacks {missing[:10]}')
+                ok = False
+                continue
+            changed = set()
+            for name, (kind, attrs, data) in ref.items():
+                okind, oattrs, odata = other[name]
+                if kind != okind or data != odata:
+                    print(f'{p}: {name} differs from {paths[0]}')
+                    ok = False
+                changed |= {k for k, v in attrs.items() if oattrs.get(k, object()) != v}
+            print(f'{p}: {len(set(other) - set(ref))} objects added; attributes changed: {sorted(changed) or "none"}')
+            continue
         if set(other) != set(ref):
             print(f'{p}: objects differ: {sorted(set(other) ^ set(ref))[:10]}')
             ok = False

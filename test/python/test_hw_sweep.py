@@ -98,7 +98,9 @@ def check_xdmf(h5path):
         topo = root.find('.//Topology')
         assert tuple(int(x) for x in topo.get('Dimensions').split()) == f['grid/best_throughput'].shape[:2]
         n_attr = sum(1 for _ in root.iter('Attribute'))
-        assert n_attr == len(f['grid/n_gpus']), n_attr
+        # best_throughput, speedup and (with the model's dataset_samples) days per GPU count
+        metrics = 3 if 'grid/days' in f else 2
+        assert n_attr == metrics * len(f['grid/n_gpus']), n_attr
     print(f'{xmf}: {len(items)} HDF data items, {n_attr} point-data arrays, consistent with {h5path}')
 
 
@@ -174,7 +176,7 @@ def cmd_plain(sweep, repo, out):
         yaml = os.path.join(out, f'point{index}.yaml')
         with open(yaml, 'w') as y:
             for k, v in attrs.items():
-                if k in ('name', 'index', 'i0', 'i1', 'nvs', 'comm_model'):  # not system keys
+                if k in ('name', 'index', 'i0', 'i1', 'nvs', 'comm_model', 'attribute_units'):  # not system keys
                     continue
                 y.write(f'{k}: {v.item()!r}\n')
             y.write(f'nvlink_size: {int(attrs["nvs"])}\n')
@@ -210,7 +212,7 @@ def cmd_resume(sweep, repo, out, sig, mpiexec=None):
     with open(spec, 'w') as f:
         f.write('base: {system: B200, nvs: 8}\naxes:\n'
                 '  - hbm_capacity: {linspace: [80, 1000, 6]}\n'
-                '  - hbm_bandwidth: {linspace: [500, 16000, 5]}\n')
+                '  - hbm_bandwidth: {linspace: [500, 16000, 24]}\n')
     args = ['--sweep', spec, '--model', 'gpt3_1T', '--strat', '2d', '--n-gpus', '64:16384']
     launcher = [mpiexec, '-n', '2', '--oversubscribe'] if mpiexec else []
     full = os.path.join(out, f'full_{sig.name}.h5')
