@@ -120,10 +120,10 @@ bool is_network_parameter(const std::string& name) {
 void check_value(const std::string& name, double v, const std::string& where) {
   const SystemKey& k = *find_system_key(name);
   if (in_range(k, v)) return;
-  char buf[192];
-  std::snprintf(buf, sizeof buf, "%.17g (must be in %s%g, %g]%s%s)", v, k.min_open ? "(" : "[", k.min, k.max,
-                std::string_view(k.unit) == "1" ? "" : " ", std::string_view(k.unit) == "1" ? "" : k.unit);
-  throw InputError(where + ": " + name + " value out of range, got " + buf);
+  char value[32];
+  std::snprintf(value, sizeof value, "%.17g", v);
+  throw InputError(where + ": " + name + " value out of range, got " + value + " (must be in " + system_key_range(k) +
+                   ")");
 }
 
 }  // namespace

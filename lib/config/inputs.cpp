@@ -192,11 +192,7 @@ std::string default_name(const fs::path& file) {
 
 void check_range(const Mapping& m, const SystemKey& k, const YAML::Node& n, double v) {
   if (in_range(k, v)) return;
-  char range[96];
-  const bool unitless = std::string_view(k.unit) == "1";
-  std::snprintf(range, sizeof range, "%s%g, %g]%s%s", k.min_open ? "(" : "[", k.min, k.max, unitless ? "" : " ",
-                unitless ? "" : k.unit);
-  throw InputError(m.file() + ": " + k.name + " must be in " + range + ", got " + Mapping::shown(n));
+  throw InputError(m.file() + ": " + k.name + " must be in " + system_key_range(k) + ", got " + Mapping::shown(n));
 }
 
 std::string singular(std::string_view kind) {
@@ -434,6 +430,14 @@ System load_system_named(const std::string& name_or_path) { return load_system(r
 
 Transformer load_model_named(const std::string& name_or_path) {
   return load_model(resolve_input(name_or_path, "models"));
+}
+
+std::string system_key_range(const SystemKey& k) {
+  char range[96];
+  const bool unitless = std::string_view(k.unit) == "1";
+  std::snprintf(range, sizeof range, "%s%g, %g]%s%s", k.min_open ? "(" : "[", k.min, k.max, unitless ? "" : " ",
+                unitless ? "" : k.unit);
+  return range;
 }
 
 std::string read_text(const fs::path& file) {

@@ -36,6 +36,8 @@ std::filesystem::path resolve_input(const std::string& name_or_path, std::string
 System load_system_named(const std::string& name_or_path);
 Transformer load_model_named(const std::string& name_or_path);
 
+// A system key's accepted range as messages print it: "[0.001, 1e+09] GB/s", "(0, 1]".
+std::string system_key_range(const SystemKey& key);
 
 // The whole file, for echoing inputs into output provenance.
 std::string read_text(const std::filesystem::path& file);

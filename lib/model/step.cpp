@@ -141,34 +141,26 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
   StepMemory x;
   x.weights = weights_per_block * layers;
   x.weights += extra_weights;
-  x.weight_grads = x.weights;
-  if (exec.params == ParamLayout::Reference && exec.zero == 1) {
-    // fp32 master weights, momentum and variance: 6x the fp16 weights, sharded over dp x seqp
-    x.optimizer_states = 6 * (x.weights / D(dp * seqp));
-  } else {
-    // Bytes per parameter relative to the reference's 2-byte weights (ParamLayout), then the
-    // ZeRO stage's sharding over the data-parallel group (dp x seqp, as the reference shards).
-    const double w = x.weights;
-    double weights = w, grads = w, optimizer = 6 * w, copies = 0;
-    if (exec.params == ParamLayout::Megatron) grads = 2 * w;
-    if (exec.params == ParamLayout::Amp) {
-      weights = 2 * w;
-      grads = 2 * w;
-      optimizer = 4 * w;
-      copies = w;  // bf16 casts of the weights, alive from forward to backward
-    }
-    const double shards = D(dp * seqp);
-    if (exec.zero >= 1) optimizer /= shards;
-    if (exec.zero >= 2) grads /= shards;
-    if (exec.zero >= 3) {
-      weights /= shards;
-      // only the gathered parameters of the block being computed are whole
-      copies = (exec.params == ParamLayout::Amp ? 3 : 1) * weights_per_block;
-    }
-    x.weights = weights + copies;
-    x.weight_grads = grads;
-    x.optimizer_states = optimizer;
+  // Bytes per parameter relative to the reference's 2-byte weights (ParamLayout), then the ZeRO
+  // stage's sharding over the data-parallel group (dp x seqp, as the reference shards). The
+  // reference's default (its layout, ZeRO-1) is its own expression: fp32 master weights,
+  // momentum and variance, 6x the fp16 weights, sharded over dp x seqp.
+  const double w = x.weights;
+  const double shards = D(dp * seqp);
+  const bool amp = exec.params == ParamLayout::Amp;
+  const double optimizer_factor = amp ? 4 : 6;  // amp: two fp32 moments, no separate master copy
+  double weights = amp ? 2 * w : w;
+  double grads = exec.params == ParamLayout::Reference ? w : 2 * w;  // fp32 gradients
+  double copies = amp ? w : 0;  // amp's bf16 casts of the weights, alive from forward to backward
+  x.optimizer_states = exec.zero >= 1 ? optimizer_factor * (w / shards) : optimizer_factor * w;
+  if (exec.zero >= 2) grads /= shards;
+  if (exec.zero >= 3) {
+    weights /= shards;
+    // only the gathered parameters of the block being computed are whole
+    copies = (amp ? 3 : 1) * weights_per_block;
   }
+  x.weights = weights + copies;
+  x.weight_grads = grads;
   double acts = activations_per_block * layers;
   acts += extra_activations;
   // 1F1B: stage k keeps the activations of min(micro-batches, pp - k) micro-batches
@@ -344,18 +336,30 @@ Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   return x;
 }
 
-// The loss layer's kept logits: the last stage's transient peak.
-double logits_gb(const Module& last) {
-  for (int i = 0; i < last.count; ++i) {
-    const LayerCost& c = last.layers[static_cast<std::size_t>(i)].cost;
-    if (std::string_view(c.name) == "loss") return c.activation_buffer;
-  }
-  return 0;
-}
 }  // namespace
 
+StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& c, Module* first_stage,
+                            Module* last_stage) {
+  StageEndSums out;
+  if (m.vocab_size == 0) return out;
+  const StageEnds ends = describe_stage_ends(m, c.pp);
+  Module first_local, last_local;
+  Module& first = first_stage != nullptr ? *first_stage : first_local;
+  Module& last = last_stage != nullptr ? *last_stage : last_local;
+  build_stage(s, c.strategy, ends.first, c.mbs, m, c.tensor, c.attention, first, c.exec);
+  build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
+  out.first = sum_module(first);
+  out.last = sum_module(last);
+  // The loss layer's kept logits: the last stage's transient peak.
+  for (int i = 0; i < ends.last.count; ++i) {
+    const std::size_t k = static_cast<std::size_t>(i);
+    if (ends.last.layers[k].role == Role::CrossEntropy) out.logits_gb = last.layers[k].cost.activation_buffer;
+  }
+  return out;
+}
+
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, const BlockSummary& block,
-                       I global_batch, Module* first_stage, Module* last_stage) {
+                       I global_batch, const StageEndSums& ends) {
   const StrategyPlan& plan = plan_of(c.strategy);
   const I micro_batches = global_batch / c.dp / c.mbs;
   const I seqp = optimizer_shards_beyond_dp(plan, c);
@@ -368,17 +372,11 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
     out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
     return out;
   }
-  const StageEnds ends = describe_stage_ends(m, c.pp);
-  Module first_local, last_local;
-  Module& first = first_stage != nullptr ? *first_stage : first_local;
-  Module& last = last_stage != nullptr ? *last_stage : last_local;
-  build_stage(s, c.strategy, ends.first, c.mbs, m, c.tensor, c.attention, first, c.exec);
-  build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
-  ModuleSums first_sums = sum_module(first);
-  const ModuleSums last_sums = sum_module(last);
+  ModuleSums first_sums = ends.first;
+  const ModuleSums& last_sums = ends.last;
   const double t_dp_first = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
   out.model.embedding_mem = first_sums.weights_mem * (2 + 6 / D(c.dp * seqp));
-  out.model.logits_mem = logits_gb(last);
+  out.model.logits_mem = ends.logits_gb;
   if (c.pp == 1) {
     add_sums(first_sums, last_sums);
     const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
@@ -404,7 +402,8 @@ Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I gl
   Evaluation ev;
   const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, block_split(c),
                                  c.attention, ev.mlp, ev.sa, c.exec);
-  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch, &ev.first_stage, &ev.last_stage);
+  const StageEndSums ends = stage_end_sums(s, m, c, &ev.first_stage, &ev.last_stage);
+  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch, ends);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
   ev.totals = step.totals;

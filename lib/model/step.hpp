@@ -142,12 +142,24 @@ struct StepCosts {
   ModelTotals model;
 };
 
+// With a vocabulary, what the end stages run beside their blocks for one micro-batch: the
+// embedding (first) and the final norm, LM head and loss (last), summed, and the loss's kept
+// logits (GB). It depends on the layout only as a block does (micro-batch, tensor split and
+// placement, execution options) and on whether the embedding and a tied head share one stage
+// (pp = 1), so the search costs it once with each block. `first_stage` and `last_stage`, when
+// given, receive the timed rows.
+struct StageEndSums {
+  ModuleSums first, last;
+  double logits_gb = 0;
+};
+StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& layout,
+                            Module* first_stage = nullptr, Module* last_stage = nullptr);
+
 // The one composition of a step from a block's summary, used by evaluate and the search. With a
-// vocabulary, the end stages run the embedding (first) and the final norm, LM head and loss
-// (last); the slowest stage decides the time fields of the totals, the fullest the memory
-// fields. `first_stage` and `last_stage`, when given, receive those layers' timed rows.
+// vocabulary, the end stages (`ends`: stage_end_sums of this layout) add their layers; the
+// slowest stage decides the time fields of the totals, the fullest the memory fields.
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
-                       std::int64_t global_batch, Module* first_stage = nullptr, Module* last_stage = nullptr);
+                       std::int64_t global_batch, const StageEndSums& ends = {});
 
 // Everything about one configuration: the per-layer tables, DP and PP rows and totals.
 struct Evaluation {

@@ -56,6 +56,7 @@ struct BlockKey {
   std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
   Recompute recompute = Recompute::None;
   bool sequence_parallel = true;
+  bool ends_share_a_stage = false;  // a tied LM head on the embedding's stage (pp = 1)
   bool operator==(const BlockKey&) const = default;
 };
 
@@ -93,7 +94,7 @@ class KeyedCache {
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, std::int64_t{static_cast<int>(k.recompute)},
-                           std::int64_t{k.sequence_parallel}}) {
+                           std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage}}) {
       h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
     }
     return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
@@ -122,8 +123,15 @@ class KeyedCache {
   }
 };
 
+// A block's summary and, with a vocabulary, its end stages' layers: both depend on the same
+// inputs, so both are costed once per key.
+struct CostedBlock {
+  BlockSummary block;
+  StageEndSums ends;
+};
+
 struct Searcher::Cache {
-  KeyedCache<BlockSummary> blocks;
+  KeyedCache<CostedBlock> blocks;
   KeyedCache<BlockMemory> memory;
   std::vector<std::vector<Choice>> choices;  // per dimension, reused
   std::vector<char> listed;                  // per dimension: choices hold its values for the outer ones
@@ -236,26 +244,25 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   };
 
   auto leaf = [&]() {
-    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, c.exec.recompute, c.exec.sequence_parallel};
-    const BlockSummary& block = cache_->blocks.get(key, [&] {
+    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, c.exec.recompute, c.exec.sequence_parallel,
+                       p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1};
+    const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
       const double p2p =
           build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_, c.exec);
-      return summarize(mlp_, sa_, p2p);
+      return CostedBlock{summarize(mlp_, sa_, p2p), stage_end_sums(sys, p.model, c)};
     });
-    const Totals totals = compose_step(sys, p.model, c, block, p.global_batch).totals;
-    const double throughput = static_cast<double>(p.global_batch) / totals.t;
+    const Totals totals = compose_step(sys, p.model, c, costed.block, p.global_batch, costed.ends).totals;
+    cand.throughput = static_cast<double>(p.global_batch) / totals.t;
+    cand.mem = totals.mem;
+    cand.totals = totals;
     for (std::size_t i = 0; i < capacities.size(); ++i) {
       ++counters[i].candidates;
       if (totals.mem > capacities[i]) {
         ++counters[i].infeasible_memory;
         continue;
       }
-      if (!tops[i].admits(throughput)) continue;
-      cand.throughput = throughput;
-      cand.mem = totals.mem;
-      cand.totals = totals;
-      tops[i].push(cand);
+      if (tops[i].admits(cand.throughput)) tops[i].push(cand);
     }
   };
 
