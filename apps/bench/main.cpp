@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
         p.model = load_model_named(model_name);
         p.global_batch = global_batch;
         p.exec = parse_execution_choices(exec);
+        check_execution_for_model(p.exec, p.model);
         double best = 1e300;
         std::int64_t candidates = 0, infeasible = 0, blocks = 0;
         int n_systems = 0;

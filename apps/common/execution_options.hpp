@@ -28,6 +28,10 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "bytes per parameter: reference (2+2+12), megatron (bf16 weights, fp32 grads, master and moments), "
                  "amp (fp32 weights, grads and moments, bf16 copies)" + each)
       ->capture_default_str();
+  app.add_option("--ep", f.ep,
+                 "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel group its "
+                 "experts are split over" + each)
+      ->capture_default_str();
 }
 
 }  // namespace perfsweep

@@ -56,7 +56,20 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   }
   c.params.clear();
   for (const std::string& v : split_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
+  c.ep.clear();
+  for (const std::string& v : split_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
   return c;
+}
+
+void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) {
+  for (std::int64_t ep : c.ep) {
+    if (ep == 1) continue;
+    if (!m.is_moe()) throw InputError("--ep " + std::to_string(ep) + ": model '" + m.name + "' has no experts");
+    if (m.moe.experts % ep) {
+      throw InputError("--ep " + std::to_string(ep) + " does not divide the " + std::to_string(m.moe.experts) +
+                       " experts of model '" + m.name + "'");
+    }
+  }
 }
 
 Execution parse_execution(const ExecutionFlags& f) {
@@ -69,12 +82,14 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.zero.size(), "--zero", f.zero);
   one(c.interleave.size(), "--interleave", f.interleave);
   one(c.params.size(), "--layout", f.layout);
+  one(c.ep.size(), "--ep", f.ep);
   Execution x;
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
   x.zero = c.zero.front();
   x.interleave = c.interleave.front();
   x.params = c.params.front();
+  x.ep = c.ep.front();
   return x;
 }
 
@@ -94,6 +109,9 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   list("zero", c.zero, [](std::int64_t v) { return std::to_string(v); });
   list("interleave", c.interleave, [](std::int64_t v) { return std::to_string(v); });
   list("layout", c.params, [](ParamLayout p) { return std::string(param_layout_name(p)); });
+  // ep=1 alone (every dense model) is left out, so the text of a search without experts stays as
+  // it was
+  if (c.ep != std::vector<std::int64_t>{1}) list("ep", c.ep, [](std::int64_t v) { return std::to_string(v); });
   return out;
 }
 

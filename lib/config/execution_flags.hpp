@@ -1,10 +1,11 @@
 #pragma once
 // The execution options as flags give them: `--recompute none,selective,full --sp off,on
-// --zero 0,1 --interleave 1,2,4 --layout megatron` (lists for `sweep`, one value each for
+// --zero 0,1 --interleave 1,2,4 --layout megatron --ep 1,8` (lists for `sweep`, one value each for
 // `estimate` and `configs`), checked once with the flag and value in every message.
 #include <string>
 
 #include "model/plan.hpp"
+#include "model/transformer.hpp"
 
 namespace perfsweep {
 
@@ -14,15 +15,21 @@ struct ExecutionFlags {
   std::string zero = "1";
   std::string interleave = "1";
   std::string layout = "reference";
+  std::string ep = "1";
 };
 
 // Each list parsed, without repeats; InputError naming the flag and the value otherwise.
 ExecutionChoices parse_execution_choices(const ExecutionFlags& flags);
 
+// The choices that the model cannot take: InputError naming the flag, e.g. --ep with a value above
+// 1 for a dense model, or one not dividing a mixture-of-experts model's experts.
+void check_execution_for_model(const ExecutionChoices& choices, const Transformer& model);
+
 // One value per option (estimate, configs): InputError if a flag lists several.
 Execution parse_execution(const ExecutionFlags& flags);
 
-// "recompute=none,full sp=on zero=1 interleave=1 layout=reference": for fingerprints and logs.
+// "recompute=none,full sp=on zero=1 interleave=1 layout=reference" (and " ep=1,8" unless ep is 1
+// alone): for fingerprints and logs.
 std::string execution_choices_text(const ExecutionChoices& choices);
 
 }  // namespace perfsweep

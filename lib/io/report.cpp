@@ -241,6 +241,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("zero").value(x.zero);
     w.key("interleave").value(x.interleave);
     w.key("layout").value(std::string_view(param_layout_name(x.params)));
+    w.key("ep").value(x.ep);
     w.end_object();
   }
   if (ev.model_section) {
@@ -348,7 +349,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   if (!(layout.exec == Execution{})) {
     const Execution& x = layout.exec;
     o << "execution: recompute=" << recompute_name(x.recompute) << " sp=" << (x.sequence_parallel ? "on" : "off")
-      << " zero=" << x.zero << " interleave=" << x.interleave << " layout=" << param_layout_name(x.params) << "\n";
+      << " zero=" << x.zero << " interleave=" << x.interleave << " layout=" << param_layout_name(x.params) << " ep=" << x.ep << "\n";
   }
   o << "\n";
 

@@ -93,6 +93,9 @@ struct Execution {
   std::int64_t zero = 1;
   std::int64_t interleave = 1;  // virtual pipeline stages per GPU (interleaved 1F1B)
   ParamLayout params = ParamLayout::Reference;
+  // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
+  // (Megatron-Core draws the expert-parallel group from the data-parallel ranks); 1 otherwise.
+  std::int64_t ep = 1;
   bool operator==(const Execution&) const = default;
 };
 

@@ -19,9 +19,6 @@ struct Layout {
   std::int64_t dp = 1, pp = 1, mbs = 1;
   TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
   std::int64_t nv_dp = 1, nv_pp = 1;
-  // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
-  // (Megatron-Core draws the expert-parallel group from the data-parallel ranks).
-  std::int64_t ep = 1;
   AttentionMode attention;
   Execution exec;
   std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
@@ -32,8 +29,8 @@ struct Layout {
 // data-parallel ranks).
 inline TensorSplit block_split(const Layout& c) {
   TensorSplit t = c.tensor;
-  t.ep = c.ep;
-  t.nv_ep = std::gcd(c.ep, c.nv_dp);
+  t.ep = c.exec.ep;
+  t.nv_ep = std::gcd(c.exec.ep, c.nv_dp);
   return t;
 }
 
@@ -117,6 +114,7 @@ inline constexpr ConfigKey kConfigKeys[] = {
      true},
     {"layout", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.params)}; },
      config_key_detail::always, true},
+    {"ep", KeyKind::Execution, [](const Layout& c) { return c.exec.ep; }, config_key_detail::always, true},
 };
 
 // The execution options a search tries (each list the reference's value alone by default).
@@ -126,6 +124,7 @@ struct ExecutionChoices {
   std::vector<std::int64_t> zero{1};
   std::vector<std::int64_t> interleave{1};
   std::vector<ParamLayout> params{ParamLayout::Reference};
+  std::vector<std::int64_t> ep{1};
 };
 
 // Names of the execution options' values, as flags and reports spell them.

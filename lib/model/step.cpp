@@ -259,17 +259,17 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   require(m.kv() % t.tp1 == 0 || t.tp1 % m.kv() == 0,
           tp_name + "=" + str(t.tp1) + " neither divides nor is a multiple of the " + str(m.kv()) +
               " key/value heads (replicated key/value heads need tp to be a multiple of them)");
-  require(c.ep >= 1, "ep must be a positive integer, got " + str(c.ep));
+  require(c.exec.ep >= 1, "ep must be a positive integer, got " + str(c.exec.ep));
   if (m.is_moe()) {
     require(m.moe.every == 1, "moe.every=" + str(m.moe.every) +
                                   ": blocks of two kinds are counted in parameters but not costed (every = 1 is)");
     require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
-    require(m.moe.experts % c.ep == 0,
-            "ep=" + str(c.ep) + " does not divide the " + str(m.moe.experts) + " experts");
-    require(c.dp % c.ep == 0, "ep=" + str(c.ep) + " does not divide dp=" + str(c.dp) +
+    require(m.moe.experts % c.exec.ep == 0,
+            "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts");
+    require(c.dp % c.exec.ep == 0, "ep=" + str(c.exec.ep) + " does not divide dp=" + str(c.dp) +
                                   " (the expert-parallel group is drawn from the data-parallel ranks)");
   } else {
-    require(c.ep == 1, "ep=" + str(c.ep) + " needs a mixture-of-experts model");
+    require(c.exec.ep == 1, "ep=" + str(c.exec.ep) + " needs a mixture-of-experts model");
   }
   const Execution& x = c.exec;
   require(x.zero >= 0 && x.zero <= 3, "zero must be 0, 1, 2 or 3, got " + str(x.zero));

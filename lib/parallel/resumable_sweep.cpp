@@ -67,6 +67,7 @@ SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transfor
   t.problem.global_batch = o.global_batch;
   t.problem.top_n = static_cast<std::size_t>(o.top_n);
   t.problem.exec = parse_execution_choices(o.exec);
+  check_execution_for_model(t.problem.exec, model);
   t.group = std::move(group);
   return t;
 }

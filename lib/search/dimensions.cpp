@@ -51,7 +51,7 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, nv 8.
+// interleave 5, zero 6, layout 7, ep 8, nv 9.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -85,6 +85,15 @@ void param_layout_values(const SearchContext& x, const Layout&, std::vector<Choi
   for (ParamLayout p : x.problem.exec.params) out.push_back({{static_cast<I>(p)}});
 }
 
+// Expert-parallel degrees dividing the experts and dp (the group is drawn from the data-parallel
+// ranks); a dense model has ep = 1 only.
+void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (I ep : x.problem.exec.ep) {
+    if (ep > 1 && (!x.problem.model.is_moe() || x.problem.model.moe.experts % ep || c.dp % ep)) continue;
+    out.push_back({{ep}});
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -101,6 +110,7 @@ constexpr SearchDimension kDimensions[] = {
     {"zero", true, 0, zero_values, [](Layout& c, const Choice& v) { c.exec.zero = v.v[0]; }},
     {"layout", true, 0, param_layout_values,
      [](Layout& c, const Choice& v) { c.exec.params = static_cast<ParamLayout>(v.v[0]); }},
+    {"ep", true, 1u << 0, expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

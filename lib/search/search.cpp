@@ -54,6 +54,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
 // generation number.
 struct BlockKey {
   std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
+  std::int64_t ep = 1, nv_ep = 1;  // expert-parallel degree and its NVLink share
   Recompute recompute = Recompute::None;
   bool sequence_parallel = true;
   bool ends_share_a_stage = false;  // a tied LM head on the embedding's stage (pp = 1)
@@ -93,7 +94,7 @@ class KeyedCache {
 
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, std::int64_t{static_cast<int>(k.recompute)},
+    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.ep, k.nv_ep, std::int64_t{static_cast<int>(k.recompute)},
                            std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage}}) {
       h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
     }
@@ -234,8 +235,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   // memory, so this never drops a configuration that fits).
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.recompute, c.exec.sequence_parallel}, [&] {
-          return block_memory(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, c.exec);
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel}, [&] {
+          return block_memory(sys, p.strategy, block_, c.mbs, p.model, block_split(c), p.attention, c.exec);
         });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = std::min(micro_batches, c.pp);
@@ -244,12 +245,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   };
 
   auto leaf = [&]() {
-    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, c.exec.recompute, c.exec.sequence_parallel,
-                       p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1};
+    const TensorSplit with_experts = block_split(c);
+    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, with_experts.ep, with_experts.nv_ep, c.exec.recompute,
+                       c.exec.sequence_parallel, p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
       const double p2p =
-          build_block(sys, p.strategy, block_, c.mbs, p.model, c.tensor, p.attention, mlp_, sa_, c.exec);
+          build_block(sys, p.strategy, block_, c.mbs, p.model, with_experts, p.attention, mlp_, sa_, c.exec);
       return CostedBlock{summarize(mlp_, sa_, p2p), stage_end_sums(sys, p.model, c)};
     });
     const Totals totals = compose_step(sys, p.model, c, costed.block, p.global_batch, costed.ends).totals;

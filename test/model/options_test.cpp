@@ -280,7 +280,7 @@ TEST(MixtureOfExperts, ExpertsSplitOverEp) {
   Layout c;
   c.dp = 2;
   c.nv_dp = 2;
-  c.ep = 2;
+  c.exec.ep = 2;
   const Evaluation ev2 = evaluate(round_system(), m, c, 2);
   auto layer = [](const Evaluation& ev, const char* name) {
     for (int i = 0; i < ev.mlp.count; ++i) {
@@ -296,11 +296,11 @@ TEST(MixtureOfExperts, ExpertsSplitOverEp) {
   EXPECT_DOUBLE_EQ(dispatch.comm_fwd.items[0].volume_gb, 1024e-9);
   EXPECT_EQ(dispatch.comm_fwd.items[0].type, CommType::AllToAll);
   EXPECT_EQ(dispatch.comm_fwd.items[0].group, 2);
-  c.ep = 1;
+  c.exec.ep = 1;
   const Evaluation ev1 = evaluate(round_system(), m, c, 2);
   EXPECT_DOUBLE_EQ(layer(ev1, "fc1").flops_fwd, 31744e-12);
   EXPECT_DOUBLE_EQ(layer(ev1, "fc1").weights_mem, 4 * 16 * 32 * 2e-9);
-  c.ep = 3;
+  c.exec.ep = 3;
   EXPECT_NE(config_error([&] { validate_layout(round_system(), m, c, 2); }).find("ep=3 does not divide the 4 experts"),
             std::string::npos);
 }

@@ -68,6 +68,19 @@ TEST(SearchVsEstimate, ExecutionOptionsAsDimensions) {
   }
 }
 
+// Expert parallelism as a search dimension: ep changes the block (experts per GPU, the
+// all-to-alls' group and its NVLink share), so it is part of the cache key; every ranked
+// configuration must be what evaluate gives, and the ranking must use more than one ep.
+TEST(SearchVsEstimate, ExpertParallelAsDimension) {
+  ExecutionChoices x;
+  x.ep = {1, 2, 4, 8};
+  x.zero = {1, 3};
+  for (std::int64_t n : {64, 256}) {
+    expect_search_matches_estimate(Strategy::OneD, "mixtral_8x7b", "H100", 8, n, 512, x);
+    expect_search_matches_estimate(Strategy::TwoDSeqp, "mixtral_8x7b", "H100", 8, n, 512, x);
+  }
+}
+
 TEST(SearchVsEstimate, Gpt3OneD) {
   for (std::int64_t n : {32, 64}) expect_search_matches_estimate(Strategy::OneD, "gpt3", "B200", 8, n, 4096);
 }
