@@ -132,6 +132,17 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
   std::vector<double> capacities;
   std::vector<TopN> tops;
   std::vector<SearchCounters> counters;
+  // Per (capacity group, GPU count, capacity): the last of the fullest top-N this rank has found
+  // over other tensor splits, a floor for the next split's list (TopN::set_floor). Results are
+  // the same; most configurations are then turned away by one comparison.
+  std::vector<std::size_t> floor_base(groups_.size());
+  std::size_t floor_count = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    floor_base[g] = floor_count;
+    floor_count += groups_[g].size() * n_gpus_.size();
+  }
+  std::vector<Candidate> floors(floor_count);
+  std::vector<char> has_floor(floor_count, 0);
   while (true) {
     const auto [first, last] = queue.next(out);
     out.clear();
@@ -145,9 +156,22 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
       const std::vector<std::size_t>& group = groups_[u.group];
       capacities.clear();
       for (std::size_t t : group) capacities.push_back(targets_[t].problem.system.hbm_capacity);
-      tops.assign(group.size(), TopN(top_n_));
+      if (tops.size() != group.size()) tops.assign(group.size(), TopN(top_n_));
+      const std::size_t floor_at = floor_base[u.group] + u.n_index * group.size();
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        tops[k].clear();
+        if (has_floor[floor_at + k]) tops[k].set_floor(floors[floor_at + k]);
+      }
       counters.assign(group.size(), SearchCounters{});
       searcher.run(n_gpus_[u.n_index], u.split, capacities, tops, counters);
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        const std::vector<Candidate>& kept = tops[k].items();
+        if (kept.size() < top_n_ || kept.empty()) continue;
+        if (!has_floor[floor_at + k] || ranks_before(kept.back(), floors[floor_at + k])) {
+          floors[floor_at + k] = kept.back();
+          has_floor[floor_at + k] = 1;
+        }
+      }
       for (std::size_t k = 0; k < group.size(); ++k) {
         append(out, UnitHeader{i, group[k], tops[k].items().size(), k + 1 == group.size(), counters[k]});
         for (const Candidate& c : tops[k].items()) append(out, c);

@@ -29,7 +29,7 @@ bool same_but_capacity(const SearchProblem& a, const SearchProblem& b) {
   return a.strategy == b.strategy && a.global_batch == b.global_batch && a.top_n == b.top_n &&
          a.attention.flash == b.attention.flash && a.attention.recompute == b.attention.recompute &&
          x.recompute == y.recompute && x.sequence_parallel == y.sequence_parallel && x.zero == y.zero &&
-         x.interleave == y.interleave && x.params == y.params && same_model(a.model, b.model) &&
+         x.interleave == y.interleave && x.params == y.params && x.ep == y.ep && same_model(a.model, b.model) &&
          same_system_but_capacity(a.system, b.system);
 }
 

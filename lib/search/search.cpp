@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 
 #include "core/error.hpp"
 #include "search/candidates.hpp"
@@ -136,6 +137,7 @@ struct Searcher::Cache {
   KeyedCache<BlockMemory> memory;
   std::vector<std::vector<Choice>> choices;  // per dimension, reused
   std::vector<char> listed;                  // per dimension: choices hold its values for the outer ones
+  std::vector<std::size_t> by_capacity;      // capacity indices, smallest capacity first
 
   // The values of dimension `depth` for the layout's outer dimensions, listed only when stale.
   const std::vector<Choice>& values(std::size_t depth, const SearchContext& context, const Layout& c) {
@@ -207,6 +209,15 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const SearchContext context{p, n, batch_divisors_, shared};
   const double largest_capacity = *std::max_element(capacities.begin(), capacities.end());
   cache_->reset();
+  // A configuration that fits a capacity fits every larger one, and one that a full top-N at some
+  // capacity turns away is turned away at every larger capacity too (whose top-N is chosen from
+  // a superset of configurations, so its last entry ranks at least as high). Offered to the
+  // capacities from the smallest up, a configuration stops at the first that turns it away.
+  std::vector<std::size_t>& by_capacity = cache_->by_capacity;
+  by_capacity.resize(capacities.size());
+  std::iota(by_capacity.begin(), by_capacity.end(), std::size_t{0});
+  std::stable_sort(by_capacity.begin(), by_capacity.end(),
+                   [&](std::size_t a, std::size_t b) { return capacities[a] < capacities[b]; });
 
   Candidate cand;
   Layout& c = cand.layout;
@@ -258,13 +269,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     cand.throughput = static_cast<double>(p.global_batch) / totals.t;
     cand.mem = totals.mem;
     cand.totals = totals;
-    for (std::size_t i = 0; i < capacities.size(); ++i) {
-      ++counters[i].candidates;
+    for (SearchCounters& k : counters) ++k.candidates;
+    for (const std::size_t i : by_capacity) {
       if (totals.mem > capacities[i]) {
         ++counters[i].infeasible_memory;
         continue;
       }
-      if (tops[i].admits(cand.throughput)) tops[i].push(cand);
+      if (!tops[i].push(cand)) break;
     }
   };
 

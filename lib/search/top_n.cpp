@@ -18,15 +18,39 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
 
 bool TopN::push(const Candidate& c) {
   if (capacity_ == 0) return false;
-  if (items_.size() == capacity_ && !ranks_before(c, items_.back())) return false;
-  auto pos = std::upper_bound(items_.begin(), items_.end(), c, ranks_before);
-  items_.insert(pos, c);
-  if (items_.size() > capacity_) items_.pop_back();
+  if (has_floor_ && !ranks_before(c, floor_)) return false;
+  const bool full = order_.size() == capacity_;
+  if (full && !ranks_before(c, slots_[order_.back()])) return false;
+  const auto pos = std::upper_bound(order_.begin(), order_.end(), c, [this](const Candidate& x, std::uint32_t slot) {
+    return ranks_before(x, slots_[slot]);
+  });
+  const std::ptrdiff_t at = pos - order_.begin();
+  std::uint32_t slot;
+  if (full) {
+    slot = order_.back();
+    slots_[slot] = c;
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.push_back(c);
+  }
+  // the evicted (last) index moves to the new candidate's place
+  if (full) order_.pop_back();
+  order_.insert(order_.begin() + at, slot);
+  items_current_ = false;
   return true;
 }
 
 void TopN::merge(const TopN& other) {
-  for (const Candidate& c : other.items_) push(c);
+  for (std::uint32_t slot : other.order_) push(other.slots_[slot]);
+}
+
+const std::vector<Candidate>& TopN::items() const {
+  if (!items_current_) {
+    items_.clear();
+    for (std::uint32_t slot : order_) items_.push_back(slots_[slot]);
+    items_current_ = true;
+  }
+  return items_;
 }
 
 }  // namespace perfsweep

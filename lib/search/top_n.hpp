@@ -23,20 +23,46 @@ bool ranks_before(const Candidate& a, const Candidate& b);
 
 class TopN {
  public:
-  explicit TopN(std::size_t capacity = 10) : capacity_(capacity) { items_.reserve(capacity + 1); }
-  // True if kept. Allocation-free once constructed.
+  explicit TopN(std::size_t capacity = 10) : capacity_(capacity) {
+    slots_.reserve(capacity);
+    order_.reserve(capacity + 1);
+    items_.reserve(capacity);
+  }
+  // True if kept. Allocation-free once constructed: a kept candidate is copied once into a slot
+  // (the one it evicts when full) and only the slots' order moves.
   bool push(const Candidate& c);
   void merge(const TopN& other);
+  // Empties the list and its floor, keeping its storage (a search reuses one TopN per capacity).
+  void clear() {
+    slots_.clear();
+    order_.clear();
+    items_.clear();
+    items_current_ = true;
+    has_floor_ = false;
+  }
+  // Turns away every candidate that does not rank before `floor`: the last of a full list of the
+  // same search over another part of the space, so N candidates already rank before it and
+  // none that ranks after it can be among the N best of the whole. The merged list is the same.
+  void set_floor(const Candidate& floor) {
+    floor_ = floor;
+    has_floor_ = true;
+  }
   // Would a candidate with this throughput be kept? (lets the search skip building a Candidate)
   bool admits(double throughput) const {
-    return items_.size() < capacity_ || throughput >= items_.back().throughput;
+    if (has_floor_ && throughput < floor_.throughput) return false;
+    return order_.size() < capacity_ || throughput >= slots_[order_.back()].throughput;
   }
-  const std::vector<Candidate>& items() const { return items_; }  // best first
+  const std::vector<Candidate>& items() const;  // best first
   std::size_t capacity() const { return capacity_; }
 
  private:
   std::size_t capacity_;
-  std::vector<Candidate> items_;
+  std::vector<Candidate> slots_;       // kept candidates, in no order
+  std::vector<std::uint32_t> order_;   // slot indices, best first
+  mutable std::vector<Candidate> items_;  // slots in order, made again after a change
+  mutable bool items_current_ = true;
+  Candidate floor_;
+  bool has_floor_ = false;
 };
 
 }  // namespace perfsweep

@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "config/inputs.hpp"
 #include "search/search.hpp"
+#include "search/top_n.hpp"
 
 namespace perfsweep {
 namespace {
@@ -78,6 +80,45 @@ TEST(SearchVsEstimate, ExpertParallelAsDimension) {
   for (std::int64_t n : {64, 256}) {
     expect_search_matches_estimate(Strategy::OneD, "mixtral_8x7b", "H100", 8, n, 512, x);
     expect_search_matches_estimate(Strategy::TwoDSeqp, "mixtral_8x7b", "H100", 8, n, 512, x);
+  }
+}
+
+// One walk judged against several HBM capacities (a hardware sweep's capacity axis) keeps, for
+// each capacity, exactly the top-N and the counts of a search at that capacity alone: the
+// capacities offered out of order, some equal, one fitting nothing, one fitting everything.
+TEST(SearchVsEstimate, CapacitiesShareOneWalk) {
+  for (Strategy strategy : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) {
+    SearchProblem p;
+    p.strategy = strategy;
+    p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/gpt3_1T.yaml");
+    p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/B200.yaml");
+    p.system.nvlink_size = 8;
+    p.global_batch = 4096;
+    p.top_n = 10;
+    const std::vector<double> capacities{400, 80, 1e9, 192, 80, 1, 120, 1000};
+    for (std::int64_t n : {512, 4096}) {
+      Searcher shared(p);
+      std::vector<TopN> tops(capacities.size(), TopN(p.top_n));
+      std::vector<SearchCounters> counters(capacities.size());
+      for (const TensorSplit& split : tensor_splits(p, n)) shared.run(n, split, capacities, tops, counters);
+      for (std::size_t i = 0; i < capacities.size(); ++i) {
+        SearchProblem alone = p;
+        alone.system.hbm_capacity = capacities[i];
+        Searcher searcher(alone);
+        SearchCounters expected;
+        const TopN top = searcher.run_all(n, expected);
+        const std::string where = std::string(plan_of(strategy).name) + " at " + std::to_string(n) + " GPUs, " +
+                                  std::to_string(capacities[i]) + " GB";
+        ASSERT_EQ(tops[i].items().size(), top.items().size()) << where;
+        for (std::size_t r = 0; r < top.items().size(); ++r) {
+          EXPECT_EQ(tops[i].items()[r].throughput, top.items()[r].throughput) << where << ", rank " << r;
+          EXPECT_FALSE(ranks_before(tops[i].items()[r], top.items()[r]) || ranks_before(top.items()[r], tops[i].items()[r]))
+              << where << ", rank " << r;
+        }
+        EXPECT_EQ(counters[i].candidates, expected.candidates) << where;
+        EXPECT_EQ(counters[i].infeasible_memory, expected.infeasible_memory) << where;
+      }
+    }
   }
 }
 

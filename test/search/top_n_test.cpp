@@ -125,6 +125,39 @@ TEST(TopN, MergeOfAnySplitEqualsOneList) {
     for (const TopN& t : tops) merged.merge(t);
     EXPECT_TRUE(same_as_sorted(merged)) << "trial " << trial << ", " << parts << " parts";
   }
+
+  // Parts searched one after another, each with the last of the best full list before it as its
+  // floor (as a rank's tensor splits are): the merge is still the first 10, and the parts keep
+  // fewer candidates in all.
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Candidate> shuffled = all;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    const std::size_t parts = std::uniform_int_distribution<std::size_t>(2, 9)(rng);
+    std::vector<TopN> tops(parts, TopN(n));
+    std::vector<std::vector<Candidate>> part_of(parts);
+    for (const Candidate& c : shuffled) part_of[std::uniform_int_distribution<std::size_t>(0, parts - 1)(rng)].push_back(c);
+    bool has_floor = false;
+    Candidate floor;
+    std::size_t kept = 0, kept_without_floors = 0;
+    for (std::size_t p = 0; p < parts; ++p) {
+      if (has_floor) tops[p].set_floor(floor);
+      TopN plain(n);
+      for (const Candidate& c : part_of[p]) {
+        tops[p].push(c);
+        plain.push(c);
+      }
+      kept += tops[p].items().size();
+      kept_without_floors += plain.items().size();
+      if (tops[p].items().size() == n && (!has_floor || ranks_before(tops[p].items().back(), floor))) {
+        floor = tops[p].items().back();
+        has_floor = true;
+      }
+    }
+    TopN merged(n);
+    for (const TopN& t : tops) merged.merge(t);
+    EXPECT_TRUE(same_as_sorted(merged)) << "trial " << trial << ", " << parts << " parts with floors";
+    EXPECT_LE(kept, kept_without_floors);
+  }
 }
 
 }  // namespace
