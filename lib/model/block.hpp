@@ -93,6 +93,11 @@ struct Execution {
   std::int64_t zero = 1;
   std::int64_t interleave = 1;  // virtual pipeline stages per GPU (interleaved 1F1B)
   ParamLayout params = ParamLayout::Reference;
+  // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021, sec. 4.1): without
+  // sequence parallelism each tensor-parallel rank sends 1/tp of a stage's output, which the next
+  // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed). Not searched;
+  // off, as the reference, unless a caller sets it (`validate` does for Megatron's runs).
+  bool p2p_scatter_gather = false;
   bool operator==(const Execution&) const = default;
 };
 
