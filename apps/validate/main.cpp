@@ -2,13 +2,24 @@
 //   validate layers --measurements FILE --system NAME|PATH [--only IDS | --except IDS]
 //       one CSV row per (config, layer, pass) and per block pass on stdout, a summary on stderr;
 //   validate fit-kernels --measurements FILE [--system NAME|PATH] [--only IDS | --except IDS] --out FILE.yaml
-//       a kernel calibration for a system file's `kernels:` key.
+//       a kernel calibration for a system file's `kernels:` key;
+//   validate megatron|vtrain|nanotron --measurements FILE [--system NAME|PATH]
+//       measured training runs against the model's prediction of each: CSV on stdout (one row per
+//       run), a summary on stderr; the system defaults to the set's cluster (selene_a100,
+//       vtrain_a100, hf_h100);
+//   validate fit-cluster vtrain --measurements FILE [--system NAME|PATH] [--kernels FILE] --out FILE.yaml
+//       the kernel calibration with its compute and stream-launch scales fitted on the set's fit
+//       runs (docs/validation.md).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "calib/cluster_runs.hpp"
 #include "calib/layer_measurements.hpp"
 #include "calib/layer_validation.hpp"
 #include "config/inputs.hpp"
@@ -63,7 +74,68 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   fit->add_option("--out,-o", out_file, "kernel calibration YAML to write")->required();
 
+  struct RunSetCommand {
+    calib::RunSet set;
+    CLI::App* cmd;
+    std::string file, system;
+  };
+  std::vector<RunSetCommand> run_sets;
+  for (calib::RunSet set : {calib::RunSet::Megatron, calib::RunSet::Vtrain, calib::RunSet::Nanotron}) {
+    run_sets.push_back({set, nullptr, "", ""});
+  }
+  for (RunSetCommand& c : run_sets) {
+    c.cmd = app.add_subcommand(calib::run_set_name(c.set),
+                               std::string("predict every measured ") + calib::run_set_name(c.set) +
+                                   " run; CSV on stdout, summary on stderr");
+    c.cmd->add_option("--measurements,-m", c.file, "the set's CSV (docs/validation.md)")->required();
+    c.cmd->add_option("--system", c.system,
+                      std::string("system (name or YAML path; default ") + calib::default_system_file(c.set) + ")");
+  }
+
+  std::string cluster_set, cluster_file, cluster_system, cluster_kernels, cluster_out;
+  CLI::App* fit_cluster =
+      app.add_subcommand("fit-cluster", "fit the kernel calibration's two scales to a set's fit runs");
+  fit_cluster->add_option("set", cluster_set, "megatron, vtrain or nanotron")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "vtrain", "nanotron"}));
+  fit_cluster->add_option("--measurements,-m", cluster_file, "the set's CSV")->required();
+  fit_cluster->add_option("--system", cluster_system, "system (default: the set's cluster)");
+  fit_cluster->add_option("--kernels", cluster_kernels, "kernel calibration to scale (default: the system's)");
+  fit_cluster->add_option("--out,-o", cluster_out, "kernel calibration YAML to write")->required();
+
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
+    if (fit_cluster->parsed()) {
+      calib::RunSet set = calib::RunSet::Vtrain;
+      for (const RunSetCommand& c : run_sets) {
+        if (cluster_set == calib::run_set_name(c.set)) set = c.set;
+      }
+      System system =
+          load_system_named(cluster_system.empty() ? std::string(calib::default_system_file(set)) : cluster_system);
+      if (!cluster_kernels.empty()) {
+        system.kernel_calibration =
+            std::make_shared<const kernels::Calibration>(kernels::load_calibration(cluster_kernels));
+      }
+      const calib::KernelScaleFit scaled = calib::fit_kernel_scales(system, calib::read_cluster_runs(set, cluster_file));
+      kernels::Calibration out = scaled.calibration;
+      char scales[160];
+      std::snprintf(scales, sizeof scales, "compute x %.2f, stream launch_s x %.2f", scaled.scales.compute,
+                    scaled.scales.stream_launch);
+      out.source = out.source + "; scaled (validate fit-cluster " + cluster_set + ", " + std::to_string(scaled.runs) +
+                   " fit runs of " + cluster_file + "): " + scales;
+      kernels::save_calibration(out, cluster_out);
+      spdlog::info("{} on {} fit runs: mean |relative error| {:.4f} -> {:.4f}; wrote {}", scales, scaled.runs,
+                   scaled.mean_abs_before, scaled.mean_abs_after, cluster_out);
+      return 0;
+    }
+    for (const RunSetCommand& c : run_sets) {
+      if (!c.cmd->parsed()) continue;
+      const System system =
+          load_system_named(c.system.empty() ? std::string(calib::default_system_file(c.set)) : c.system);
+      const auto rows = calib::validate_runs(system, calib::read_cluster_runs(c.set, c.file));
+      std::cout << calib::runs_csv(c.set, rows);
+      std::cerr << calib::runs_summary(c.set, rows);
+      return 0;
+    }
     if (layers->parsed()) {
       const System system = load_system_named(layers_system);
       const auto rows = calib::validate_layers(system, layers_in.read());

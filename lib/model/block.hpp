@@ -96,6 +96,11 @@ struct Execution {
   // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
   // (Megatron-Core draws the expert-parallel group from the data-parallel ranks); 1 otherwise.
   std::int64_t ep = 1;
+  // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021, sec. 4.1): without
+  // sequence parallelism each tensor-parallel rank sends 1/tp of a stage's output, which the next
+  // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed). Not searched;
+  // off, as the reference, unless a caller sets it (`validate` does for Megatron's runs).
+  bool p2p_scatter_gather = false;
   bool operator==(const Execution&) const = default;
 };
 

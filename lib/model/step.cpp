@@ -366,7 +366,13 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
   StepCosts out;
   out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, data_parallel_traffic(c.exec));
-  out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
+  if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
+    BlockSummary scattered = block;
+    scattered.p2p_volume_gb /= D(c.tensor.tp1);
+    out.pp_row = pipeline_parallel(s, scattered, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
+  } else {
+    out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
+  }
   if (m.vocab_size == 0) {
     out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp, micro_batches, c.exec);
     out.model.params_per_gpu = out.totals.wts_mem / s.element_size;

@@ -1,0 +1,138 @@
+#pragma once
+// Measured multi-GPU training runs (the validation sets of docs/validation.md), each mapped to the
+// configuration it ran, and the model's prediction of each:
+//   megatron: published Megatron-LM results on A100 (Narayanan et al. 2021 Table 1, TFLOP/s per
+//             GPU; Korthikanti et al. 2022 Table 5, iteration seconds);
+//   vtrain:   Megatron-DeepSpeed iteration times on A100 nodes (vTrain's ground_truth_multi.csv);
+//   nanotron: nanotron benchmark runs on H100 nodes (status, tokens/s per GPU, allocated memory).
+// Columns are found by their header names; a row that does not parse is an InputError naming the
+// file, the line and the column.
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "model/kernel_calibration.hpp"
+#include "model/plan.hpp"
+#include "model/system.hpp"
+#include "model/transformer.hpp"
+
+namespace perfsweep::calib {
+
+enum class RunSet : std::uint8_t { Megatron, Vtrain, Nanotron };
+const char* run_set_name(RunSet set);  // "megatron", "vtrain", "nanotron"
+
+// What a set measures per run.
+enum class Quantity : std::uint8_t { IterationSeconds, TflopsPerGpu, TokensPerSecondPerGpu };
+const char* quantity_name(Quantity q);  // "iteration_s", "tflops_per_gpu", "tokens_per_s_per_gpu"
+
+inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+
+// What a run's framework holds per parameter between steps, for its allocated memory.
+enum class StateMemory : std::uint8_t {
+  Model,     // the model's parameter layout (Execution::params) and ZeRO stage
+  Nanotron,  // bf16 weights and gradients, an fp32 gradient accumulator, and fp32 master weights and
+             // Adam moments sharded over the data-parallel group from ZeRO-1 on
+};
+
+struct ClusterRun {
+  std::string id;
+  std::string group;       // the runs a summary groups (megatron: the source table; else the set)
+  std::size_t line = 0;    // 1-based line of the file
+  Transformer model;
+  Layout layout;           // degrees, micro-batch, NVLink placement, execution options
+  std::int64_t global_batch = 0;  // samples per iteration
+  Quantity quantity = Quantity::IterationSeconds;
+  double measured = kNoValue;        // in the quantity's unit; NaN where the run did not succeed
+  std::string status;                // nanotron: Success, OOM or another outcome; else "Success"
+  double measured_mem_gb = kNoValue; // nanotron: allocated memory as the file gives it (GiB)
+  bool fit = false;                  // used to fit something (then left out of held-out figures)
+  StateMemory state_memory = StateMemory::Model;
+};
+
+// Readers, one per format (docs/validation.md lists the columns each needs and the values that
+// are not in the files). Every error is an InputError "FILE:LINE: column 'NAME': ...".
+std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file);
+std::vector<ClusterRun> read_vtrain_runs(const std::filesystem::path& file);
+std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file);
+std::vector<ClusterRun> read_cluster_runs(RunSet set, const std::filesystem::path& file);
+
+// Megatron's rank order puts tensor-parallel ranks innermost, then data-parallel, then pipeline:
+// the NVLink domain of `node` GPUs holds as much of tp as it can, then of dp, then of pp.
+void place_megatron_order(Layout& layout, std::int64_t node);
+
+// The system each set ran on: a name of systems/ (selene_a100, vtrain_a100, hf_h100).
+const char* default_system_file(RunSet set);
+
+// Flags the runs used to fit (`fit`): the A100 kernel calibration's two scales are fitted on
+// every third vTrain run by file order (the 1st, 4th, 7th, ...), a choice fixed before any error
+// was seen; no Megatron or nanotron run is used to fit anything.
+void mark_fit_runs(RunSet set, std::vector<ClusterRun>& runs);
+
+// A kernel calibration carried to a cluster's framework with two scales:
+//   compute: multiplies the GEMM and flash-attention efficiencies (each capped at 1);
+//   stream_launch: multiplies the fixed costs (launch_s) of the memory-bound kernels (bias,
+//     activation, dropout, norm), which fused kernels (Megatron's bias-GeLU, bias-dropout-add,
+//     fused LayerNorm) pay fewer times than the eager kernels the calibration was fitted on.
+struct KernelScales {
+  double compute = 1;
+  double stream_launch = 1;
+};
+kernels::Calibration scale_calibration(const kernels::Calibration& base, const KernelScales& scales);
+
+struct KernelScaleFit {
+  KernelScales scales;
+  std::size_t runs = 0;             // the fit runs predicted
+  double mean_abs_before = 0;       // mean |relative error| on them with the base calibration
+  double mean_abs_after = 0;        // and with the fitted scales
+  kernels::Calibration calibration; // the base, scaled
+};
+// The scales minimising the mean |relative error| over the runs marked `fit`, on a fixed grid
+// (compute 0.80, 0.81, ..., 1.40; stream_launch 0, 0.05, ..., 1), ties to the first found. The
+// system must have a kernel calibration.
+KernelScaleFit fit_kernel_scales(const System& system, const std::vector<ClusterRun>& runs);
+
+struct RunPrediction {
+  double predicted = kNoValue;      // in the run's quantity
+  double iteration_s = kNoValue;    // the predicted step
+  // Allocated between steps (weights, gradients, optimizer states), in the measured unit (GiB).
+  double predicted_mem_gb = kNoValue;
+  double peak_mem_gb = kNoValue;    // with the activations of the step's fullest stage, in GB
+  bool fits = true;                 // the predicted peak fits the GPU's hbm_capacity
+  std::string error;                // why the model could not express the run ("" if it could)
+};
+
+// Megatron's model FLOPs per iteration, as Narayanan et al. (2021) count them with full
+// recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+double megatron_model_flops(const Transformer& model, std::int64_t global_batch);
+
+RunPrediction predict_run(const System& system, const ClusterRun& run);
+
+struct RunResult {
+  ClusterRun run;
+  RunPrediction prediction;
+  double rel_err() const { return prediction.predicted / run.measured - 1; }
+  bool has_error() const;  // both values present
+};
+
+std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs);
+
+// CSV: id,quantity,measured,predicted,rel_err,fit and, for nanotron,
+// status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb (empty where there is no value).
+std::string runs_csv(RunSet set, const std::vector<RunResult>& rows);
+
+// The figures the targets are stated in, per group and over the held-out runs.
+struct RunSummary {
+  std::string group;
+  std::size_t count = 0;       // runs with a measured and a predicted value, held out
+  double mean_abs = 0, median_abs = 0, max_abs = 0;
+  std::size_t oom_judged = 0, oom_right = 0;  // nanotron: Success and OOM runs, and those predicted right
+  std::size_t mem_count = 0;
+  double mem_median_abs = 0;   // nanotron: |predicted / measured - 1| of allocated memory, successes
+};
+std::vector<RunSummary> summarize_runs(const std::vector<RunResult>& rows, bool held_out_only);
+// "validate megatron|vtrain|nanotron": one line per group, held out and (if any) fit part.
+std::string runs_summary(RunSet set, const std::vector<RunResult>& rows);
+
+}  // namespace perfsweep::calib

@@ -1,0 +1,288 @@
+// The readers of the measured training runs (test/data/cluster): each format's columns mapped to
+// the configuration the run ran, malformed rows refused with file, line and column, and the
+// pieces of the prediction that can be derived by hand.
+#include "calib/cluster_runs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/inputs.hpp"
+#include "core/error.hpp"
+
+namespace perfsweep::calib {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(PERFSWEEP_TEST_DATA_DIR) / "cluster";
+
+const ClusterRun& by_id(const std::vector<ClusterRun>& runs, const std::string& id) {
+  for (const ClusterRun& r : runs) {
+    if (r.id == id) return r;
+  }
+  throw std::runtime_error("no run " + id);
+}
+
+TEST(ClusterRuns, MegatronColumns) {
+  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
+  ASSERT_EQ(runs.size(), 18u);
+  const ClusterRun& k = by_id(runs, "korthikanti-175B-selective");
+  EXPECT_EQ(k.group, "korthikanti2022_table5");
+  EXPECT_EQ(k.line, 15u);
+  EXPECT_EQ(k.quantity, Quantity::IterationSeconds);
+  EXPECT_DOUBLE_EQ(k.measured, 13.75);
+  EXPECT_EQ(k.global_batch, 64);
+  EXPECT_EQ(k.layout.tensor.tp1, 8);
+  EXPECT_EQ(k.layout.pp, 8);
+  EXPECT_EQ(k.layout.dp, 1);
+  EXPECT_EQ(k.layout.mbs, 1);
+  EXPECT_EQ(k.layout.exec.interleave, 3);
+  EXPECT_EQ(k.layout.exec.recompute, Recompute::Selective);
+  EXPECT_TRUE(k.layout.exec.sequence_parallel);
+  EXPECT_EQ(k.layout.exec.zero, 0);
+  EXPECT_TRUE(k.layout.exec.p2p_scatter_gather);
+  EXPECT_FALSE(k.layout.attention.flash);
+  EXPECT_EQ(k.model.e, 12288);
+  EXPECT_EQ(k.model.h, 96);
+  EXPECT_EQ(k.model.depth, 96);
+  EXPECT_EQ(k.model.f, 4 * 12288);
+  EXPECT_EQ(k.model.l, 2048);
+  EXPECT_EQ(k.model.vocab_size, 51200);
+  EXPECT_TRUE(k.model.tie_embeddings);
+  EXPECT_EQ(k.layout.tensor.nv1, 8);  // tp fills the DGX
+  EXPECT_EQ(k.layout.nv_dp, 1);
+  EXPECT_EQ(k.layout.nv_pp, 1);
+  EXPECT_FALSE(k.fit);
+
+  const ClusterRun& full = by_id(runs, "korthikanti-22B-full");
+  EXPECT_EQ(full.layout.exec.recompute, Recompute::Full);
+  EXPECT_FALSE(full.layout.exec.sequence_parallel);
+  EXPECT_EQ(full.layout.mbs, 4);
+
+  const ClusterRun& n = by_id(runs, "narayanan-1008B");
+  EXPECT_EQ(n.quantity, Quantity::TflopsPerGpu);
+  EXPECT_DOUBLE_EQ(n.measured, 163);
+  EXPECT_EQ(n.layout.dp, 3072 / (8 * 64));
+  EXPECT_EQ(n.layout.mbs, 1);  // not in the table
+  EXPECT_EQ(n.global_batch, 3072);
+  for (const ClusterRun& r : runs) EXPECT_FALSE(r.fit) << r.id;
+}
+
+TEST(ClusterRuns, VtrainColumns) {
+  const auto runs = read_cluster_runs(RunSet::Vtrain, kData / "vtrain_ground_truth_multi.csv");
+  ASSERT_EQ(runs.size(), 109u);
+  const ClusterRun& r = runs[0];
+  EXPECT_EQ(r.id, "vtrain-001");
+  EXPECT_EQ(r.line, 2u);
+  EXPECT_DOUBLE_EQ(r.measured, 3.5665);  // 3566.5 ms
+  EXPECT_EQ(r.layout.tensor.tp1, 1);
+  EXPECT_EQ(r.layout.dp, 64);
+  EXPECT_EQ(r.layout.pp, 1);
+  EXPECT_EQ(r.layout.mbs, 8);
+  EXPECT_EQ(r.global_batch, 512);
+  EXPECT_EQ(r.model.e, 3072);
+  EXPECT_EQ(r.model.h, 32);
+  EXPECT_EQ(r.model.depth, 30);
+  EXPECT_EQ(r.model.vocab_size, 50304);  // 50257 padded to 128 x tp
+  EXPECT_EQ(r.layout.exec.recompute, Recompute::Full);
+  EXPECT_FALSE(r.layout.exec.sequence_parallel);
+  EXPECT_EQ(runs[2].model.vocab_size, 50432);  // tp 2: a multiple of 256
+  // Every third run by file order, from the first, fits the A100 calibration's scales.
+  std::size_t fit = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].fit, i % 3 == 0) << runs[i].id;
+    fit += runs[i].fit ? 1u : 0u;
+  }
+  EXPECT_EQ(fit, 37u);
+  EXPECT_LE(3 * fit, runs.size() + 2);  // at most a third (rounded up)
+}
+
+TEST(ClusterRuns, NanotronColumns) {
+  const auto runs = read_cluster_runs(RunSet::Nanotron, kData / "nanotron_bench_h100.csv");
+  ASSERT_EQ(runs.size(), 4104u);
+  const ClusterRun& r = runs[0];
+  EXPECT_EQ(r.id, "14113488");
+  EXPECT_EQ(r.status, "Success");
+  EXPECT_EQ(r.quantity, Quantity::TokensPerSecondPerGpu);
+  EXPECT_DOUBLE_EQ(r.measured, 40149.94);
+  EXPECT_DOUBLE_EQ(r.measured_mem_gb, 25.07);
+  EXPECT_EQ(r.layout.dp, 8);
+  EXPECT_EQ(r.layout.tensor.tp1, 1);
+  EXPECT_EQ(r.layout.pp, 1);
+  EXPECT_EQ(r.layout.mbs, 2);
+  EXPECT_EQ(r.global_batch, 8 * 2 * 16);
+  EXPECT_EQ(r.layout.exec.zero, 0);
+  EXPECT_TRUE(r.layout.exec.sequence_parallel);  // tp_mode REDUCE_SCATTER
+  EXPECT_EQ(r.layout.exec.params, ParamLayout::Megatron);
+  EXPECT_EQ(r.layout.exec.recompute, Recompute::None);
+  EXPECT_TRUE(r.layout.attention.flash);
+  EXPECT_EQ(r.model.e, 2048);
+  EXPECT_EQ(r.model.f, 8192);
+  EXPECT_EQ(r.model.h, 32);
+  EXPECT_EQ(r.model.kv(), 32);
+  EXPECT_EQ(r.model.depth, 16);
+  EXPECT_EQ(r.model.l, 4096);
+  EXPECT_EQ(r.model.vocab_size, 131072);
+  EXPECT_TRUE(r.model.tie_embeddings);
+  EXPECT_EQ(r.model.mlp, MlpKind::SwiGlu);
+  EXPECT_EQ(r.model.norm, NormKind::RmsNorm);
+  EXPECT_FALSE(r.model.bias);
+  EXPECT_TRUE(r.model.causal);
+  EXPECT_EQ(r.layout.tensor.nv1 * r.layout.nv_dp * r.layout.nv_pp, 8);
+
+  // A run that never started: kv heads from the name's "_gqa8", untied (hidden 8192).
+  const ClusterRun& oom = by_id(runs, "14311348");
+  EXPECT_EQ(oom.status, "OOM");
+  EXPECT_TRUE(std::isnan(oom.measured));
+  EXPECT_TRUE(std::isnan(oom.measured_mem_gb));
+  EXPECT_EQ(oom.model.kv(), 8);
+  EXPECT_FALSE(oom.model.tie_embeddings);
+  EXPECT_EQ(oom.model.f, 28672);
+  EXPECT_EQ(oom.model.vocab_size, 49152);
+  EXPECT_EQ(oom.global_batch, 2 * 2 * 64);
+  for (const ClusterRun& x : runs) EXPECT_FALSE(x.fit);
+}
+
+TEST(ClusterRuns, MegatronFlopsFormula) {
+  Transformer m;
+  m.l = 2048;
+  m.e = 4096;
+  m.depth = 36;
+  m.vocab_size = 51200;
+  const double expected = 96.0 * 512 * 2048 * 36 * 4096.0 * 4096 *
+                          (1 + 2048.0 / (6 * 4096) + 51200.0 / (16.0 * 36 * 4096));
+  EXPECT_DOUBLE_EQ(megatron_model_flops(m, 512), expected);
+}
+
+TEST(ClusterRuns, MegatronRankOrderPlacement) {
+  Layout c;
+  c.tensor.tp1 = 4;
+  c.dp = 4;
+  c.pp = 2;
+  place_megatron_order(c, 8);
+  EXPECT_EQ(c.tensor.nv1, 4);
+  EXPECT_EQ(c.nv_dp, 2);
+  EXPECT_EQ(c.nv_pp, 1);
+  c.tensor.tp1 = 1;
+  c.dp = 1;
+  c.pp = 16;
+  place_megatron_order(c, 8);
+  EXPECT_EQ(c.nv_pp, 8);
+}
+
+TEST(ClusterRuns, PredictionRowsAndCsv) {
+  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
+  const System s = load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "selene_a100.yaml");
+  EXPECT_NE(s.kernel_calibration, nullptr);
+  const auto rows = validate_runs(s, runs);
+  ASSERT_EQ(rows.size(), runs.size());
+  for (const RunResult& r : rows) {
+    ASSERT_TRUE(r.prediction.error.empty()) << r.run.id << ": " << r.prediction.error;
+    ASSERT_TRUE(r.has_error());
+    if (r.run.quantity == Quantity::TflopsPerGpu) {
+      EXPECT_NEAR(r.prediction.predicted,
+                  megatron_model_flops(r.run.model, r.run.global_batch) /
+                      (r.prediction.iteration_s * static_cast<double>(r.run.layout.n_gpus())) * 1e-12,
+                  1e-9);
+    }
+  }
+  const std::string csv = runs_csv(RunSet::Megatron, rows);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "id,quantity,measured,predicted,rel_err,fit,note");
+  EXPECT_NE(csv.find("\nnarayanan-1.7B,tflops_per_gpu,137,"), std::string::npos);
+  const std::string summary = runs_summary(RunSet::Megatron, rows);
+  EXPECT_EQ(summary.rfind("validate megatron\n", 0), 0u);
+  EXPECT_NE(summary.find("korthikanti2022_table5,held_out,8,"), std::string::npos);
+}
+
+// Writes `text` to a file of the test's temporary directory.
+std::filesystem::path write_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "perfsweep_cluster_runs_test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_error(RunSet set, const std::filesystem::path& file) {
+  try {
+    read_cluster_runs(set, file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kMegatronHeader =
+    "source,params_b,heads,hidden,layers,seq_len,vocab,tp,pp,gpus,global_batch,micro_batch,interleave,recompute,"
+    "sequence_parallel,measured_tflops_per_gpu,measured_iteration_s\n";
+
+TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
+  const auto bad_number = write_file(
+      "bad_number.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,\n"
+                                          "t1,3.6,32,3072,30,2048,51200,two,1,64,512,,1,full,no,138,\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, bad_number),
+            bad_number.string() + ":3: column 'tp': expected a number, got 'two'");
+
+  const auto fields = write_file("fields.csv", kMegatronHeader + "t1,1.7,24,2304\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, fields), fields.string() + ":2: 4 fields, the header has 17");
+
+  const auto missing = write_file("missing.csv", "source,params_b\nx,1\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, missing), missing.string() + ": no column 'heads' in the header");
+
+  const auto recompute = write_file(
+      "recompute.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,some,no,137,\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, recompute),
+            recompute.string() + ":2: column 'recompute': expected none, selective or full, got 'some'");
+
+  const auto gpus = write_file(
+      "gpus.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,8,1,12,512,,1,full,no,137,\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, gpus), gpus.string() + ":2: column 'gpus': not a multiple of tp x pp = 8");
+
+  const auto both = write_file(
+      "both.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,1.5\n");
+  EXPECT_EQ(read_error(RunSet::Megatron, both),
+            both.string() +
+                ":2: column 'measured_iteration_s': exactly one of measured_tflops_per_gpu and measured_iteration_s "
+                "is needed");
+
+  const std::string vtrain_header =
+      "\xEF\xBB\xBFParameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+      "sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\r\n";
+  const auto vtrain = write_file("vtrain.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,32,1,3566.5\r\n");
+  EXPECT_EQ(read_error(RunSet::Vtrain, vtrain), vtrain.string() + ":2: column '# GPUs': is not tp x dp x pp = 32");
+  const auto vtime = write_file("vtime.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,64,1,-3\r\n");
+  EXPECT_EQ(read_error(RunSet::Vtrain, vtime),
+            vtime.string() + ":2: column 'iteration time (ms)': expected a positive number, got '-3'");
+
+  // nanotron: columns found by name in any order; a successful run needs its throughput.
+  const std::string nano_header =
+      "status,job_id,name,nodes,seq_len,mbs,batch_accum,tok/s/gpu,Mem Alloc (GB),dp,pp,tp,tp_mode,hidden_size,"
+      "num_layers,num_heads,num_kv_heads,vocab_size,tie_word_embeddings,zero_stage,accumulate_grad_in_fp32\n";
+  const auto nano = write_file(
+      "nano.csv", nano_header + "Success,1,a,1.0,4096,1,4.0,,10.5,8,1,1,REDUCE_SCATTER,2048,16,32,32,131072,True,0,True\n");
+  EXPECT_EQ(read_error(RunSet::Nanotron, nano), nano.string() + ":2: column 'tok/s/gpu': missing value");
+  const auto mode = write_file(
+      "mode.csv", nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,SOMETIMES,2048,16,32,32,131072,True,0,True\n");
+  EXPECT_EQ(read_error(RunSet::Nanotron, mode),
+            mode.string() + ":2: column 'tp_mode': expected REDUCE_SCATTER or ALL_REDUCE, got 'SOMETIMES'");
+  const auto hidden = write_file(
+      "hidden.csv", nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,ALL_REDUCE,1000,16,32,32,131072,True,0,True\n");
+  EXPECT_EQ(read_error(RunSet::Nanotron, hidden),
+            hidden.string() + ":2: column 'hidden_size': no known Llama MLP width for hidden size 1000");
+  const auto ok = write_file(
+      "ok.csv", nano_header + "OOM,7,a_gqa4,1.0,4096,1,4.0,,,8,1,1,ALL_REDUCE,2048,16,32,,131072,,1,\n");
+  const auto runs = read_cluster_runs(RunSet::Nanotron, ok);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].model.kv(), 4);
+  EXPECT_FALSE(runs[0].layout.exec.sequence_parallel);
+  EXPECT_TRUE(runs[0].model.tie_embeddings);
+  EXPECT_EQ(runs[0].layout.exec.zero, 1);
+
+  EXPECT_EQ(read_error(RunSet::Vtrain, kData / "absent.csv"),
+            (kData / "absent.csv").string() + ": cannot open the measurements file");
+}
+
+}  // namespace
+}  // namespace perfsweep::calib
