@@ -13,7 +13,9 @@ Code blocks (fenced, or indented by four spaces after a blank line) are classifi
   python  a block with `import`: run with /usr/bin/python3 in the same directory.
   yaml    a block that parses as a YAML mapping or list (sweep and system files): parsed.
   output  a block after `<!-- docs-test: output -->` (log lines, file layouts): not run.
-Anything else fails the test, so a new block is either run or explicitly marked. An HTML comment
+Anything else fails the test, so a new block is either run or explicitly marked. Inline code
+spans that are whole commands of a tool (`estimate --model gpt3_1T --system A100 --tp 8`: the
+tool's name and three or more flags, no `...` or alternatives) run too, as build/bin/TOOL. An HTML comment
 before a block adjusts it without hiding it from the test:
   <!-- docs-test: sub OLD => NEW -->   replace text (a smaller input for a long run); repeatable
   <!-- docs-test: skip REASON -->      not run, and listed (only for what cannot run inside the
@@ -31,6 +33,18 @@ COMMAND = re.compile(r'^(build/bin/|scripts/|bash |/usr/bin/python3 |mpirun |cma
                      r'jupyter-nbconvert |[A-Z_]+=\S* )')
 MARK = re.compile(r'<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->')
 LINKS = ('scripts', 'sweeps', 'systems', 'models', 'test')
+TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench'
+INLINE = re.compile(r'`((?:' + TOOLS + r')(?: [a-z][a-z-]*)?(?: -[-a-z0-9]+(?: [^\s`-][^\s`]*)?){3,})`')
+
+
+def inline_commands(text):
+    """(line number, command) of every inline span that is a whole tool command."""
+    out = []
+    for no, line in enumerate(text.split('\n'), 1):
+        for m in INLINE.finditer(line):
+            if '...' not in m.group(1) and '\\|' not in m.group(1):
+                out.append((no, 'build/bin/' + m.group(1)))
+    return out
 
 
 def blocks(text):
@@ -72,6 +86,8 @@ def blocks(text):
 
 def classify(code, marks):
     kinds = [k for k, _ in marks]
+    if 'inline' in kinds:
+        return 'shell'
     if 'output' in kinds:
         return 'output'
     if 'skip' in kinds:
@@ -115,7 +131,8 @@ def main(repo, bin_dir, work, *docs):
         d = scratch(work, doc.replace('/', '_').replace('.md', ''), repo, bin_dir)
         state = os.path.join(d, '.env')  # the shell environment carried from block to block
         open(state, 'w').close()
-        for line_no, code, marks in blocks(text):
+        inline = [(no, cmd, [('inline', '')]) for no, cmd in inline_commands(text)]
+        for line_no, code, marks in blocks(text) + inline:
             where = f'{doc}:{line_no}'
             kind = classify(code, marks)
             counts[kind] = counts.get(kind, 0) + 1
