@@ -288,6 +288,12 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   return out;
 }
 
+std::vector<BlockLayer> describe_dense_block(const Transformer& m, AttentionMode attention) {
+  Transformer dense = m;
+  dense.moe = MoeOptions{};
+  return describe_block(dense, attention);
+}
+
 StageEnds describe_stage_ends(const Transformer& m, I pp) {
   StageEnds ends;
   if (m.vocab_size == 0) return ends;
@@ -298,8 +304,8 @@ StageEnds describe_stage_ends(const Transformer& m, I pp) {
   ends.first.count = 1;
   ends.last.layers[0] = {"ln_f", LastStage, Norm, Operand::Residual, 0, e};
   ends.last.layers[1] = {"lm_head", LastStage, VocabProjection, Operand::Hidden, e, v};
-  // Tied weights on one stage are the embedding's; on several stages the last keeps a copy
-  // (Megatron's shared embedding, its gradient all-reduced with the first stage's, not timed).
+  // Tied weights on one stage are the embedding's; on several the last keeps a copy (Megatron's
+  // shared embedding), its gradient all-reduced with the first stage's (compose_step).
   ends.last.layers[1].shares_weights = m.tie_embeddings && pp == 1;
   ends.last.layers[2] = {"loss", LastStage, CrossEntropy, Operand::Hidden, 0, v};
   ends.last.count = 3;
@@ -343,14 +349,17 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
                          const Execution& exec) {
   std::array<double, kMaxModuleLayers> weights[2]{}, activations[2]{};
   std::size_t n[2] = {0, 0};
+  double expert_weights = 0;
   for (const BlockLayer& layer : block) {
     const std::size_t module = layer.sublayer == Sublayer::Mlp ? 0 : 1;
     if (n[module] == weights[module].size()) throw ConfigError("a module holds at most 12 layers");
     const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
     weights[module][n[module]] = cost.weights_mem;
     activations[module][n[module]++] = cost.activation_buffer;
+    if (layer.operand == Operand::Routed) expert_weights += cost.weights_mem;
   }
   BlockMemory out;
+  out.expert_weights = expert_weights;
   out.mlp_weights = pandas_sum(weights[0].data(), n[0]);
   out.mlp_activations = pandas_sum(activations[0].data(), n[0]);
   out.sa_weights = pandas_sum(weights[1].data(), n[1]);
@@ -358,18 +367,19 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
   return out;
 }
 
-double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b, const Transformer& m,
-                   const TensorSplit& split, const AttentionMode& attention, Module& mlp, Module& sa,
-                   const Execution& exec) {
+BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b,
+                       const Transformer& m, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
+                       Module& sa, const Execution& exec) {
   mlp.count = 0;
   sa.count = 0;
-  double p2p_volume_gb = 0;
+  BuiltBlock out;
   for (const BlockLayer& layer : block) {
     const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
-    if (layer.stage_input) p2p_volume_gb = cost.activation_buffer;
+    if (layer.stage_input) out.p2p_volume_gb = cost.activation_buffer;
+    if (layer.operand == Operand::Routed) out.expert_weights_gb += cost.weights_mem;
     (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost);
   }
-  return p2p_volume_gb;
+  return out;
 }
 
 void build_stage(const System& s, Strategy strategy, const StageLayers& layers, I b, const Transformer& m,

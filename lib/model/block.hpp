@@ -112,6 +112,11 @@ struct Execution {
 // heads; norms take the model's norm kind in their sharding rules.
 std::vector<BlockLayer> describe_block(const Transformer& model, AttentionMode attention);
 
+// With MoE every `moe.every` > 1 blocks, the dense blocks between: the model's block without its
+// experts (a dense MLP of the model's ffn_dim). Their layers shard with the MoE model as any
+// dense block's.
+std::vector<BlockLayer> describe_dense_block(const Transformer& model, AttentionMode attention);
+
 // The layers a pipeline's end stages run besides their blocks (none without a vocabulary):
 // the first stage's input embedding, the last stage's final norm, LM head and loss. Fixed
 // capacity, so the search composes a step without allocating.
@@ -155,6 +160,12 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
 // depend on the NVLink placement, so the search checks memory once for all placements.
 struct BlockMemory {
   double mlp_weights = 0, mlp_activations = 0, sa_weights = 0, sa_activations = 0;
+  // The routed experts' weights, part of mlp_weights: replicated over the expert-data-parallel
+  // group (dp / ep GPUs), not the data-parallel group.
+  double expert_weights = 0;
+  // ZeRO-3 gathers one block's weights whole at a time: with blocks of two kinds (moe.every > 1)
+  // the larger one's; 0 when every block is alike (then weights()).
+  double whole_block_weights = 0;
   double weights() const { return mlp_weights + sa_weights; }
   double activations() const { return mlp_activations + sa_activations; }
 };
@@ -162,11 +173,18 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
                          const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
                          const Execution& exec = {});
 
-// The block's MLP and attention modules for one micro-batch on one GPU, timed. Returns the GB
-// one micro-batch sends from a pipeline stage to the next (the stage_input layer's buffer).
-double build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
-                 const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
-                 Module& sa, const Execution& exec = {});
+// What a built block gives beside its modules (GB, one GPU, one micro-batch): the activations a
+// pipeline stage sends to the next (the stage_input layer's buffer) and the routed experts'
+// weights (part of the MLP's).
+struct BuiltBlock {
+  double p2p_volume_gb = 0;
+  double expert_weights_gb = 0;
+};
+
+// The block's MLP and attention modules for one micro-batch on one GPU, timed.
+BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
+                       const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
+                       Module& mlp, Module& sa, const Execution& exec = {});
 
 // One end stage's extra layers for one micro-batch on one GPU, timed.
 void build_stage(const System& s, Strategy strategy, const StageLayers& layers, std::int64_t b,

@@ -64,6 +64,16 @@ inline std::int64_t dp_group_fast(const StrategyPlan& p, const Layout& c) {
 inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layout& c) {
   return p.tp2_replicates_weights ? c.tensor.tp2 : 1;
 }
+// The expert-data-parallel group (Megatron-Core): the GPUs holding replicas of the same experts,
+// which reduce their gradients and share their optimizer states: the data-parallel group over ep.
+// Expert-parallel ranks are consecutive data-parallel ranks, so a group's members sit ep ranks
+// apart and a domain's nv_dp consecutive ranks hold nv_dp / ep of them when ep divides nv_dp, one
+// otherwise (exact when ep divides nv_dp or nv_dp divides ep).
+inline std::int64_t expert_dp_group(const StrategyPlan& p, const Layout& c) { return dp_group(p, c) / c.exec.ep; }
+inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c) {
+  const std::int64_t share = c.nv_dp % c.exec.ep == 0 ? c.nv_dp / c.exec.ep : 1;
+  return p.tp2_replicates_weights ? share * c.tensor.nv2 : share;
+}
 
 // The keys that name a configuration, in the reference's order: the one list that reports,
 // HDF5 columns (and their `config_keys` attribute), journal fingerprints and the search's

@@ -31,12 +31,62 @@ PassTime comm_only(double seconds) {
 }
 }  // namespace
 
-BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb) {
+BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& built) {
   BlockSummary b;
   b.mlp = sum_module(mlp);
   b.sa = sum_module(sa);
-  b.p2p_volume_gb = p2p_volume_gb;
+  b.p2p_volume_gb = built.p2p_volume_gb;
+  b.expert_weights_gb = built.expert_weights_gb;
   return b;
+}
+
+namespace {
+// The mean of a group of `every` blocks, one of them MoE.
+double mix(double moe, double dense, I every) { return (moe + D(every - 1) * dense) / D(every); }
+
+constexpr double ModuleSums::*kSumFields[] = {
+    &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
+    &ModuleSums::t_fwd_comm, &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp,
+    &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer};
+}  // namespace
+
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
+  BlockSummary b = moe;
+  for (double ModuleSums::*f : kSumFields) b.mlp.*f = mix(moe.mlp.*f, dense.mlp.*f, every);
+  b.expert_weights_gb = moe.expert_weights_gb / D(every);
+  b.whole_block_weights_gb =
+      std::max(moe.mlp.weights_mem + moe.sa.weights_mem, dense.mlp.weights_mem + dense.sa.weights_mem);
+  return b;
+}
+
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I every) {
+  BlockMemory b = moe;
+  b.mlp_weights = mix(moe.mlp_weights, dense.mlp_weights, every);
+  b.mlp_activations = mix(moe.mlp_activations, dense.mlp_activations, every);
+  b.expert_weights = moe.expert_weights / D(every);
+  b.whole_block_weights = std::max(moe.weights(), dense.weights());
+  return b;
+}
+
+BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, const std::vector<BlockLayer>& block,
+                        const std::vector<BlockLayer>& dense_block, Module& mlp, Module& sa) {
+  const TensorSplit split = block_split(c);
+  const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec);
+  const BlockSummary summary = summarize(mlp, sa, built);
+  if (!m.is_moe() || m.moe.every == 1) return summary;
+  Module dense_mlp, dense_sa;
+  const BuiltBlock dense =
+      build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec);
+  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), m.moe.every);
+}
+
+BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c,
+                              const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block) {
+  const TensorSplit split = block_split(c);
+  const BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
+  if (!m.is_moe() || m.moe.every == 1) return mem;
+  return mix_block_memory(mem, block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec),
+                          m.moe.every);
 }
 
 DataParallelTraffic data_parallel_traffic(const Execution& x) {
@@ -56,15 +106,25 @@ DataParallelTraffic data_parallel_traffic(const Execution& x) {
 LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_per_stage, I group, I fast_domain,
                           bool overlap, const DataParallelTraffic& traffic) {
   const double weights = block.mlp.weights_mem + block.sa.weights_mem;  // one layer's weights
+  // With an expert-data-parallel group, the routed experts' weights move over it, the rest over dp.
+  const double experts = traffic.expert_group > 0 ? block.expert_weights_gb : 0;
   LayerResult r = comm_row("dp_comms", weights, CommType::AllGather, CommType::ReduceScatter, group, fast_domain);
+  auto collective = [&](CommType type, double volume, I n, I fast, std::uint8_t& calibrated) {
+    if (s.calibration == nullptr) [[likely]] return analytical_collective_seconds(s, type, volume, n, fast);
+    const CollectiveTime ct = collective_time(s, s.calibration.get(), type, volume, n, fast);
+    if (ct.model == CommModel::Calibrated) ++calibrated;
+    return ct.seconds;
+  };
   auto pass = [&](CommType type, double volume, double overlap_compute, std::uint8_t& calibrated) {
     double t = 0;
-    if (s.calibration == nullptr) [[likely]] {
-      t = analytical_collective_seconds(s, type, volume, group, fast_domain);
+    if (experts == 0) [[likely]] {
+      std::uint8_t any = 0;
+      t = collective(type, volume, group, fast_domain, any);
+      if (any) calibrated = 1;
     } else {
-      const CollectiveTime ct = collective_time(s, s.calibration.get(), type, volume, group, fast_domain);
-      t = ct.seconds;
-      if (ct.model == CommModel::Calibrated) calibrated = 1;
+      const double expert_volume = volume * (experts / weights);
+      t = collective(type, volume - expert_volume, group, fast_domain, calibrated) +
+          collective(type, expert_volume, traffic.expert_group, traffic.expert_fast, calibrated);
     }
     if (overlap) {
       t += std::max(t - overlap_compute, 0.0) * D(layers_per_stage - 1);
@@ -79,14 +139,30 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
   r.cost.comm_bwd.items[0].volume_gb = reduced;
   r.fwd = pass(CommType::AllGather, gathered, block.mlp.t_fwd + block.sa.t_fwd, r.calibrated_fwd);
   r.bwd = pass(CommType::ReduceScatter, reduced, block.mlp.t_bwd + block.sa.t_bwd, r.calibrated_bwd);
+  // The row lists each collective: the other weights' over dp, then the experts' over their group.
+  auto list = [&](CommSet& set, CommType type, double volume) {
+    if (experts == 0) [[likely]] {
+      set.items[set.count++] = {volume, type, group, fast_domain};
+      return;
+    }
+    const double expert_volume = volume * (experts / weights);
+    set.items[set.count++] = {volume - expert_volume, type, group, fast_domain};
+    set.items[set.count++] = {expert_volume, type, traffic.expert_group, traffic.expert_fast};
+    set.is_list = true;
+  };
+  if (experts > 0) {
+    r.cost.comm_fwd.count = 0;
+    r.cost.comm_bwd.count = 0;
+    list(r.cost.comm_fwd, CommType::AllGather, gathered);
+    list(r.cost.comm_bwd, CommType::ReduceScatter, reduced);
+  }
   if (traffic.gather_in_backward) {
     // ZeRO-3: the backward gathers each layer's parameters again before its gradients exist.
     std::uint8_t calibrated = 0;
     const PassTime again = pass(CommType::AllGather, gathered, block.mlp.t_bwd + block.sa.t_bwd, calibrated);
     r.bwd.t += again.t;
     r.bwd.comm += again.comm;
-    r.cost.comm_bwd.items[1] = {gathered, CommType::AllGather, group, fast_domain};
-    r.cost.comm_bwd.count = 2;
+    list(r.cost.comm_bwd, CommType::AllGather, gathered);
     r.calibrated_bwd = static_cast<std::uint8_t>(r.calibrated_bwd + calibrated);
   }
   r.t = r.fwd.t + r.bwd.t;
@@ -136,7 +212,8 @@ std::string result_schema() {
 }
 
 StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
-                       I in_flight, const Execution& exec, double extra_weights, double extra_activations) {
+                       I in_flight, const Execution& exec, double extra_weights, double extra_activations,
+                       double expert_weights_per_block, double whole_block_weights) {
   const double layers = D(depth / pp);
   StepMemory x;
   x.weights = weights_per_block * layers;
@@ -152,12 +229,21 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
   double weights = amp ? 2 * w : w;
   double grads = exec.params == ParamLayout::Reference ? w : 2 * w;  // fp32 gradients
   double copies = amp ? w : 0;  // amp's bf16 casts of the weights, alive from forward to backward
-  x.optimizer_states = exec.zero >= 1 ? optimizer_factor * (w / shards) : optimizer_factor * w;
-  if (exec.zero >= 2) grads /= shards;
+  // The routed experts' weights are replicated over dp x seqp / ep GPUs (expert-data-parallel).
+  const double experts = exec.ep > 1 ? expert_weights_per_block * layers : 0;
+  if (experts == 0) [[likely]] {
+    x.optimizer_states = exec.zero >= 1 ? optimizer_factor * (w / shards) : optimizer_factor * w;
+    if (exec.zero >= 2) grads /= shards;
+    if (exec.zero >= 3) weights /= shards;
+  } else {
+    const double per_gpu = (w - experts) / shards + experts / (shards / D(exec.ep));  // of w, once sharded
+    x.optimizer_states = exec.zero >= 1 ? optimizer_factor * per_gpu : optimizer_factor * w;
+    if (exec.zero >= 2) grads *= per_gpu / w;
+    if (exec.zero >= 3) weights *= per_gpu / w;
+  }
   if (exec.zero >= 3) {
-    weights /= shards;
     // only the gathered parameters of the block being computed are whole
-    copies = (amp ? 3 : 1) * weights_per_block;
+    copies = (amp ? 3 : 1) * (whole_block_weights > 0 ? whole_block_weights : weights_per_block);
   }
   x.weights = weights + copies;
   x.weight_grads = grads;
@@ -203,8 +289,9 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   t += t_dp_comm;
   x.t = t;
 
-  const StepMemory mem = step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth,
-                                     pp, dp, seqp, in_flight, exec, e.weights_mem, e.activation_buffer);
+  const StepMemory mem =
+      step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth, pp, dp, seqp,
+                  in_flight, exec, e.weights_mem, e.activation_buffer, b.expert_weights_gb, b.whole_block_weights_gb);
   x.wts_mem = mem.weights;
   x.wts_grad_mem = mem.weight_grads;
   x.wts_optimizer_states_mem = mem.optimizer_states;
@@ -261,8 +348,11 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
               " key/value heads (replicated key/value heads need tp to be a multiple of them)");
   require(c.exec.ep >= 1, "ep must be a positive integer, got " + str(c.exec.ep));
   if (m.is_moe()) {
-    require(m.moe.every == 1, "moe.every=" + str(m.moe.every) +
-                                  ": blocks of two kinds are counted in parameters but not costed (every = 1 is)");
+    require(m.moe.every >= 1, "moe.every must be a positive integer, got " + str(m.moe.every));
+    // Each stage holds whole groups of `every` blocks, so every stage has the same blocks.
+    require(c.pp < 1 || m.depth % c.pp != 0 || (m.depth / c.pp) % m.moe.every == 0,
+            "moe.every=" + str(m.moe.every) + " does not divide the " + str(m.depth / std::max<I>(c.pp, 1)) +
+                " blocks of a stage (each stage holds whole groups of one MoE and every - 1 dense blocks)");
     require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
     require(m.moe.experts % c.exec.ep == 0,
             "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts");
@@ -325,6 +415,18 @@ double extra_dp_seconds(const System& s, double weights_gb, I group, I fast) {
          collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);
 }
 
+// Megatron's embedding group: with tied embeddings on several stages, the first and last stage
+// all-reduce the embedding's gradient (`gradient_gb` per tensor-parallel shard) after the
+// backward, over NVLink when the two share a domain (every stage in one, nv_pp = pp), else the
+// network. Nothing follows it to hide it. Timed as the ring runs it: a reduce-scatter and an
+// all-gather.
+double embedding_group_seconds(const System& s, double gradient_gb, I pp, I nv_pp) {
+  if (gradient_gb <= 0) return 0;
+  const I fast = nv_pp == pp ? 2 : 1;
+  return collective_seconds(s, CommType::ReduceScatter, gradient_gb, 2, fast) +
+         collective_seconds(s, CommType::AllGather, gradient_gb, 2, fast);
+}
+
 // Timing fields from the stage that bounds time, memory fields from the one that bounds memory.
 Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   Totals x = slowest;
@@ -350,10 +452,14 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
   build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
   out.first = sum_module(first);
   out.last = sum_module(last);
-  // The loss layer's kept logits: the last stage's transient peak.
+  // The loss layer's kept logits: the last stage's transient peak; a tied head's copy of the
+  // embedding on another stage.
   for (int i = 0; i < ends.last.count; ++i) {
     const std::size_t k = static_cast<std::size_t>(i);
     if (ends.last.layers[k].role == Role::CrossEntropy) out.logits_gb = last.layers[k].cost.activation_buffer;
+    if (ends.last.layers[k].role == Role::VocabProjection && m.tie_embeddings && c.pp > 1) {
+      out.tied_head_gb = last.layers[k].cost.weights_mem;
+    }
   }
   return out;
 }
@@ -364,8 +470,13 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   const I micro_batches = global_batch / c.dp / c.mbs;
   const I seqp = optimizer_shards_beyond_dp(plan, c);
   const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
+  DataParallelTraffic traffic = data_parallel_traffic(c.exec);
+  if (c.exec.ep > 1) {
+    traffic.expert_group = expert_dp_group(plan, c);
+    traffic.expert_fast = expert_dp_group_fast(plan, c);
+  }
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, data_parallel_traffic(c.exec));
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, traffic);
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
@@ -380,7 +491,10 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   }
   ModuleSums first_sums = ends.first;
   const ModuleSums& last_sums = ends.last;
-  const double t_dp_first = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
+  // the embedding group's all-reduce, in the gradients' dtype (the layout's reduce scale)
+  const double t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
+  const double t_dp_first =
+      out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast) + t_tied;
   out.model.embedding_mem = first_sums.weights_mem * (2 + 6 / D(c.dp * seqp));
   out.model.logits_mem = ends.logits_gb;
   if (c.pp == 1) {
@@ -389,7 +503,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
     out.totals =
         stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec);
   } else {
-    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast);
+    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast) + t_tied;
     const Totals head = stage_totals(block, first_sums, t_dp_first, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
                                      micro_batches, std::min(micro_batches, c.pp), c.exec);
     const Totals tail = stage_totals(block, last_sums, t_dp_last, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
@@ -406,10 +520,10 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   validate_layout(s, m, c, global_batch);
   Evaluation ev;
-  const double p2p = build_block(s, c.strategy, describe_block(m, c.attention), c.mbs, m, block_split(c),
-                                 c.attention, ev.mlp, ev.sa, c.exec);
+  const BlockSummary block =
+      cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), ev.mlp, ev.sa);
   const StageEndSums ends = stage_end_sums(s, m, c, &ev.first_stage, &ev.last_stage);
-  StepCosts step = compose_step(s, m, c, summarize(ev.mlp, ev.sa, p2p), global_batch, ends);
+  StepCosts step = compose_step(s, m, c, block, global_batch, ends);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
   ev.totals = step.totals;

@@ -8,14 +8,37 @@
 
 namespace perfsweep {
 
-// What a step needs of one block's modules.
+// What a step needs of one block's modules. With MoE every `moe.every` > 1 blocks, the mean
+// block of a group of every blocks (mix_blocks).
 struct BlockSummary {
   ModuleSums mlp;
   ModuleSums sa;
   double p2p_volume_gb = 0;  // activations sent between pipeline stages per micro-batch
+  // The routed experts' weights (GB), part of mlp.weights_mem: sharded and reduced over the
+  // expert-data-parallel group (dp / ep GPUs).
+  double expert_weights_gb = 0;
+  // ZeRO-3's whole block (GB): the larger kind's weights when blocks differ, else 0 (the block's).
+  double whole_block_weights_gb = 0;
 };
 
-BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb);
+BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& built);
+
+// A stage of blocks of two kinds (MoE every `every` blocks, dense the others) holds whole groups
+// of every blocks (validate_layout), so its sums are depth / pp times the group's mean block:
+// (moe + (every - 1) dense) / every, field by field. The attention is the same in both; ZeRO-3
+// gathers the larger block whole.
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, std::int64_t every);
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, std::int64_t every);
+
+// The block a step is composed from, for one micro-batch on one GPU: the model's block (`block`:
+// describe_block) timed into `mlp` and `sa`, and with MoE every `moe.every` > 1 blocks the dense
+// block between (`dense_block`: describe_dense_block) mixed in. evaluate and the search both cost
+// blocks with these, so their steps agree to the last bit.
+BlockSummary cost_block(const System& s, const Transformer& m, const Layout& layout,
+                        const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block, Module& mlp,
+                        Module& sa);
+BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& layout,
+                              const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block);
 
 // Weight all-gather (forward) and gradient reduce-scatter (backward) across the data-parallel
 // group, overlapped with the compute of the other layers of a stage: one collective is exposed,
@@ -23,10 +46,15 @@ BlockSummary summarize(const Module& mlp, const Module& sa, double p2p_volume_gb
 // What the data-parallel group moves per block, relative to the block's weights in the
 // reference's element size: parameters gathered (forward; with ZeRO-3 again in the backward)
 // and gradients reduced (backward).
+// With ep > 1 the routed experts' weights (BlockSummary::expert_weights_gb) are gathered and
+// reduced over the expert-data-parallel group (expert_group GPUs, expert_fast of them in a
+// domain) after the other weights' collective over the data-parallel group.
 struct DataParallelTraffic {
   double gather_scale = 1;
   double reduce_scale = 1;
   bool gather_in_backward = false;  // ZeRO-3: the backward gathers the parameters again
+  std::int64_t expert_group = 0;    // 0: the experts' weights move with the others
+  std::int64_t expert_fast = 1;
 };
 DataParallelTraffic data_parallel_traffic(const Execution& exec);
 
@@ -84,13 +112,18 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
 // ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
 // pp) on the first stage; interleaved, the first stage holds pp (1 + (pp - 1) / (pp V))
 // micro-batches' worth, Korthikanti et al. 2022 sec. 4.2.3). `extra_*`: the stage's layers beside
-// its blocks (embedding, LM head). It does not depend on the NVLink placement.
+// its blocks (embedding, LM head). With ep > 1 the routed experts' weights
+// (`expert_weights_per_block`) are replicated over dp x seqp / ep GPUs only (Megatron-Core's
+// expert-data-parallel group), so their optimizer states (and with ZeRO-2/3 gradients and
+// weights) shard over that many. ZeRO-3 keeps one block's weights whole: `whole_block_weights`,
+// or weights_per_block when 0. It does not depend on the NVLink placement.
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
-                       double extra_weights = 0, double extra_activations = 0);
+                       double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,
+                       double whole_block_weights = 0);
 
 // The layout of a result row: every configuration key (kConfigKeys, with the strategies that
 // have it) and totals field, in order. Journals fingerprint it, so records written by a build
@@ -148,9 +181,13 @@ struct StepCosts {
 // placement, execution options) and on whether the embedding and a tied head share one stage
 // (pp = 1), so the search costs it once with each block. `first_stage` and `last_stage`, when
 // given, receive the timed rows.
+// tied_head_gb: with tied embeddings on several stages, the last stage's copy of the embedding
+// (GB per GPU), whose gradient the first and last stage all-reduce after the backward
+// (Megatron's embedding group), exposed on both.
 struct StageEndSums {
   ModuleSums first, last;
   double logits_gb = 0;
+  double tied_head_gb = 0;
 };
 StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& layout,
                             Module* first_stage = nullptr, Module* last_stage = nullptr);

@@ -19,10 +19,10 @@ enum class NormKind : std::uint8_t {
 };
 enum class LogitsDtype : std::uint8_t { Fp32, Bf16 };
 
-// Mixture of experts in the MLP of every `every`-th block (Switch/GShard/Mixtral style):
-// a router GEMM e -> experts, top_k experts per token, each expert an MLP of ffn_dim hidden
-// features (of the model's `mlp` kind), plus `shared_experts` always-active experts. experts = 0:
-// a dense model. Counted in parameters; the cost model does not time MoE blocks yet.
+// Mixture of experts in the MLP of every `every`-th block (Switch/GShard/Mixtral style; the last
+// block of each group of `every`, the others dense with the model's f): a router GEMM
+// e -> experts, top_k experts per token, each expert an MLP of ffn_dim hidden features (of the
+// model's `mlp` kind), plus `shared_experts` always-active experts. experts = 0: a dense model.
 struct MoeOptions {
   std::int64_t experts = 0;
   std::int64_t top_k = 0;

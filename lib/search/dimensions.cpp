@@ -10,11 +10,14 @@ using I = std::int64_t;
 
 // Pipeline depths dividing both the GPUs left after tensor parallelism and the model depth
 // (execute_*: pp over the divisors of min(n / tp, depth)); dp = n / (tp pp) must divide the batch.
+// With MoE every `every` > 1 blocks, a stage holds whole groups of every blocks.
 void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2, depth = x.problem.model.depth, G = x.problem.global_batch;
+  const Transformer& m = x.problem.model;
+  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2, depth = m.depth, G = x.problem.global_batch;
+  const I every = m.is_moe() ? m.moe.every : 1;
   const I max_pp = std::min(n / tp, depth);
   for (I pp = 1; pp <= max_pp; ++pp) {
-    if (max_pp % pp || n % (tp * pp) || depth % pp) continue;
+    if (max_pp % pp || n % (tp * pp) || depth % pp || (depth / pp) % every) continue;
     const I dp = n / (tp * pp);
     if (dp > G || G % dp) {
       ++x.counters.pipelines_rejected_dp;

@@ -167,6 +167,7 @@ Searcher::Searcher(const SearchProblem& problem)
     : problem_(problem),
       batch_divisors_(divisors(problem.global_batch)),
       block_(describe_block(problem.model, problem.attention)),
+      dense_block_(describe_dense_block(problem.model, problem.attention)),
       cache_(new Cache) {
   cache_->choices.resize(search_dimensions().size());
   cache_->listed.resize(search_dimensions().size(), 0);
@@ -178,6 +179,7 @@ void Searcher::set_problem(const SearchProblem& problem) {
   if (problem.global_batch != problem_.global_batch) batch_divisors_ = divisors(problem.global_batch);
   problem_ = problem;
   block_ = describe_block(problem.model, problem.attention);
+  dense_block_ = describe_dense_block(problem.model, problem.attention);
 }
 
 namespace {
@@ -246,13 +248,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   // memory, so this never drops a configuration that fits).
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel}, [&] {
-          return block_memory(sys, p.strategy, block_, c.mbs, p.model, block_split(c), p.attention, c.exec);
-        });
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel},
+                           [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = std::min(micro_batches, c.pp);
-    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec).total >
-             largest_capacity);
+    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
+                         mem.expert_weights, mem.whole_block_weights)
+                 .total > largest_capacity);
   };
 
   auto leaf = [&]() {
@@ -261,9 +263,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
                        c.exec.sequence_parallel, p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
-      const double p2p =
-          build_block(sys, p.strategy, block_, c.mbs, p.model, with_experts, p.attention, mlp_, sa_, c.exec);
-      return CostedBlock{summarize(mlp_, sa_, p2p), stage_end_sums(sys, p.model, c)};
+      return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};
     });
     const Totals totals = compose_step(sys, p.model, c, costed.block, p.global_batch, costed.ends).totals;
     cand.throughput = static_cast<double>(p.global_batch) / totals.t;

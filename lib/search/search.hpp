@@ -62,7 +62,8 @@ class Searcher {
   struct Cache;
   SearchProblem problem_;
   std::vector<std::int64_t> batch_divisors_;
-  std::vector<BlockLayer> block_;  // the model's block description
+  std::vector<BlockLayer> block_;        // the model's block description
+  std::vector<BlockLayer> dense_block_;  // its dense blocks' (MoE every moe.every > 1 blocks)
   Module mlp_, sa_;                // scratch for building a block
   Cache* cache_;
 };

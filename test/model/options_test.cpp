@@ -305,5 +305,123 @@ TEST(MixtureOfExperts, ExpertsSplitOverEp) {
             std::string::npos);
 }
 
+
+// The MoE model of the tests below: e = 16, 2 heads of 8 (multi-head), no biases, no dropout,
+// LayerNorm (a scale of 16 without biases), a GELU MLP of f = 32, 16 tokens; 4 experts, top 2,
+// expert f = 32. Weights of one block, in elements, with tp = 1:
+//   qkv 16 x 48 = 768, vproj 16 x 16 = 256, ln1 and ln2 16 each: 1056 shared by every block;
+//   dense MLP fc1 16 x 32 + fc2 32 x 16 = 1024;
+//   MoE MLP: router 16 x 4 = 64 and experts / ep experts of 1024 each (ep = 1: 4096, ep = 2: 2048).
+Transformer small_moe(std::int64_t depth, std::int64_t every) {
+  Transformer m = small(16, 2, 32, 16);
+  m.bias = false;
+  m.dropout = 0;
+  m.depth = depth;
+  m.moe = {4, 2, 32, 1.0, every, 0};
+  return m;
+}
+
+// moe.every = 2 on 4 blocks: blocks 1 and 3 MoE (1056 + 64 + 4096 = 5216 elements each), 0 and 2
+// dense (1056 + 1024 = 2080), 14592 in all, which is what one GPU holds with tp = pp = dp = 1.
+// The step's flops, time and activations are those of the 2 MoE blocks plus the 2 dense blocks:
+// the sums of a 2-block MoE model's and a 2-block dense model's steps.
+TEST(MixtureOfExperts, EveryOtherBlockMixesMoeAndDenseBlocks) {
+  const System s = round_system();
+  Layout c;
+  const Evaluation mixed = evaluate(s, small_moe(4, 2), c, 1);
+  EXPECT_DOUBLE_EQ(mixed.totals.wts_mem, 14592 * 2e-9);
+  EXPECT_DOUBLE_EQ(mixed.model.params_per_gpu, 14592);
+  EXPECT_DOUBLE_EQ(mixed.model.params, 14592);
+  Transformer dense = small_moe(2, 1);
+  dense.moe = {};
+  const Evaluation moe_only = evaluate(s, small_moe(2, 1), c, 1);
+  const Evaluation dense_only = evaluate(s, dense, c, 1);
+  for (double Totals::*f : {&Totals::flops_per_gpu, &Totals::t, &Totals::t_comp, &Totals::t_mem, &Totals::t_tp_comm,
+                            &Totals::acts_mem, &Totals::wts_mem, &Totals::wts_optimizer_states_mem}) {
+    EXPECT_DOUBLE_EQ(mixed.totals.*f, moe_only.totals.*f + dense_only.totals.*f);
+  }
+  // The per-layer table shows the MoE block.
+  EXPECT_STREQ(mixed.mlp.layers[0].cost.name, "router");
+}
+
+// Each pipeline stage holds whole groups of `every` blocks: 4 blocks with every = 2 split over 2
+// stages, not 4.
+TEST(MixtureOfExperts, StagesHoldWholeGroupsOfEveryBlocks) {
+  const Transformer m = small_moe(4, 2);
+  Layout c;
+  c.pp = 2;
+  EXPECT_EQ(config_error([&] { validate_layout(round_system(), m, c, 2); }), "");
+  c.pp = 4;
+  EXPECT_EQ(config_error([&] { validate_layout(round_system(), m, c, 4); }),
+            "moe.every=2 does not divide the 1 blocks of a stage (each stage holds whole groups of one MoE and "
+            "every - 1 dense blocks)");
+}
+
+// Expert weights are replicated over dp / ep GPUs (the expert-data-parallel group), the others
+// over dp. 2 MoE blocks, dp = 4, ZeRO-1:
+//   ep = 2: 2 x 1120 other weights over 4 GPUs (560) and 2 x 2048 expert weights over 2 (2048):
+//           optimizer states 6 x 2608 = 15648 elements;
+//   ep = 1: 2 x 5216 weights over 4: 6 x 2608 = 15648 as well, since each GPU holds all the
+//           experts, sharded 4 ways, instead of half of them sharded 2 ways.
+// ZeRO-2 shards the gradients the same way (2608), ZeRO-3 the weights too, plus one whole block
+// gathered (ep = 2: 1056 + 64 + 2048 = 3168).
+TEST(MixtureOfExperts, ExpertWeightsShardOverTheExpertDataParallelGroup) {
+  const System s = round_system();
+  const Transformer m = small_moe(2, 1);
+  Layout c;
+  c.dp = 4;
+  c.nv_dp = 4;
+  c.exec.ep = 2;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 4).totals.wts_optimizer_states_mem, 15648 * 2e-9);
+  c.exec.zero = 2;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 4).totals.wts_grad_mem, 2608 * 2e-9);
+  c.exec.zero = 3;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 4).totals.wts_mem, (2608 + 3168) * 2e-9);
+  c.exec.zero = 1;
+  c.exec.ep = 1;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 4).totals.wts_optimizer_states_mem, 15648 * 2e-9);
+  // The data-parallel row reduces the other weights (1120 x 2 bytes) over the 4 GPUs and the
+  // experts' (2048 x 2 bytes) over dp / ep = 2, both in the NVLink domain (nv_dp = 4 holds 2 of
+  // each group).
+  c.exec.ep = 2;
+  const CommSet& reduce = evaluate(s, m, c, 4).dp_row.cost.comm_bwd;
+  ASSERT_EQ(reduce.count, 2);
+  EXPECT_DOUBLE_EQ(reduce.items[0].volume_gb, 1120 * 2e-9);
+  EXPECT_EQ(reduce.items[0].group, 4);
+  EXPECT_DOUBLE_EQ(reduce.items[1].volume_gb, 2048 * 2e-9);
+  EXPECT_EQ(reduce.items[1].group, 2);
+  EXPECT_EQ(reduce.items[1].fast_domain, 2);
+}
+
+// Tied embeddings on 2 stages: the last stage keeps a copy of the embedding (V = 1000 rows of 64,
+// 128000 bytes), so its memory is the untied model's, and the two stages all-reduce its gradient
+// after the backward. With dp = 1 that is all of t_dp_comm: over the network (nv_pp = 1), a
+// reduce-scatter and an all-gather over 2 GPUs of 1e-5 + (1/2) 1.28e-4 / 5 = 2.28e-5 s each;
+// over NVLink (both stages in one domain), 1e-6 + (1/2) 1.28e-4 / 50 = 2.28e-6 s each. Megatron's
+// fp32 gradients double the volume: 2 x (1e-5 + (1/2) 2.56e-4 / 5) = 7.12e-5 s.
+TEST(Vocabulary, TiedEmbeddingGradientAllReducedBetweenEndStages) {
+  const System s = round_system();
+  Transformer m = small(64, 4, 256, 16);
+  m.vocab_size = 1000;
+  Layout c;
+  c.pp = 2;
+  const Evaluation untied = evaluate(s, m, c, 2);
+  m.tie_embeddings = true;
+  const Evaluation tied = evaluate(s, m, c, 2);
+  EXPECT_EQ(untied.totals.t_dp_comm, 0.0);
+  EXPECT_DOUBLE_EQ(tied.totals.t_dp_comm, 4.56e-5);
+  EXPECT_EQ(tied.totals.mem, untied.totals.mem);
+  EXPECT_NEAR(tied.totals.t - untied.totals.t, 4.56e-5, 1e-15);
+  c.nv_pp = 2;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 2).totals.t_dp_comm, 4.56e-6);
+  c.nv_pp = 1;
+  c.exec.params = ParamLayout::Megatron;
+  EXPECT_DOUBLE_EQ(evaluate(s, m, c, 2).totals.t_dp_comm, 7.12e-5);
+  // One stage: the head's weights are the embedding's, nothing to all-reduce.
+  c.exec.params = ParamLayout::Reference;
+  c.pp = 1;
+  EXPECT_EQ(evaluate(s, m, c, 2).totals.t_dp_comm, 0.0);
+}
+
 }  // namespace
 }  // namespace perfsweep

@@ -55,6 +55,48 @@ TEST(DataParallel, OneReplicaCommunicatesNothing) {
   EXPECT_EQ(r.t, 0.0);
 }
 
+// 4 of the block's 8 GB are routed experts' weights, replicated over an expert-data-parallel
+// group of dp / ep = 2 GPUs in one domain: per layer, the other 4 GB over the 4 GPUs, 3 x 1e-6 +
+// (3/4 x 4) / 50 = 0.060003 s, then the experts' 4 GB over 2, 1e-6 + (1/2 x 4) / 50 = 0.040001 s:
+// 0.100004 s, 4e-6 s more than a layer's forward compute.
+TEST(DataParallel, ExpertWeightsMoveOverTheExpertDataParallelGroup) {
+  BlockSummary b = comm_block();
+  b.expert_weights_gb = 4;
+  DataParallelTraffic traffic;
+  traffic.expert_group = 2;
+  traffic.expert_fast = 2;
+  const LayerResult r = data_parallel(round_system(), b, 5, 4, 4, true, traffic);
+  EXPECT_DOUBLE_EQ(r.fwd.t, 0.10002);  // 0.100004 + 4 x 4e-6
+  EXPECT_DOUBLE_EQ(r.bwd.t, 0.100004);
+  ASSERT_EQ(r.cost.comm_bwd.count, 2);
+  EXPECT_EQ(r.cost.comm_bwd.items[0].group, 4);
+  EXPECT_EQ(r.cost.comm_bwd.items[1].group, 2);
+  EXPECT_EQ(r.cost.comm_bwd.items[1].volume_gb, 4.0);
+  // Without the group (ep = 1) the experts' weights move with the others: 0.120003 s.
+  EXPECT_DOUBLE_EQ(data_parallel(round_system(), b, 5, 4, 4).bwd.t, 0.120003);
+}
+
+// The expert-data-parallel group: dp / ep GPUs, ep ranks apart. nv_dp = 4 consecutive
+// data-parallel ranks hold 2 of a group when ep = 2, 1 when ep = 4 or 8; 2d-seqp adds tp2.
+TEST(DataParallel, ExpertDataParallelGroupAndItsNvlinkShare) {
+  Layout c;
+  c.dp = 8;
+  c.nv_dp = 4;
+  c.exec.ep = 2;
+  const StrategyPlan& one_d = plan_of(Strategy::OneD);
+  EXPECT_EQ(expert_dp_group(one_d, c), 4);
+  EXPECT_EQ(expert_dp_group_fast(one_d, c), 2);
+  c.exec.ep = 8;
+  EXPECT_EQ(expert_dp_group(one_d, c), 1);
+  EXPECT_EQ(expert_dp_group_fast(one_d, c), 1);
+  c.strategy = Strategy::TwoDSeqp;
+  c.tensor.tp2 = 2;
+  c.tensor.nv2 = 2;
+  c.exec.ep = 4;
+  EXPECT_EQ(expert_dp_group(plan_of(Strategy::TwoDSeqp), c), 4);
+  EXPECT_EQ(expert_dp_group_fast(plan_of(Strategy::TwoDSeqp), c), 2);
+}
+
 // 10 GB per transfer; 4 micro-batches; fwd and bwd each send every micro-batch once.
 //   NVLink link: 1e-6 + 10 / 50 = 0.200001 s;  network link: 1e-5 + 10 / 5 = 2.00001 s
 TEST(PipelineParallel, AllLinksSlowWhenNoStagesShareADomain) {

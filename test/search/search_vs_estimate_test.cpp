@@ -15,12 +15,16 @@
 namespace perfsweep {
 namespace {
 
-void expect_search_matches_estimate(Strategy strategy, const char* model, const char* system, std::int64_t nvs,
+Transformer shipped_model(const char* name) {
+  return load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(name) + ".yaml");
+}
+
+void expect_search_matches_estimate(Strategy strategy, const Transformer& model, const char* system, std::int64_t nvs,
                                     std::int64_t n_gpus, std::int64_t global_batch, const ExecutionChoices& exec = {}) {
   SearchProblem p;
   p.exec = exec;
   p.strategy = strategy;
-  p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(model) + ".yaml");
+  p.model = model;
   p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/" + std::string(system) + ".yaml");
   p.system.nvlink_size = nvs;
   p.global_batch = global_batch;
@@ -52,6 +56,11 @@ void expect_search_matches_estimate(Strategy strategy, const char* model, const 
     if (!differ.empty()) ADD_FAILURE() << where << differ;
     EXPECT_TRUE(ev.fits) << where << ": the search kept a configuration that does not fit";
   }
+}
+
+void expect_search_matches_estimate(Strategy strategy, const char* model, const char* system, std::int64_t nvs,
+                                    std::int64_t n_gpus, std::int64_t global_batch, const ExecutionChoices& exec = {}) {
+  expect_search_matches_estimate(strategy, shipped_model(model), system, nvs, n_gpus, global_batch, exec);
 }
 
 // Execution options as search dimensions: recomputation and sequence parallelism change the
@@ -120,6 +129,28 @@ TEST(SearchVsEstimate, CapacitiesShareOneWalk) {
       }
     }
   }
+}
+
+// MoE every other block: the search costs the mean of an MoE and a dense block once per key and
+// skips pipelines whose stages would not hold whole pairs; evaluate mixes the same two blocks.
+TEST(SearchVsEstimate, MixtureOfExpertsEveryOtherBlock) {
+  Transformer m = shipped_model("mixtral_8x7b");
+  m.moe.every = 2;
+  ExecutionChoices x;
+  x.ep = {1, 2, 8};
+  x.zero = {1, 3};
+  for (std::int64_t n : {64, 256}) {
+    expect_search_matches_estimate(Strategy::OneD, m, "H100", 8, n, 512, x);
+    expect_search_matches_estimate(Strategy::TwoDSeqp, m, "H100", 8, n, 512, x);
+  }
+}
+
+// Tied embeddings (GPT-2): one stage shares the embedding's weights, several all-reduce the
+// head's copy between the end stages; the search's cache and evaluate must agree on both.
+TEST(SearchVsEstimate, TiedEmbeddings) {
+  ExecutionChoices x;
+  x.params = {ParamLayout::Reference, ParamLayout::Megatron};
+  for (std::int64_t n : {16, 64}) expect_search_matches_estimate(Strategy::OneD, "gpt2_small", "H100", 8, n, 512, x);
 }
 
 TEST(SearchVsEstimate, Gpt3OneD) {
