@@ -132,19 +132,18 @@ int main(int argc, char** argv) {
     const System system = load_system_named(fit_system);
     const auto configs = fit_in.read();
     kernels::Calibration cal = calib::fit_kernels(system, configs, sm_count);
-    cal.source = fit_in.file + (fit_in.only.empty() ? "" : " (only " + fit_in.only + ")") +
-                 (fit_in.except.empty() ? "" : " (except " + fit_in.except + ")");
     if (!kernel_file.empty()) {
       calib::fit_step_kernels(system, cal,
                               read_selected<calib::KernelMeasurement>(calib::read_kernel_measurements, kernel_file,
                                                                       "", kernel_except));
-      cal.source += "; " + kernel_file + (kernel_except.empty() ? "" : " (except " + kernel_except + ")");
     }
     if (!train_file.empty()) {
       cal.allocator_reserve = calib::fit_allocator_reserve(
           read_selected<calib::TrainRun>(calib::read_train_measurements, train_file, train_only, ""));
-      cal.source += "; " + train_file + (train_only.empty() ? "" : " (only " + train_only + ")");
     }
+    // The source is the command that made it: files, selections and options.
+    cal.source = "validate";
+    for (int i = 1; i < argc; ++i) cal.source += std::string(" ") + argv[i];
     kernels::save_calibration(cal, out_file);
     spdlog::info("fitted {} configurations; wrote {}", configs.size(), out_file);
     return 0;

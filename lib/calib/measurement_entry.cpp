@@ -40,17 +40,18 @@ std::int64_t count_or(const Entry& at, const YAML::Node& cfg, const char* key, s
   return v;
 }
 
-double seconds(const Entry& at, const YAML::Node& n, const std::string& field, bool allow_zero) {
-  double v = NAN;
-  bool ok = n && n.IsScalar();
-  if (ok) {
-    try {
-      v = n.as<double>();
-    } catch (const YAML::Exception&) {
-      ok = false;
-    }
+double number_or_nan(const YAML::Node& n) {
+  if (!n || !n.IsScalar()) return NAN;
+  try {
+    return n.as<double>();
+  } catch (const YAML::Exception&) {
+    return NAN;
   }
-  if (!ok || !std::isfinite(v)) at.fail(field, "must be a number of seconds, got " + shown(n));
+}
+
+double seconds(const Entry& at, const YAML::Node& n, const std::string& field, bool allow_zero) {
+  const double v = number_or_nan(n);
+  if (!std::isfinite(v)) at.fail(field, "must be a number of seconds, got " + shown(n));
   if (allow_zero ? !(v >= 0) : !(v > 0)) {
     at.fail(field, std::string("must be a ") + (allow_zero ? "non-negative" : "positive") + " time, got " + n.Scalar());
   }

@@ -25,6 +25,9 @@ struct Entry {
   }
 };
 
+// The node as a number: NaN when absent, not a scalar or not numeric.
+double number_or_nan(const YAML::Node& n);
+
 // cfg[key] as a positive integer.
 std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key);
 // cfg[key] as a non-negative integer, `fallback` when absent.

@@ -74,18 +74,9 @@ std::vector<T> read_entries(const std::filesystem::path& file, const char* key, 
 }
 
 double gigabytes(const Entry& at, const YAML::Node& result, const char* key) {
-  const YAML::Node n = result[key];
-  double v = NAN;
-  bool ok = n && n.IsScalar();
-  if (ok) {
-    try {
-      v = n.as<double>();
-    } catch (const YAML::Exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || !std::isfinite(v) || !(v > 0)) {
-    at.fail(std::string("result.") + key, "must be a positive number of GB, got " + shown(n));
+  const double v = number_or_nan(result[key]);
+  if (!std::isfinite(v) || !(v > 0)) {
+    at.fail(std::string("result.") + key, "must be a positive number of GB, got " + shown(result[key]));
   }
   return v;
 }
@@ -117,13 +108,10 @@ std::vector<KernelMeasurement> read_kernel_measurements(const std::filesystem::p
         }
         k.t = {seconds(at, t[0], "result.t[0]"), seconds(at, t[1], "result.t[1]", !kind->backward)};
         if (k.kind == "lm_head_loss") {
-          const YAML::Node p = result["peak_extra_bytes"];
-          double v = NAN;
-          try {
-            if (p && p.IsScalar()) v = p.as<double>();
-          } catch (const YAML::Exception&) {
+          const double v = number_or_nan(result["peak_extra_bytes"]);
+          if (!std::isfinite(v) || !(v > 0)) {
+            at.fail("result.peak_extra_bytes", "must be a positive number, got " + shown(result["peak_extra_bytes"]));
           }
-          if (!std::isfinite(v) || !(v > 0)) at.fail("result.peak_extra_bytes", "must be a positive number, got " + shown(p));
           k.peak_extra_bytes = v;
         }
         return k;
@@ -155,11 +143,7 @@ std::vector<TrainRun> read_train_measurements(const std::filesystem::path& file)
         m.causal = flag_or(at, cfg, "causal", true);
         r.full_recompute = choice_or(at, cfg, "recompute", {"none", "full"}, "none") == std::string("full");
         if (cfg["dropout"]) {
-          double p = NAN;
-          try {
-            p = cfg["dropout"].as<double>();
-          } catch (const YAML::Exception&) {
-          }
+          const double p = number_or_nan(cfg["dropout"]);
           if (!(p >= 0 && p < 1)) at.fail("cfg.dropout", "must be a probability in [0, 1), got " + shown(cfg["dropout"]));
           m.dropout = p;
         } else {

@@ -84,9 +84,14 @@ TrainStep train_step(const System& s, const Transformer& m, I b, I micro_batches
   t.optimizer =
       stream_time(s, StreamKind::Optimizer, KernelClass::Optimizer, kernels::kAdamwBytesPerParameter * p.total * kGB);
   t.zero_grad = stream_time(s, StreamKind::Cast, KernelClass::Elementwise, kZeroBytes * p.total * kGB);
+  if (const kernels::Calibration* cal = s.kernel_calibration.get()) {
+    const double calls = D(m.depth * (ev.mlp.count + ev.sa.count) + ev.first_stage.count + ev.last_stage.count);
+    const double rerun = full ? D(m.depth * (ev.mlp.count + ev.sa.count)) * cal->isolated_call_s[kernels::kFwd] : 0.0;
+    t.host = mb * (calls * (cal->isolated_call_s[kernels::kFwd] + cal->isolated_call_s[kernels::kBwd]) + rerun);
+  }
 
-  // Memory: the states always; then the largest of three phases of one micro-batch (later
-  // micro-batches only add into the same gradients):
+  // Memory: the states and the input batches always; then the largest of three phases of one
+  // micro-batch (later micro-batches only add into the same gradients):
   //   forward end: every weight cast (autocast caches them until the forward's context exits),
   //     the saved activations, and the fp32 logits with the log-softmax output (2 b l V x 4 B);
   //   loss backward: the casts the backward still holds (all of them, or with full recompute
@@ -101,35 +106,28 @@ TrainStep train_step(const System& s, const Transformer& m, I b, I micro_batches
   const double e = D(m.e);
   const double per_block = block_bytes_per_token(m);
   const double ends = 6 * e;  // the final norm's fp32 input and its bf16 cast for the head
-  const double saved = tokens * ((full ? 4 * e : per_block) * D(m.depth) + ends) * kGB;
   const double logits = m.vocab_size > 0 ? tokens * D(m.vocab_size) * 4 * kGB : 0.0;
-  const double loss_transient = m.vocab_size > 0 ? 3 * logits : 2 * tokens * 4 * e * kGB;
-  const double forward_transient = m.vocab_size > 0 ? 2 * logits : tokens * 4 * e * kGB;
-  const double head = p.linear - p.block_linear;
-  mem.states = 16 * p.total * kGB;
-  mem.activations = saved;
+  const double output = tokens * 4 * e * kGB;  // an fp32 residual-stream tensor
+  const double head_casts = 2 * (p.linear - p.block_linear) * kGB;
   const double all_casts = 2 * p.linear * kGB;
-  const double kept_casts = full ? 2 * head * kGB : all_casts;
-  const double forward_end = all_casts + forward_transient;
-  const double loss_backward = kept_casts + loss_transient;
-  double block_rerun = 0;
-  if (full) {
-    block_rerun = kept_casts + 2 * p.block_linear / D(m.depth) * kGB + tokens * (per_block + 2 * 4 * e) * kGB;
+  struct Phase {
+    double casts, transient;
+  };
+  const Phase forward_end{all_casts, m.vocab_size > 0 ? 2 * logits : output};
+  const Phase loss_backward{full ? head_casts : all_casts, m.vocab_size > 0 ? 3 * logits : 2 * output};
+  const Phase block_rerun{full ? head_casts + 2 * p.block_linear / D(m.depth) * kGB : 0.0,
+                          full ? tokens * per_block * kGB + 2 * output : 0.0};
+  Phase peak = loss_backward;
+  for (const Phase& x : {forward_end, block_rerun}) {
+    if (x.casts + x.transient > peak.casts + peak.transient) peak = x;
   }
-  double casts = kept_casts, transient = loss_transient, extra = loss_backward;
-  if (forward_end > extra) {
-    extra = forward_end;
-    casts = all_casts;
-    transient = forward_transient;
-  }
-  if (block_rerun > extra) {
-    extra = block_rerun;
-    casts = block_rerun - tokens * (per_block + 2 * 4 * e) * kGB;
-    transient = tokens * (per_block + 2 * 4 * e) * kGB;
-  }
-  mem.weight_casts = casts;
-  mem.transient = transient;
-  mem.peak = mem.states + mem.activations + extra;
+  mem.states = 16 * p.total * kGB;
+  // token ids and targets, int64 (with a vocabulary), or fp32 inputs and targets of e features
+  mem.inputs = 2 * D(micro_batches) * tokens * (m.vocab_size > 0 ? 8 : 4 * e) * kGB;
+  mem.activations = tokens * ((full ? 4 * e : per_block) * D(m.depth) + ends) * kGB;
+  mem.weight_casts = peak.casts;
+  mem.transient = peak.transient;
+  mem.peak = mem.states + mem.inputs + mem.activations + mem.weight_casts + mem.transient;
   const kernels::Calibration* cal = s.kernel_calibration.get();
   mem.reserved = mem.peak * (1 + (cal != nullptr ? cal->allocator_reserve : 0.0));
   mem.usable = usable_capacity_gb(s);

@@ -26,16 +26,22 @@ struct TrainStepTime {
   double grad_accumulate = 0; // per micro-batch: bf16 weight gradients cast back, added into the fp32 .grad
   double optimizer = 0;       // one fused AdamW step over every parameter
   double zero_grad = 0;       // the fp32 gradients zeroed (set_to_none=False)
-  double total() const { return layers + weight_casts + grad_accumulate + optimizer + zero_grad; }
+  double gpu() const { return layers + weight_casts + grad_accumulate + optimizer + zero_grad; }
+  // What the host takes to launch it: each layer pass's isolated_call_s (one eager call's
+  // dispatch, what a pass timed alone pays), every micro-batch. The GPU cannot run ahead of its
+  // launches, so a step with small kernels is the host's. 0 without a kernel calibration.
+  double host = 0;
+  double total() const { return gpu() > host ? gpu() : host; }
 };
 
 // The step's memory, GB (1e9 bytes), of one GPU, and where its peak lies.
 struct TrainStepMemory {
   double states = 0;         // 16 bytes per parameter: fp32 weight, gradient, two moments
+  double inputs = 0;         // every micro-batch's inputs and targets, allocated before the step
   double weight_casts = 0;   // bf16 weight copies alive at the peak
   double activations = 0;    // saved for the backward at the peak (one micro-batch)
   double transient = 0;      // the peak's short-lived buffers: logits and the loss's, or a re-run block's
-  double peak = 0;           // allocated: states + casts + activations + transient, the largest phase
+  double peak = 0;           // allocated: states + inputs + casts + activations + transient, largest phase
   double reserved = 0;       // peak x (1 + allocator_reserve): what the caching allocator holds
   double usable = 0;         // of hbm_capacity, what the framework can allocate
   bool fits = false;         // reserved <= usable
