@@ -105,7 +105,9 @@ TrainStep train_step(const System& s, const Transformer& m, I b, I micro_batches
   const double tokens = D(b * m.l);
   const double e = D(m.e);
   const double per_block = block_bytes_per_token(m);
-  const double ends = 6 * e;  // the final norm's fp32 input and its bf16 cast for the head
+  // The final norm's fp32 input, and its output's bf16 cast for the head, or without a
+  // vocabulary its fp32 output (kept by the MSE loss).
+  const double ends = (m.vocab_size > 0 ? 6 : 8) * e;
   const double logits = m.vocab_size > 0 ? tokens * D(m.vocab_size) * 4 * kGB : 0.0;
   const double output = tokens * 4 * e * kGB;  // an fp32 residual-stream tensor
   const double head_casts = 2 * (p.linear - p.block_linear) * kGB;

@@ -117,6 +117,18 @@ TEST(TrainStep, HostLaunchesBoundAStepOfSmallKernels) {
   EXPECT_EQ(t.time.total(), std::max(t.time.gpu(), t.time.host));
 }
 
+TEST(TrainStep, WithoutAVocabularyTheLossIsAnMseOnTheOutput) {
+  Transformer m = gpt2_t01();
+  m.vocab_size = 0;
+  const TrainStep t = train_step(test::round_system(), m, 16, 1, Recompute::None);
+  // 12 blocks of 27,712 bytes per token, the final norm's fp32 input and output 8e.
+  EXPECT_NEAR(t.memory.activations, (12 * 27712.0 + 8 * 768) * 16384 * 1e-9, 1e-12);
+  // fp32 inputs and targets of e features.
+  EXPECT_NEAR(t.memory.inputs, 2 * 16384 * 4 * 768.0 * 1e-9, 1e-12);
+  // Loss backward: the output's gradient and the norm's input gradient, 2 x 4e per token.
+  EXPECT_NEAR(t.memory.transient, 2 * 16384 * 4 * 768.0 * 1e-9, 1e-12);
+}
+
 TEST(TrainStep, FitsComparesTheReservedPeakWithTheUsableCapacity) {
   System s = test::round_system();
   auto cal = std::make_shared<kernels::Calibration>();

@@ -7,9 +7,11 @@ error was seen (docs/validation.md, "Whole training steps"):
     an odd id number (t01, t03, ..., t13), the even ones (t02, ..., t12) predicted.
 Targets (issue 12): held-out step time median |relative error| < 8% and p90 < 15%, peak memory
 median < 5%, fits/OOM right for >= 95% of runs; held-out kernel passes median < 8%. The CSVs are
-parsed and their numbers recomputed here; the stderr summaries must agree.
+parsed and their numbers recomputed here; the stderr summaries must agree. `estimate --train-step`
+on models/llama3_2_1b.yaml (run t13's model) must print the step and peak `validate train`
+predicts for t13: the two tools share one composition.
 
-usage: test_validate_train.py VALIDATE SOURCE_DIR WORK_DIR
+usage: test_validate_train.py VALIDATE ESTIMATE SOURCE_DIR WORK_DIR
 """
 import csv
 import io
@@ -39,7 +41,7 @@ def p90(values):
 
 
 def main():
-    validate, source, work = sys.argv[1:4]
+    validate, estimate, source, work = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
     data = os.path.join(source, "test", "data", "gpu")
     fitted = os.path.join(work, "fit_part.yaml")
@@ -90,6 +92,15 @@ def main():
     assert summary["fits_vs_oom"][1] == f"{right} right", summary["fits_vs_oom"]
     print(f"held-out runs: step median {statistics.median(step):.4f} p90 {p90(step):.4f} max {max(step):.4f}; "
           f"peak median {statistics.median(peak):.4f} max {max(peak):.4f}; fits/OOM {right}/{len(rows)}")
+    out, _ = run([validate, "-q", "train", "-m", os.path.join(data, "h100_train.json"), "--system", system,
+                  "--only", "t13"])
+    t13 = list(csv.DictReader(io.StringIO(out)))[0]
+    out, _ = run([estimate, "-q", "--model", os.path.join(source, "models", "llama3_2_1b.yaml"), "--system", system,
+                  "--mbs", "2", "--global-batch-size", "2", "--train-step"])
+    printed = {line[:36].strip(): float(line[36:].split()[0]) for line in out.splitlines()[1:] if line.startswith("  ")}
+    assert abs(printed["step"] / float(t13["predicted_step_s"]) - 1) < 1e-5, (printed, t13)
+    assert abs(printed["peak allocated"] / float(t13["predicted_peak_gb"]) - 1) < 1e-5, (printed, t13)
+
     if not statistics.median(step) < STEP_MEDIAN:
         failures.append(f"step median {statistics.median(step):.4f} >= {STEP_MEDIAN}")
     if not p90(step) < STEP_P90:
