@@ -58,7 +58,8 @@ TrainParameters train_parameters(const Transformer& m) {
 }
 
 double usable_capacity_gb(const System& s) {
-  return (s.hbm_capacity - kDriverReserveGib) * 1.073741824;
+  constexpr double kGBPerGib = 1.073741824;
+  return (s.hbm_capacity - kDriverReserveGib) * kGBPerGib;
 }
 
 TrainStep train_step(const System& s, const Transformer& m, I b, I micro_batches, Recompute recompute) {
