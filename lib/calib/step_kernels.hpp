@@ -21,7 +21,8 @@ std::vector<ValidationRow> validate_kernels(const System& system, const std::vec
 
 // Fits, into `cal` (whose GEMM, attention and isolated_call_s come from the layer measurements),
 // the stream kinds rmsnorm, gated_activation, embedding, cross_entropy (the lm_head_loss time
-// less its GEMM), optimizer and cast, each pass with fit_line, and the attention's
+// less its GEMM), optimizer and cast, each pass with fit_line (launch 0 when the measured sizes
+// are too alike to tell a launch cost from a bandwidth), and the attention's
 // causal_efficiency from the causal attention kernels. GEMM and other kinds are compared, not
 // fitted. Kinds with no measurement stay unfitted (the roofline times them).
 void fit_step_kernels(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels);
