@@ -28,7 +28,7 @@ struct Options {
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
   ExecutionFlags exec;
-  bool json = false, csv = false, csv_totals = false;
+  bool json = false, csv = false, csv_totals = false, train_step = false;
   cli::Verbosity verbosity;
 };
 
@@ -93,7 +93,11 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
-  if (o.json) {
+  if (o.train_step) {
+    if (gpus != 1) throw InputError("--train-step models one GPU: dp, pp and tp must be 1");
+    std::cout << train_step_text(train_step(sys, model, layout.mbs, o.global_batch / layout.mbs, layout.exec.recompute),
+                                 sys, o.global_batch / layout.mbs);
+  } else if (o.json) {
     std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
   } else if (o.csv) {
     std::cout << estimate_csv(ev, layout);
@@ -134,7 +138,13 @@ int main(int argc, char** argv) {
   add_execution_options(app, o.exec, false);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
-  app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  auto* totals = app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  app.add_flag("--train-step", o.train_step,
+               "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: the layers, weight "
+               "casts, gradient accumulation, optimizer and zeroing, and the step's peak memory against the "
+               "capacity (docs/validation.md; --global-batch-size / --mbs micro-batches)")
+      ->excludes(csv)
+      ->excludes(totals);
   cli::add_common_flags(app, o.verbosity);
   app.footer(
       "Flags each strategy needs: 1d --tp; 2d --tp1 --tp2 --nb; 2d-seqp --tp1 --tp2. All: --dp --pp --mbs\n"

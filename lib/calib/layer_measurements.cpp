@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "calib/measurement_entry.hpp"
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "model/block.hpp"
@@ -13,53 +14,6 @@
 namespace perfsweep::calib {
 
 namespace {
-
-std::string shown(const YAML::Node& n) {
-  if (!n) return "nothing";
-  if (n.IsSequence()) return "a list";
-  if (n.IsMap()) return "a mapping";
-  if (n.IsNull()) return "null";
-  return "'" + n.Scalar() + "'";
-}
-
-struct Entry {
-  std::string file;
-  std::string name;  // "configs[3] (c04)"
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw InputError(file + ": " + name + ": " + field + " " + what);
-  }
-};
-
-std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key) {
-  const YAML::Node n = cfg[key];
-  if (!n) at.fail(std::string("cfg.") + key, "is missing");
-  std::int64_t v = 0;
-  bool ok = n.IsScalar();
-  if (ok) {
-    try {
-      v = n.as<std::int64_t>();
-    } catch (const YAML::Exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || v <= 0) at.fail(std::string("cfg.") + key, "must be a positive integer, got " + shown(n));
-  return v;
-}
-
-double seconds(const Entry& at, const YAML::Node& n, const std::string& field) {
-  double v = NAN;
-  bool ok = n.IsScalar();
-  if (ok) {
-    try {
-      v = n.as<double>();
-    } catch (const YAML::Exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || !std::isfinite(v)) at.fail(field, "must be a number of seconds, got " + shown(n));
-  if (!(v > 0)) at.fail(field, "must be a positive time, got " + n.Scalar());
-  return v;
-}
 
 std::array<double, 2> pass_pair(const Entry& at, const YAML::Node& layers, const std::string& name) {
   const YAML::Node n = layers[name];
@@ -116,24 +70,7 @@ std::vector<LayerConfig> read_layer_measurements(const std::filesystem::path& fi
 }
 
 std::vector<LayerConfig> select_configs(const std::vector<LayerConfig>& configs, const std::string& ids, bool keep) {
-  std::set<std::string> wanted;
-  std::size_t pos = 0;
-  while (pos <= ids.size()) {
-    const std::size_t comma = std::min(ids.find(',', pos), ids.size());
-    if (comma > pos) wanted.insert(ids.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  for (const std::string& id : wanted) {
-    if (std::none_of(configs.begin(), configs.end(), [&](const LayerConfig& c) { return c.id == id; })) {
-      throw InputError("no measured configuration with id '" + id + "'");
-    }
-  }
-  std::vector<LayerConfig> out;
-  for (const LayerConfig& c : configs) {
-    if (wanted.contains(c.id) == keep) out.push_back(c);
-  }
-  if (out.empty()) throw InputError("no configuration left after selecting ids '" + ids + "'");
-  return out;
+  return select_by_id(configs, ids, keep);
 }
 
 }  // namespace perfsweep::calib

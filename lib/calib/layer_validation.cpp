@@ -27,6 +27,28 @@ Transformer model_of(const LayerConfig& c) {
   return m;
 }
 
+
+struct Sample {
+  KernelOp op;
+  KernelShape shape;
+  std::size_t pass;
+  double tflop, gb, measured_s;
+};
+
+// Seconds at efficiency 1 and no launch cost of a sample under `cal` (for the slope).
+double unit_seconds(const System& s, const kernels::Calibration& cal, const Sample& x) {
+  kernels::Calibration c = cal;
+  c.gemm[x.pass].efficiency = 1;
+  c.gemm[x.pass].launch_s = 0;
+  c.attention[x.pass].efficiency = 1;
+  c.attention[x.pass].launch_s = 0;
+  const KernelSeconds k = calibrated_seconds(s, c, x.op, x.shape, x.pass, 0, 0);
+  if (x.op == KernelOp::Gemm || x.op == KernelOp::Attention) return k.compute;
+  return x.gb / s.hbm_bandwidth;
+}
+
+}  // namespace
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
@@ -41,10 +63,6 @@ double quantile(std::vector<double> v, double q) {
 // boundary solutions. The exponent lies between relative (1) and absolute (0) errors: the long
 // kernels, which make a block's time, weigh more than with relative errors, the short ones still
 // count (docs/validation.md).
-constexpr double kWeightExponent = 0.5;
-struct LineFit {
-  double a = 0, b = 1, score = INFINITY;
-};
 LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, double offset) {
   std::vector<double> w(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) w[i] = std::pow(y[i], -kWeightExponent);
@@ -80,27 +98,6 @@ LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, dou
   return best;
 }
 
-struct Sample {
-  KernelOp op;
-  KernelShape shape;
-  std::size_t pass;
-  double tflop, gb, measured_s;
-};
-
-// Seconds at efficiency 1 and no launch cost of a sample under `cal` (for the slope).
-double unit_seconds(const System& s, const kernels::Calibration& cal, const Sample& x) {
-  kernels::Calibration c = cal;
-  c.gemm[x.pass].efficiency = 1;
-  c.gemm[x.pass].launch_s = 0;
-  c.attention[x.pass].efficiency = 1;
-  c.attention[x.pass].launch_s = 0;
-  const KernelSeconds k = calibrated_seconds(s, c, x.op, x.shape, x.pass, 0, 0);
-  if (x.op == KernelOp::Gemm || x.op == KernelOp::Attention) return k.compute;
-  return x.gb / s.hbm_bandwidth;
-}
-
-}  // namespace
-
 std::vector<LayerCost> measured_layer_costs(const System& system, const LayerConfig& config) {
   const Transformer m = model_of(config);
   const AttentionMode flash{};
@@ -116,9 +113,20 @@ std::vector<LayerCost> measured_layer_costs(const System& system, const LayerCon
   return out;
 }
 
+double alone_seconds(const System& system, const LayerCost& y, double stream_s, std::size_t p) {
+  const kernels::Calibration* cal = system.kernel_calibration.get();
+  if (cal == nullptr) return stream_s;
+  double alone = stream_s + cal->isolated_call_s[p];
+  if ((y.op == KernelOp::Norm || y.op == KernelOp::RmsNorm) && calibrated_op(*cal, y.op, y.shape)) {
+    alone -= calibrated_seconds(system, *cal, y.op, y.shape, p, p == kFwd ? y.flops_fwd : y.flops_bwd,
+                                p == kFwd ? y.mem_fwd : y.mem_bwd)
+                 .glue;
+  }
+  return alone;
+}
+
 std::vector<ValidationRow> validate_layers(const System& system, const std::vector<LayerConfig>& configs) {
   std::vector<ValidationRow> rows;
-  const kernels::Calibration* cal = system.kernel_calibration.get();
   for (const LayerConfig& c : configs) {
     const std::vector<LayerCost> costs = measured_layer_costs(system, c);
     double block[2] = {0, 0};
@@ -128,18 +136,7 @@ std::vector<ValidationRow> validate_layers(const System& system, const std::vect
       const double t[2] = {r.fwd.t, r.bwd.t};
       for (std::size_t p = 0; p < 2; ++p) {
         block[p] += t[p];
-        double alone = t[p];
-        if (cal != nullptr) {
-          // Timed alone, a pass pays the isolated-call overhead and a norm runs without the
-          // block's residual-stream kernels.
-          alone += cal->isolated_call_s[p];
-          if (y.op == KernelOp::Norm) {
-            alone -= calibrated_seconds(system, *cal, y.op, y.shape, p, p == kFwd ? y.flops_fwd : y.flops_bwd,
-                                        p == kFwd ? y.mem_fwd : y.mem_bwd)
-                         .glue;
-          }
-        }
-        rows.push_back({c.id, c.layer_names[i], p, c.layer_s[i][p], alone});
+        rows.push_back({c.id, c.layer_names[i], p, c.layer_s[i][p], alone_seconds(system, y, t[p], p)});
       }
     }
     for (std::size_t p = 0; p < 2; ++p) rows.push_back({c.id, "block", p, c.block_s[p], block[p]});
@@ -294,7 +291,7 @@ kernels::Calibration fit_kernels(const System& system, const std::vector<LayerCo
         cal.attention[p] = {1 / f.b, 4.0 * d, f.a};
       }
     }
-    for (std::size_t k = 0; k < kernels::kStreamKindCount; ++k) {
+    for (std::size_t k = 0; k < kernels::kLayerStreamKinds; ++k) {
       const LineFit f = group_line(cal, p, [k](const Sample& s) {
         return s.op != KernelOp::Gemm && s.op != KernelOp::Attention &&
                static_cast<std::size_t>(kernels::stream_kind(s.op)) == k;

@@ -1,6 +1,7 @@
 #pragma once
 // Per-layer predictions against GPU layer measurements (`validate layers`), and the kernel
 // calibration's fit to them (`validate fit-kernels`).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct ValidationRow {
   double rel_err() const { return predicted_s / measured_s - 1; }
 };
 
+// A pass timed alone (CUDA events around one call), from its time in a stream of kernels: plus
+// the calibration's isolated_call_s, less, for a norm, the block's residual-stream kernels it
+// carries in a block. Without a kernel calibration: the stream time.
+double alone_seconds(const System& system, const LayerCost& cost, double stream_s, std::size_t pass);
+
 // One row per (config, layer, pass) and two `block` rows per config. A layer row's prediction is
 // its time in a stream of kernels plus the calibration's isolated_call_s (what one timed call
 // pays alone); a block row's is the sum of the layers' stream times. Without a kernel
@@ -36,6 +42,17 @@ std::string validation_csv(const std::vector<ValidationRow>& rows);
 // count, median, p90 and max |relative error| per layer pass, over all layer passes, per block
 // pass and for the block's forward + backward.
 std::string validation_summary(const std::vector<ValidationRow>& rows);
+
+// The q-quantile of v (linear interpolation), NaN when empty.
+double quantile(std::vector<double> v, double q);
+
+// Minimizes sum_i w_i^2 (offset + a + b x_i - y_i)^2 with w_i = y_i^-kWeightExponent, subject to
+// a >= 0 and b >= 1 (b = 1 / efficiency, a a launch cost): the shared fit of every kernel kind.
+inline constexpr double kWeightExponent = 0.5;
+struct LineFit {
+  double a = 0, b = 1, score = INFINITY;
+};
+LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, double offset);
 
 // Fits every parameter of a kernel calibration to the measurements (docs/validation.md):
 // per pass, weighted least squares of |relative error| with the efficiencies and bandwidth

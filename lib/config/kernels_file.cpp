@@ -13,7 +13,9 @@
 namespace perfsweep::kernels {
 
 namespace {
-constexpr int kFormatVersion = 1;
+// Version 2 added the training step's kernels (the stream kinds after `norm`, each optional) and
+// the attention's optional causal_efficiency; version 1 files still load.
+constexpr int kFormatVersion = 2;
 constexpr const char* kFormatName = "perfsweep-kernel-calibration";
 
 struct Field {
@@ -29,6 +31,7 @@ constexpr Field kTileM{"tile_m", 1, false, 65536};
 constexpr Field kTileN{"tile_n", 1, false, 65536};
 constexpr Field kKHalf{"k_half", 0, false, 1e9};
 constexpr Field kHeadDimHalf{"head_dim_half", 0, false, 1e9};
+constexpr Field kCausalEfficiency{"causal_efficiency", 0, true, 1};
 
 void emit_pass(YAML::Emitter& out, const char* pass, std::initializer_list<std::pair<const char*, double>> values) {
   out << YAML::Key << pass << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -102,10 +105,12 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
   for (std::size_t p = 0; p < 2; ++p) {
     const AttentionModel& a = cal.attention[p];
     emit_pass(out, kPassNames[p],
-              {{"efficiency", a.efficiency}, {"head_dim_half", a.head_dim_half}, {"launch_s", a.launch_s}});
+              {{"efficiency", a.efficiency}, {"head_dim_half", a.head_dim_half}, {"launch_s", a.launch_s},
+               {"causal_efficiency", a.causal_efficiency}});
   }
   out << YAML::EndMap;
   for (std::size_t k = 0; k < kStreamKindCount; ++k) {
+    if (!cal.stream_fitted[k]) continue;
     out << YAML::Key << kStreamKindNames[k] << YAML::Value << YAML::BeginMap;
     for (std::size_t p = 0; p < 2; ++p) {
       const StreamModel& m = cal.stream[k][p];
@@ -120,6 +125,7 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
     out << YAML::Key << "bwd" << YAML::Value << values[kBwd];
     out << YAML::EndMap;
   }
+  if (cal.allocator_reserve > 0) out << YAML::Key << "allocator_reserve" << YAML::Value << cal.allocator_reserve;
   out << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write kernel calibration: " + out.GetLastError());
 
@@ -131,7 +137,7 @@ Calibration load_calibration(const std::filesystem::path& file) {
   const Reader r(file.string());
   std::vector<const char*> top = {"format",    "version",         "source",
                                   "sm_count",  "gemm",            "attention",
-                                  "isolated_call_s", "residual_glue_bytes"};
+                                  "isolated_call_s", "residual_glue_bytes", "allocator_reserve"};
   for (const char* k : kStreamKindNames) top.push_back(k);
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
   for (const auto& kv : root) {
@@ -143,8 +149,9 @@ Calibration load_calibration(const std::filesystem::path& file) {
   if (!root["format"] || root["format"].Scalar() != kFormatName) {
     throw InputError(r.file() + ": format must be '" + std::string(kFormatName) + "'");
   }
-  if (!root["version"] || root["version"].Scalar() != std::to_string(kFormatVersion)) {
-    throw InputError(r.file() + ": version must be " + std::to_string(kFormatVersion));
+  const std::string version = root["version"] ? root["version"].Scalar() : "";
+  if (version != "1" && version != std::to_string(kFormatVersion)) {
+    throw InputError(r.file() + ": version must be 1 or " + std::to_string(kFormatVersion));
   }
   Calibration cal;
   cal.file = file.string();
@@ -168,14 +175,26 @@ Calibration load_calibration(const std::filesystem::path& file) {
                    r.number(g, kKHalf, at), r.number(g, kLaunch, at)};
     const std::string at_a = std::string("attention.") + kPassNames[p];
     const YAML::Node a = root["attention"][kPassNames[p]];
-    r.keys(a, {"efficiency", "head_dim_half", "launch_s"}, at_a);
-    cal.attention[p] = {r.number(a, kEfficiency, at_a), r.number(a, kHeadDimHalf, at_a), r.number(a, kLaunch, at_a)};
+    const bool causal = a.IsMap() && a["causal_efficiency"];
+    if (causal) {
+      r.keys(a, {"efficiency", "head_dim_half", "launch_s", "causal_efficiency"}, at_a);
+    } else {
+      r.keys(a, {"efficiency", "head_dim_half", "launch_s"}, at_a);
+    }
+    cal.attention[p] = {r.number(a, kEfficiency, at_a), r.number(a, kHeadDimHalf, at_a), r.number(a, kLaunch, at_a),
+                        causal ? r.number(a, kCausalEfficiency, at_a) : 1.0};
     cal.isolated_call_s[p] = r.number(root["isolated_call_s"], {kPassNames[p], 0, false, 1}, "isolated_call_s");
     cal.residual_glue_bytes[p] =
         r.number(root["residual_glue_bytes"], {kPassNames[p], 0, false, 1e6}, "residual_glue_bytes");
   }
+  if (root["allocator_reserve"]) cal.allocator_reserve = r.number(root, {"allocator_reserve", 0, false, 1}, "");
   for (std::size_t k = 0; k < kStreamKindCount; ++k) {
-    if (!root[kStreamKindNames[k]]) throw InputError(r.file() + ": missing key '" + kStreamKindNames[k] + "'");
+    if (!root[kStreamKindNames[k]]) {
+      if (k < kLayerStreamKinds) throw InputError(r.file() + ": missing key '" + kStreamKindNames[k] + "'");
+      cal.stream_fitted[k] = false;
+      continue;
+    }
+    cal.stream_fitted[k] = true;
     r.keys(root[kStreamKindNames[k]], {"fwd", "bwd"}, kStreamKindNames[k]);
     for (std::size_t p = 0; p < 2; ++p) {
       const std::string at = std::string(kStreamKindNames[k]) + "." + kPassNames[p];

@@ -1,6 +1,6 @@
 #pragma once
 // The kernel calibration written by `validate fit-kernels` and named by a system file's
-// `kernels:` key: YAML with format "perfsweep-kernel-calibration", version 1 (the model it holds:
+// `kernels:` key: YAML with format "perfsweep-kernel-calibration", version 2 (1 still loads; the model it holds:
 // model/kernel_calibration.hpp).
 #include <filesystem>
 

@@ -13,8 +13,26 @@
 namespace perfsweep {
 
 // What a layer pass executes, finer than its KernelClass: the shape-dependent GEMM and flash
-// attention models and, for the memory-bound kernels, one achieved bandwidth curve each.
-enum class KernelOp : std::uint8_t { Gemm, Attention, Bias, Activation, Dropout, Norm, Softmax, Other };
+// attention models and, for the memory-bound kernels, one achieved bandwidth curve each. The
+// kinds after Softmax are the kernels of a training step beyond the reference's block (measured
+// in validation/gpu/h100_kernels.json): RMSNorm, SwiGLU's gate, the embedding lookup and its
+// table gradient, the loss on fp32 logits, the optimizer step and the bf16 weight casts.
+enum class KernelOp : std::uint8_t {
+  Gemm,
+  Attention,
+  Bias,
+  Activation,
+  Dropout,
+  Norm,
+  Softmax,
+  Other,
+  RmsNorm,
+  GatedActivation,
+  Embedding,
+  CrossEntropy,
+  Optimizer,
+  Cast,
+};
 
 // Operand shape of a GEMM-like pass: `batch` independent products of (rows x depth)(depth x cols).
 // Flash attention: batch = micro-batch x local heads, rows = query positions, cols = key
@@ -24,6 +42,7 @@ struct KernelShape {
   std::int64_t rows = 0;
   std::int64_t depth = 0;
   std::int64_t cols = 0;
+  bool causal = false;  // flash attention with a causal mask
 };
 
 namespace kernels {
@@ -48,10 +67,14 @@ struct GemmModel {
 // Flash attention: 4 batch rows cols depth matmul flops forward (Q K^T, P V), 10 backward (Q K^T
 // recomputed, dV, dP, dQ, dK); the softmax's exponentials and rescaling cost per score rather than
 // per flop, which the head-dimension factor d / (d + head_dim_half) expresses.
+// Causal masking skips the score blocks above the diagonal, half of the arithmetic; the blocks
+// on the diagonal are computed whole and masked, and the kernel's work is unevenly spread over
+// its thread blocks, so the remaining half runs at causal_efficiency of the non-causal speed.
 struct AttentionModel {
   double efficiency = 0.8;    // achieved fraction of the tensor-core peak at large head dimension
   double head_dim_half = 0;   // head dimension at which the factor is 1/2
   double launch_s = 0;        // s per pass
+  double causal_efficiency = 1;  // speed of a causal kernel's unmasked half relative to a full one
 };
 
 // A memory-bound kernel: t = launch_s + bytes / (hbm_bandwidth x bandwidth_fraction), bytes as
@@ -62,16 +85,30 @@ struct StreamModel {
   double launch_s = 0;            // s per pass
 };
 
-// The memory-bound kernels with their own curve, in file order.
-enum class StreamKind : std::uint8_t { Bias, Activation, Dropout, Norm };
-inline constexpr std::size_t kStreamKindCount = 4;
-inline constexpr std::array<const char*, kStreamKindCount> kStreamKindNames{"bias", "activation", "dropout", "norm"};
+// The memory-bound kernels with their own curve, in file order. The first four are fitted to
+// the block's layer measurements (h100_layers.json), the others to the kernels of a training
+// step (h100_kernels.json, `validate fit-kernels --kernel-measurements`); a calibration without
+// the latter leaves those kernels to the kernel-class roofline. Bytes are what the layer costs
+// of model/layer.cpp count for the pass; the optimizer moves 28 bytes per fp32 parameter (reads
+// parameter, gradient and two moments, writes parameter and moments: PyTorch's fused AdamW), a
+// cast 6 per element (fp32 read, bf16 written).
+enum class StreamKind : std::uint8_t { Bias, Activation, Dropout, Norm, RmsNorm, GatedActivation, Embedding,
+                                       CrossEntropy, Optimizer, Cast };
+inline constexpr std::size_t kStreamKindCount = 10;
+inline constexpr std::size_t kLayerStreamKinds = 4;  // fitted to layer measurements
+inline constexpr std::array<const char*, kStreamKindCount> kStreamKindNames{
+    "bias", "activation", "dropout", "norm", "rmsnorm", "gated_activation", "embedding", "cross_entropy",
+    "optimizer", "cast"};
+inline constexpr double kAdamwBytesPerParameter = 28;
+inline constexpr double kCastBytesPerElement = 6;
 
 struct Calibration {
   std::int64_t sm_count = 132;  // streaming multiprocessors (waves of GEMM tiles)
   std::array<GemmModel, 2> gemm{};            // [fwd, bwd]
   std::array<AttentionModel, 2> attention{};  // [fwd, bwd]
   std::array<std::array<StreamModel, 2>, kStreamKindCount> stream{};
+  // Whether a stream kind was fitted (the layer kinds always are); the others keep the roofline.
+  std::array<bool, kStreamKindCount> stream_fitted{true, true, true, true};
   // What one layer pass timed alone (CUDA events around one call) costs beyond the same pass
   // inside a stream of kernels, where the host launches ahead of the GPU: added to layer
   // predictions compared with per-layer measurements, never to a block or a step.
@@ -81,6 +118,10 @@ struct Calibration {
   // backward). HBM bytes per element of a sub-layer's residual stream (b x l/tp x e), at the
   // full hbm_bandwidth; each norm pass in a block carries its sub-layer's share.
   std::array<double, 2> residual_glue_bytes{};
+  // What PyTorch's caching allocator holds beyond the peak of allocated memory, as a fraction of
+  // it (peak_reserved / peak_allocated - 1 of whole training steps, `validate fit-kernels
+  // --train-measurements`): a step fits when its peak times 1 + allocator_reserve fits.
+  double allocator_reserve = 0;
   std::string source;     // what it was fitted from
   std::string file;       // path as loaded; "" if built in memory
 };
@@ -110,7 +151,8 @@ inline double attention_compute_seconds(const AttentionModel& a, std::size_t pas
   const double matmuls = pass == kFwd ? 4.0 : 10.0;
   const double flops = matmuls * static_cast<double>(s.batch) * static_cast<double>(s.rows) *
                        static_cast<double>(s.cols) * d;
-  return flops * flops_units / (peak_tflops * a.efficiency * (d / (d + a.head_dim_half)));
+  const double masked = s.causal ? 0.5 / a.causal_efficiency : 1.0;
+  return masked * flops * flops_units / (peak_tflops * a.efficiency * (d / (d + a.head_dim_half)));
 }
 
 inline StreamKind stream_kind(KernelOp op) {
@@ -118,8 +160,21 @@ inline StreamKind stream_kind(KernelOp op) {
     case KernelOp::Bias: return StreamKind::Bias;
     case KernelOp::Dropout: return StreamKind::Dropout;
     case KernelOp::Norm: return StreamKind::Norm;
+    case KernelOp::RmsNorm: return StreamKind::RmsNorm;
+    case KernelOp::GatedActivation: return StreamKind::GatedActivation;
+    case KernelOp::Embedding: return StreamKind::Embedding;
+    case KernelOp::CrossEntropy: return StreamKind::CrossEntropy;
+    case KernelOp::Optimizer: return StreamKind::Optimizer;
+    case KernelOp::Cast: return StreamKind::Cast;
     default: return StreamKind::Activation;  // GELU, and the unfused softmax (no own measurements)
   }
+}
+
+// Seconds of a memory-bound kernel of `kind` moving `gigabytes` (launch included).
+inline double stream_seconds(const Calibration& c, StreamKind kind, std::size_t pass, double gigabytes,
+                             double hbm_bandwidth) {
+  const StreamModel& m = c.stream[static_cast<std::size_t>(kind)][pass];
+  return m.launch_s + gigabytes / (hbm_bandwidth * m.bandwidth_fraction);
 }
 
 }  // namespace kernels

@@ -85,7 +85,7 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
   PassTime p;
   double t_mem = 0;
   double t_compute = 0;
-  if (s.kernel_calibration != nullptr && calibrated_op(c.op, c.shape)) [[unlikely]] {
+  if (s.kernel_calibration != nullptr && calibrated_op(*s.kernel_calibration, c.op, c.shape)) [[unlikely]] {
     const KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem);
     p.comp = k.launch + k.compute;
     t_mem = k.memory;
@@ -264,6 +264,7 @@ LayerCost gated_activation(const System& s, const char* name, I m) {
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Elementwise;
+  c.op = KernelOp::GatedActivation;
   c.flops_fwd = D(m) * u.mult * 5;
   c.activation_buffer = D(2 * m) * u.elem;
   c.mem_fwd = D(3 * m) * u.elem;  // read gate and up, write the product
@@ -352,7 +353,7 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t,
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.op = KernelOp::Norm;
+  c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
   c.shape = {1, b * (l / m), e, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l / m, e, u, norm);
@@ -371,7 +372,7 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2
   const I l_local = l / m2, e_local = l / m1;
   LayerCost c;
   c.name = name;
-  c.op = KernelOp::Norm;
+  c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
   c.shape = {1, b * l_local, e / m1, 0};
   c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l_local, e_local, u, norm);
@@ -498,7 +499,7 @@ LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, A
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Attention;
-  c.shape = {bh, l, q, l};
+  c.shape = {bh, l, q, l, o.causal};
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
   c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
@@ -547,7 +548,7 @@ LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, S
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Attention;
-  c.shape = {bh, l_local, q, l};
+  c.shape = {bh, l_local, q, l, o.causal};
   c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l_local * l, q, u);
   c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
@@ -592,6 +593,7 @@ LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local,
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Elementwise;
+  c.op = KernelOp::Embedding;
   c.weights_mem = D(v_local * e + position_rows * e) * u.elem;
   c.weights_grad_mem = c.weights_mem;
   const I own_rows = tokens * e / vocab_split;  // on average the tokens whose row is local
@@ -640,6 +642,7 @@ LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, 
   LayerCost c;
   c.name = name;
   c.kernel = KernelClass::Elementwise;
+  c.op = KernelOp::CrossEntropy;
   // maximum, subtract, exp, sum
   c.flops_fwd = D(n) * u.exp + D(3 * n) * u.add;
   c.activation_buffer = D(n) * logit_size;  // exp(logits - max), kept for the backward

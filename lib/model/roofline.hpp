@@ -35,9 +35,10 @@ struct KernelSeconds {
 };
 
 // Whether the calibration times this pass (the others keep the kernel-class roofline).
-inline bool calibrated_op(KernelOp op, const KernelShape& shape) {
+inline bool calibrated_op(const kernels::Calibration& cal, KernelOp op, const KernelShape& shape) {
   if (op == KernelOp::Other) return false;
-  return (op != KernelOp::Gemm && op != KernelOp::Attention) || shape.rows > 0;
+  if (op == KernelOp::Gemm || op == KernelOp::Attention) return shape.rows > 0;
+  return cal.stream_fitted[static_cast<std::size_t>(kernels::stream_kind(op))];
 }
 
 // `pass`: kernels::kFwd or kBwd; `tflop` and `gigabytes` the reference's counts of the pass.
@@ -71,7 +72,7 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
       t.launch = m.launch_s;
       t.compute = tflop / system.vector_flops_fp16;
       t.memory = gigabytes / (system.hbm_bandwidth * m.bandwidth_fraction);
-      if (op == KernelOp::Norm) {
+      if (op == KernelOp::Norm || op == KernelOp::RmsNorm) {
         const double elements = static_cast<double>(s.rows) * static_cast<double>(s.depth);
         t.glue = cal.residual_glue_bytes[pass] * elements * 1e-9 / system.hbm_bandwidth;
       }

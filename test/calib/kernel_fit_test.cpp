@@ -75,7 +75,7 @@ TEST(KernelFit, RecoversKnownParametersFromSyntheticMeasurements) {
     expect_near_rel(got.attention[p].efficiency, want.attention[p].efficiency, "attention efficiency");
     EXPECT_EQ(got.attention[p].head_dim_half, want.attention[p].head_dim_half);
     expect_near_rel(got.attention[p].launch_s, want.attention[p].launch_s, "attention launch");
-    for (std::size_t k = 0; k < kernels::kStreamKindCount; ++k) {
+    for (std::size_t k = 0; k < kernels::kLayerStreamKinds; ++k) {
       SCOPED_TRACE(kernels::kStreamKindNames[k]);
       expect_near_rel(got.stream[k][p].bandwidth_fraction, want.stream[k][p].bandwidth_fraction, "bandwidth");
       expect_near_rel(got.stream[k][p].launch_s, want.stream[k][p].launch_s, "launch");

@@ -1,0 +1,30 @@
+#pragma once
+// The kernels of a training step beyond the reference's block (validation/gpu/h100_kernels.json):
+// each measured kernel costed as the model costs it, compared with its measurement (`validate
+// kernels`), and the calibration's parameters for them fitted (`validate fit-kernels
+// --kernel-measurements`).
+#include <vector>
+
+#include "calib/layer_validation.hpp"
+#include "calib/step_measurements.hpp"
+
+namespace perfsweep::calib {
+
+// Whether the model predicts this kind (fp8_gemm is read but not modelled).
+bool modelled_kernel(const KernelMeasurement& k);
+
+// [forward, backward] seconds of the kernel timed alone (backward 0 where there is none).
+std::array<double, 2> predict_kernel(const System& system, const KernelMeasurement& k);
+
+// One row per modelled kernel and pass (`layer` = its kind).
+std::vector<ValidationRow> validate_kernels(const System& system, const std::vector<KernelMeasurement>& kernels);
+
+// Fits, into `cal` (whose GEMM, attention and isolated_call_s come from the layer measurements),
+// the stream kinds rmsnorm, gated_activation, embedding, cross_entropy (the lm_head_loss time
+// less its GEMM), optimizer and cast, each pass with fit_line (launch 0 when the measured sizes
+// are too alike to tell a launch cost from a bandwidth), and the attention's
+// causal_efficiency from the causal attention kernels. GEMM and other kinds are compared, not
+// fitted. Kinds with no measurement stay unfitted (the roofline times them).
+void fit_step_kernels(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels);
+
+}  // namespace perfsweep::calib
