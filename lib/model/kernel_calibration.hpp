@@ -12,7 +12,8 @@
 
 namespace perfsweep {
 
-// What a layer pass executes, finer than its KernelClass: the shape-dependent GEMM and flash
+// What a layer pass executes: the one label of a layer's kernel. Its KernelClass (model/roofline.hpp:
+// kernel_class) picks the roofline's efficiencies; a kernel calibration times it finer: the shape-dependent GEMM and flash
 // attention models and, for the memory-bound kernels, one achieved bandwidth curve each. The
 // kinds after Softmax are the kernels of a training step beyond the reference's block (measured
 // in validation/gpu/h100_kernels.json): RMSNorm, SwiGLU's gate, the embedding lookup and its
@@ -25,7 +26,7 @@ enum class KernelOp : std::uint8_t {
   Dropout,
   Norm,
   Softmax,
-  Other,
+  Collective,  // all-to-all, data-parallel and pipeline transfers: the network model times them
   RmsNorm,
   GatedActivation,
   Embedding,

@@ -91,8 +91,8 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
     t_mem = k.memory;
     t_compute = k.total();
   } else {
-    p.comp = compute_seconds(s, c.kernel, flops);
-    t_mem = memory_seconds(s, c.kernel, mem);
+    p.comp = compute_seconds(s, kernel_class(c.op), flops);
+    t_mem = memory_seconds(s, kernel_class(c.op), mem);
     t_compute = std::max(p.comp, t_mem);
   }
   p.intensity = p.comp / t_mem;
@@ -228,7 +228,6 @@ LayerCost bias(const System& s, const char* name, I b, I l, I f, Split2 p) {
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Bias;
-  c.kernel = KernelClass::Elementwise;
   c.weights_mem = D(1 * f_local) * u.elem;
   c.flops_fwd = D(b * l_local) * (D(f_local) * u.add);
   c.mem_fwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
@@ -244,7 +243,6 @@ LayerCost activation(const System& s, const char* name, I m) {
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Activation;
-  c.kernel = KernelClass::Elementwise;
   c.flops_fwd = D(m) * u.mult * 8;
   const double act_in = D(m) * u.elem;
   const double act_out = D(m) * u.elem;
@@ -263,7 +261,6 @@ LayerCost gated_activation(const System& s, const char* name, I m) {
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.kernel = KernelClass::Elementwise;
   c.op = KernelOp::GatedActivation;
   c.flops_fwd = D(m) * u.mult * 5;
   c.activation_buffer = D(2 * m) * u.elem;
@@ -278,7 +275,6 @@ LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool r
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Dropout;
-  c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(m) * u.mult;
   double act_in = D(m) * u.elem;
@@ -299,7 +295,6 @@ LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, 
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Softmax;
-  c.kernel = KernelClass::Elementwise;
   c.recompute = recompute;
   c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
   const double buffer = D(n) * u.elem;
@@ -355,7 +350,6 @@ LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t,
   c.name = name;
   c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
   c.shape = {1, b * (l / m), e, 0};
-  c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l / m, e, u, norm);
   layer_norm_memory(c, b, l / m, e, u, norm);
   const double full = m > 1 ? D(b * l * e) * u.elem : 0.0;
@@ -374,7 +368,6 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2
   c.name = name;
   c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
   c.shape = {1, b * l_local, e / m1, 0};
-  c.kernel = KernelClass::Norm;
   layer_norm_flops(c, b, l_local, e_local, u, norm);
   layer_norm_memory(c, b, l_local, e_local, u, norm);
   // forward: the row statistics; backward: the weight gradients and the rows' reductions
@@ -500,7 +493,6 @@ LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, A
   c.name = name;
   c.op = KernelOp::Attention;
   c.shape = {bh, l, q, l, o.causal};
-  c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
   c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
   if (o.dropout) c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;  // dropout
@@ -549,7 +541,6 @@ LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, S
   c.name = name;
   c.op = KernelOp::Attention;
   c.shape = {bh, l_local, q, l, o.causal};
-  c.kernel = KernelClass::Attention;
   c.flops_fwd = dot_flops(bh * l_local * l, q, u);
   c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
   if (o.dropout) c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
@@ -592,7 +583,6 @@ LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local,
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.kernel = KernelClass::Elementwise;
   c.op = KernelOp::Embedding;
   c.weights_mem = D(v_local * e + position_rows * e) * u.elem;
   c.weights_grad_mem = c.weights_mem;
@@ -613,7 +603,7 @@ LayerCost all_to_all(const System& s, const char* name, I elements, I group, I f
   const Units u(s);
   LayerCost c;
   c.name = name;
-  c.kernel = KernelClass::Collective;
+  c.op = KernelOp::Collective;
   const double volume = D(elements) * u.elem;
   c.mem_fwd = 2 * volume;
   c.mem_bwd = 2 * volume;
@@ -641,7 +631,6 @@ LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, 
   const I n = tokens * v_local;
   LayerCost c;
   c.name = name;
-  c.kernel = KernelClass::Elementwise;
   c.op = KernelOp::CrossEntropy;
   // maximum, subtract, exp, sum
   c.flops_fwd = D(n) * u.exp + D(3 * n) * u.add;

@@ -37,8 +37,9 @@ enum class Overlap : std::uint8_t {
 
 struct LayerCost {
   const char* name = "";
-  KernelClass kernel = KernelClass::Gemm;  // how the roofline times it (model/roofline.hpp)
-  KernelOp op = KernelOp::Gemm;            // how a kernel calibration times it (model/kernel_calibration.hpp)
+  // the kernel it runs: its roofline class (model/roofline.hpp: kernel_class) and, with a kernel
+  // calibration, its calibrated model (model/kernel_calibration.hpp)
+  KernelOp op = KernelOp::Gemm;
   KernelShape shape;                       // GEMM and attention operands, for the calibration
   double flops_fwd = 0;          // TFLOP
   double mem_fwd = 0;            // GB moved through HBM

@@ -7,6 +7,27 @@
 
 namespace perfsweep {
 
+// The roofline class of a kernel: its efficiencies and launch cost in System::kernels.
+constexpr KernelClass kernel_class(KernelOp op) {
+  switch (op) {
+    case KernelOp::Gemm: return KernelClass::Gemm;
+    case KernelOp::Attention: return KernelClass::Attention;
+    case KernelOp::Norm:
+    case KernelOp::RmsNorm: return KernelClass::Norm;
+    case KernelOp::Optimizer: return KernelClass::Optimizer;
+    case KernelOp::Collective: return KernelClass::Collective;
+    case KernelOp::Bias:
+    case KernelOp::Activation:
+    case KernelOp::Dropout:
+    case KernelOp::Softmax:
+    case KernelOp::GatedActivation:
+    case KernelOp::Embedding:
+    case KernelOp::CrossEntropy:
+    case KernelOp::Cast: return KernelClass::Elementwise;
+  }
+  return KernelClass::Elementwise;
+}
+
 // GEMMs and attention use the tensor-core peak (matrix_flops_fp16), the others the vector peak.
 constexpr bool uses_tensor_cores(KernelClass k) { return k == KernelClass::Gemm || k == KernelClass::Attention; }
 
@@ -36,7 +57,7 @@ struct KernelSeconds {
 
 // Whether the calibration times this pass (the others keep the kernel-class roofline).
 inline bool calibrated_op(const kernels::Calibration& cal, KernelOp op, const KernelShape& shape) {
-  if (op == KernelOp::Other) return false;
+  if (op == KernelOp::Collective) return false;
   if (op == KernelOp::Gemm || op == KernelOp::Attention) return shape.rows > 0;
   return cal.stream_fitted[static_cast<std::size_t>(kernels::stream_kind(op))];
 }

@@ -16,8 +16,7 @@ constexpr double D(I v) { return static_cast<double>(v); }
 LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommType bwd_type, I group, I fast) {
   LayerResult r;
   r.cost.name = name;
-  r.cost.kernel = KernelClass::Collective;
-  r.cost.op = KernelOp::Other;
+  r.cost.op = KernelOp::Collective;
   r.cost.comm_fwd.items[0] = {volume, fwd_type, group, fast};
   r.cost.comm_bwd.items[0] = {volume, bwd_type, group, fast};
   return r;

@@ -93,7 +93,7 @@ TEST(TimeLayer, RecomputeAddsTheForwardToTheBackward) {
 // A layer without collectives: the default pass has one empty collective, which costs nothing.
 TEST(TimeLayer, NoCollectiveNoCommunication) {
   LayerCost c;
-  c.kernel = KernelClass::Elementwise;
+  c.op = KernelOp::Bias;  // an elementwise kernel
   c.flops_fwd = 8;  // vector units: 2e-5 + 1
   c.mem_fwd = 1;    // 0.001 s
   const LayerResult r = time_layer(round_system(), c);
