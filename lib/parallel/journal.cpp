@@ -284,7 +284,15 @@ void Journal::append(std::size_t target, const TargetResult& r) {
   rec += payload;
   put(rec, record_checksum(fingerprint_hash_, payload));
   write_all(fd_, rec, path_);
+  unsynced_ = true;
+  if (std::chrono::steady_clock::now() - last_sync_ >= kSyncInterval) sync();
+}
+
+void Journal::sync() {
+  if (!unsynced_ || fd_ < 0) return;
   if (::fsync(fd_) != 0) throw_errno("cannot sync journal", path_);
+  unsynced_ = false;
+  last_sync_ = std::chrono::steady_clock::now();
 }
 
 void Journal::remove() {

@@ -5,6 +5,7 @@
 // checksummed and fsync'ed before it counts. On resume, damaged or foreign records anywhere in
 // the file are dropped and counted, the intact ones kept, and the journal rewritten without them.
 // The journal and its lock must be regular files: symlinks, FIFOs and devices are refused.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -55,7 +56,14 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
+  // Writes the record at once (a killed process loses nothing written); flushes it to the disk
+  // when the last flush is kSyncInterval old, so a sweep of many quick targets does not wait on
+  // one fsync each (a power failure loses at most that interval's records, which a resumed run
+  // searches again; a torn record fails its checksum).
   void append(std::size_t target, const TargetResult& result);
+  // Flushes what was appended to the disk.
+  void sync();
+  static constexpr std::chrono::milliseconds kSyncInterval{500};
   // Closes and deletes the journal (the run's output is complete).
   void remove();
 
@@ -67,6 +75,8 @@ class Journal {
   std::string path_;
   std::uint64_t fingerprint_hash_ = 0;
   int fd_ = -1;
+  bool unsynced_ = false;
+  std::chrono::steady_clock::time_point last_sync_{};
   JournalScan scan_;
 };
 

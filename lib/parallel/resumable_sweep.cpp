@@ -395,6 +395,13 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
     };
   }
   sweep.run(comm, thread_level, cb);
+  if (journal && !journal_error) {
+    try {
+      journal->sync();
+    } catch (const std::exception& e) {
+      journal_error = e.what();
+    }
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (rank != 0) return;
 
