@@ -35,6 +35,9 @@ class Handle {
 // Creates a new file (fails if `path` exists). Closing it closes every object still open in it.
 Handle create_file(const std::string& path);
 Handle open_file(const std::string& path, bool writable = false);
+// An object creation property list (file, group, dataset) without modification times, so the
+// same results give the same file, byte for byte.
+Handle untimed(hid_t property_class);
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& name);
