@@ -10,7 +10,7 @@ looser bounds docs/validation.md states (the figures themselves are printed):
   vTrain: MAPE < 10% on held-out runs (issue; tested as is);
   nanotron: OOM vs fits right for >= 95% of Success and OOM runs, median allocated-memory error
       < 10% on successes (issue; tested as is); median throughput error < 15% (issue); tested:
-      < 250%.
+      < 70%. Every third nanotron run (by file order) fits the cluster's network and is held out.
 The stderr summary must agree with the CSV.
 
 usage: test_validate_clusters.py VALIDATE SOURCE_DIR
@@ -110,12 +110,16 @@ def nanotron(validate, data):
     expected = ["id", "quantity", "measured", "predicted", "rel_err", "fit", "status_measured", "fits_predicted",
                 "measured_mem_gb", "predicted_mem_gb"]
     check(list(rows[0].keys())[:10] == expected, "nanotron: columns")
-    check(len(rows) == 4104 and all(r["fit"] == "0" for r in rows), "nanotron: 4104 runs, none fitted")
-    success = [r for r in rows if r["status_measured"] == "Success"]
-    check(all(r["measured"] != "" for r in success), "nanotron: successes have a measured throughput")
+    check(len(rows) == 4104, "nanotron: 4104 runs")
+    fit = [i for i, r in enumerate(rows) if r["fit"] == "1"]
+    check(fit == list(range(0, 4104, 3)), "nanotron: every third run by file order fits the network")
+    check(all(r["measured"] != "" for r in rows if r["status_measured"] == "Success"),
+          "nanotron: successes have a measured throughput")
     check(all(r["measured"] == "" for r in rows if r["status_measured"] != "Success"),
           "nanotron: other runs have none")
-    judged = [r for r in rows if r["status_measured"] in ("Success", "OOM")]
+    held = [r for r in rows if r["fit"] == "0"]
+    success = [r for r in held if r["status_measured"] == "Success"]
+    judged = [r for r in held if r["status_measured"] in ("Success", "OOM")]
     right = sum((r["fits_predicted"] == "1") == (r["status_measured"] == "Success") for r in judged)
     accuracy = right / len(judged)
     e = errors(success)
@@ -126,7 +130,15 @@ def nanotron(validate, data):
           f"{median:.2%}; allocated memory n={len(mem)} median |err| {mem_median:.2%}")
     check(accuracy >= 0.95, "nanotron: OOM accuracy >= 95% (issue)")
     check(mem_median < 0.10, "nanotron: median allocated-memory error < 10% (issue)")
-    check(median < 2.5, "nanotron: median throughput error < 250% (documented bound; issue: 15%)")
+    check(median < 0.65, "nanotron: median throughput error < 65% (documented bound; issue: 15%)")
+    # The subsets docs/validation.md reports: runs on one node, and all but the pipelined runs the
+    # file marks as run before nanotron's pipeline fix (after_pp_fix False, pp > 1).
+    with open(os.path.join(data, FILES["nanotron"]), newline="") as f:
+        source = {r["job_id"]: r for r in csv.DictReader(f)}
+    one_node = errors([r for r in success if float(source[r["id"]]["nodes"]) == 1])
+    fixed = errors([r for r in success if source[r["id"]]["after_pp_fix"] == "True" or source[r["id"]]["pp"] == "1"])
+    print(f"nanotron: throughput median |err| one node n={len(one_node)} {statistics.median(one_node):.2%}; "
+          f"without the runs before the pipeline fix n={len(fixed)} {statistics.median(fixed):.2%}")
     s = summary[("nanotron", "held_out")]
     check(int(s["oom_judged"]) == len(judged) and int(s["oom_right"]) == right and
           agrees(summary, "nanotron", "median_abs_rel_err", median) and
