@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     calib::RunSet set;
     CLI::App* cmd;
     std::string file, system;
-    bool spec_network = false;
+    bool unfitted = false;
   };
   std::vector<RunSetCommand> run_sets;
   for (calib::RunSet set : {calib::RunSet::Megatron, calib::RunSet::Vtrain, calib::RunSet::Nanotron}) {
@@ -92,9 +92,9 @@ int main(int argc, char** argv) {
     c.cmd->add_option("--system", c.system,
                       std::string("system (name or YAML path; default ") + calib::default_system_file(c.set) + ")");
     if (c.set == calib::RunSet::Nanotron) {
-      c.cmd->add_flag("--spec-network", c.spec_network,
-                      "the system's network as it is (default: the bus bandwidth the cluster measured at each job "
-                      "size, medians over the fit runs)");
+      c.cmd->add_flag("--unfitted", c.unfitted,
+                      "the system as it is (default: the network the cluster measured at each job size and the "
+                      "compute scale, both fitted on the fit runs)");
     }
   }
 
@@ -138,10 +138,10 @@ int main(int argc, char** argv) {
       const System system =
           load_system_named(c.system.empty() ? std::string(calib::default_system_file(c.set)) : c.system);
       const auto runs = calib::read_cluster_runs(c.set, c.file);
-      const auto rows = calib::validate_runs(system, runs, c.spec_network);
+      const auto rows = calib::validate_runs(system, runs, c.unfitted);
       std::cout << calib::runs_csv(c.set, rows);
       std::cerr << calib::runs_summary(c.set, rows);
-      if (c.set == calib::RunSet::Nanotron && !c.spec_network) {
+      if (c.set == calib::RunSet::Nanotron && !c.unfitted) {
         const calib::ClusterNetwork net = calib::fit_cluster_network(runs);
         std::string line = "# network: all-reduce bus bandwidth by job nodes (median over fit runs):";
         for (std::size_t i = 0; i < net.nodes.size(); ++i) {

@@ -217,6 +217,26 @@ std::optional<I> gqa_from_name(const std::string& name) {
   return v;
 }
 
+// Narayanan et al. (2021) Table 1 gives no micro-batch and no interleaving; Megatron-LM's script
+// for the table (examples/sc21/run_table_1.sh) sets them per model, found here by hidden size:
+// the micro-batch, the layers per virtual pipeline stage (0: no interleaving) and whether the run
+// used Megatron's local DDP (DDP=local: gradients reduced after the backward) or PyTorch's.
+struct Table1Settings {
+  I hidden, micro_batch, layers_per_virtual_stage;
+  bool local_ddp;
+};
+constexpr Table1Settings kNarayananTable1[] = {
+    {2304, 16, 0, false}, {3072, 16, 0, false}, {4096, 16, 0, false}, {6144, 8, 0, false},
+    {8192, 4, 0, true},   {10240, 2, 5, true},  {12288, 2, 5, true},  {16384, 1, 3, true},
+    {20480, 1, 1, true},  {25600, 1, 0, true},
+};
+std::optional<Table1Settings> narayanan_table1_settings(I hidden) {
+  for (const Table1Settings& t : kNarayananTable1) {
+    if (t.hidden == hidden) return t;
+  }
+  return std::nullopt;
+}
+
 ClusterRun base_run(const Columns::Row& row, RunSet set) {
   ClusterRun run;
   run.line = row.line();
@@ -333,8 +353,20 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     const I n = row.count(gpus);
     if (n % (c.tensor.tp1 * c.pp) != 0) row.fail(gpus, "not a multiple of tp x pp = " + std::to_string(c.tensor.tp1 * c.pp));
     c.dp = n / (c.tensor.tp1 * c.pp);
-    c.mbs = row.empty(mb) ? 1 : row.count(mb);  // 1 where the table gives none (Narayanan's Table 1)
+    c.mbs = row.empty(mb) ? 1 : row.count(mb);
     c.exec.interleave = row.count(il);
+    // Where the table gives no micro-batch (Narayanan's Table 1): the micro-batch and interleaving
+    // of Megatron-LM's script for the table, else a micro-batch of 1 and the file's interleave.
+    if (row.empty(mb)) {
+      if (const auto t1 = narayanan_table1_settings(row.count(hidden)); t1 && run.group == "narayanan2021_table1") {
+        c.mbs = t1->micro_batch;
+        c.exec.dp_after_backward = t1->local_ddp;
+        const I per_stage = row.count(layers) / c.pp;
+        if (t1->layers_per_virtual_stage > 0 && per_stage % t1->layers_per_virtual_stage == 0) {
+          c.exec.interleave = per_stage / t1->layers_per_virtual_stage;
+        }
+      }
+    }
     try {
       c.exec.recompute = parse_recompute(rc_text, "recompute");
     } catch (const InputError&) {
@@ -345,6 +377,7 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     c.exec.params = ParamLayout::Megatron;
     c.attention.flash = false;  // Megatron's fused softmax, before flash attention
     c.exec.p2p_scatter_gather = true;
+    c.exec.sp_backward_gather = true;  // sequence parallelism re-gathers a projection's input
     run.global_batch = row.count(gb);
     run.model = megatron_gpt(run.group + "-" + format_number(billions) + "B", row.count(seq), row.count(hidden),
                              row.count(heads), row.count(layers), row.count(vocab));
@@ -690,11 +723,11 @@ ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<Clu
   return fit;
 }
 
-std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool spec_network) {
+std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool unfitted) {
   const bool nanotron = !runs.empty() && runs.front().state_memory == StateMemory::Nanotron;
-  const ClusterNetwork network = spec_network || !nanotron ? ClusterNetwork{} : fit_cluster_network(runs);
+  const ClusterNetwork network = unfitted || !nanotron ? ClusterNetwork{} : fit_cluster_network(runs);
   System costed = system;
-  if (nanotron && !spec_network && system.kernel_calibration != nullptr) {
+  if (nanotron && !unfitted && system.kernel_calibration != nullptr) {
     const double compute = fit_one_node_compute(system, runs).compute;
     costed.kernel_calibration =
         std::make_shared<const kernels::Calibration>(scale_calibration(*system.kernel_calibration, {compute, 1}));

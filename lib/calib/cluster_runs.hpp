@@ -150,9 +150,9 @@ struct RunResult {
 
 // Every run predicted; a nanotron set's runs on the network fitted on its fit runs
 // (fit_cluster_network) and with the compute scale fitted on its one-node fit runs
-// (fit_one_node_compute), unless `spec_network`, which keeps the system as it is.
+// (fit_one_node_compute), unless `unfitted`, which keeps the system as it is.
 std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs,
-                                     bool spec_network = false);
+                                     bool unfitted = false);
 
 // CSV: id,quantity,measured,predicted,rel_err,fit and, for nanotron,
 // status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb (empty where there is no value).

@@ -365,7 +365,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   const I seqp = optimizer_shards_beyond_dp(plan, c);
   const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, data_parallel_traffic(c.exec));
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, !c.exec.dp_after_backward,
+                             data_parallel_traffic(c.exec));
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);

@@ -65,8 +65,18 @@ TEST(ClusterRuns, MegatronColumns) {
   EXPECT_EQ(n.quantity, Quantity::TflopsPerGpu);
   EXPECT_DOUBLE_EQ(n.measured, 163);
   EXPECT_EQ(n.layout.dp, 3072 / (8 * 64));
-  EXPECT_EQ(n.layout.mbs, 1);  // not in the table
+  EXPECT_EQ(n.layout.mbs, 1);  // not in the table: Megatron-LM's examples/sc21/run_table_1.sh
   EXPECT_EQ(n.global_batch, 3072);
+  EXPECT_EQ(n.layout.exec.interleave, 1);
+  EXPECT_TRUE(n.layout.exec.dp_after_backward);  // DDP=local
+  const ClusterRun& small = by_id(runs, "narayanan-1.7B");
+  EXPECT_EQ(small.layout.mbs, 16);
+  EXPECT_FALSE(small.layout.exec.dp_after_backward);  // DDP=torch
+  const ClusterRun& mid = by_id(runs, "narayanan-76.1B");
+  EXPECT_EQ(mid.layout.mbs, 2);
+  EXPECT_EQ(mid.layout.exec.interleave, 3);  // 15 layers a stage, 5 a virtual stage
+  EXPECT_TRUE(k.layout.exec.sp_backward_gather);
+  EXPECT_FALSE(k.layout.exec.dp_after_backward);
   for (const ClusterRun& r : runs) EXPECT_FALSE(r.fit) << r.id;
 }
 

@@ -6,11 +6,11 @@ from the measured and predicted values, and the summary figures recomputed on th
 looser bounds docs/validation.md states (the figures themselves are printed):
 
   Korthikanti Table 5 and Narayanan Table 1: average |error| < 3%, worst < 8% (issue); tested:
-      average < 6%, worst < 15%;
+      Korthikanti average < 4.5%, worst < 10.5%; Narayanan average < 7.5%, worst < 14%;
   vTrain: MAPE < 10% on held-out runs (issue; tested as is);
   nanotron: OOM vs fits right for >= 95% of Success and OOM runs, median allocated-memory error
       < 10% on successes (issue; tested as is); median throughput error < 15% (issue); tested:
-      < 70%. Every third nanotron run (by file order) fits the cluster's network and is held out.
+      < 65%. Every third nanotron run (by file order) fits the cluster's network and is held out.
 The stderr summary must agree with the CSV.
 
 usage: test_validate_clusters.py VALIDATE SOURCE_DIR
@@ -76,15 +76,17 @@ def megatron(validate, data):
     summary = summary_rows(err)
     assert list(rows[0].keys())[:6] == ["id", "quantity", "measured", "predicted", "rel_err", "fit"], rows[0]
     assert all(r["fit"] == "0" for r in rows)
-    for group, prefix, quantity, count in [("korthikanti2022_table5", "korthikanti-", "iteration_s", 8),
-                                           ("narayanan2021_table1", "narayanan-", "tflops_per_gpu", 10)]:
+    for group, prefix, quantity, count, bound_mean, bound_worst in [
+            ("korthikanti2022_table5", "korthikanti-", "iteration_s", 8, 0.045, 0.105),
+            ("narayanan2021_table1", "narayanan-", "tflops_per_gpu", 10, 0.075, 0.14)]:
         part = [r for r in rows if r["id"].startswith(prefix)]
         assert len(part) == count and all(r["quantity"] == quantity for r in part), part
         e = errors(part)
         mean, worst = sum(e) / len(e), max(e)
         print(f"{group}: n={len(e)} mean |err| {mean:.2%} worst {worst:.2%} (issue: < 3%, < 8%)")
         check(len(e) == count, f"{group}: every run predicted")
-        check(mean < 0.06 and worst < 0.15, f"{group}: mean < 6% and worst < 15% (documented bound)")
+        check(mean < bound_mean and worst < bound_worst,
+              f"{group}: mean < {bound_mean:.1%} and worst < {bound_worst:.1%} (documented bound)")
         check(agrees(summary, group, "mean_abs_rel_err", mean) and agrees(summary, group, "max_abs_rel_err", worst),
               f"{group}: stderr summary agrees")
 
