@@ -89,22 +89,27 @@ def main():
         ax.legend(fontsize=7, loc="upper left")
     else:
         ax, mem = axes
-        success = [r for r in rows if r["status_measured"] == "Success"]
+        success = [r for r in rows if r["status_measured"] == "Success" and r["fit"] == "0"]
+        fitted = [r for r in rows if r["status_measured"] == "Success" and r["fit"] == "1"]
         measured = [value(r["measured"]) for r in success]
         predicted = [value(r["predicted"]) for r in success]
-        ax.scatter(measured, predicted, s=5, alpha=0.4, color="tab:blue")
+        ax.scatter([value(r["measured"]) for r in fitted], [value(r["predicted"]) for r in fitted], s=5, alpha=0.4,
+                   facecolors="none", edgecolors="tab:blue", label="fit (every third run)")
+        ax.scatter(measured, predicted, s=5, alpha=0.4, color="tab:blue", label="held out")
         diagonal(ax, measured + predicted, log=True)
         ax.set_xlabel("measured tokens/s per GPU")
         ax.set_ylabel("predicted tokens/s per GPU")
-        ax.set_title("nanotron on H100 (successful runs)\n" + summary(value(r["rel_err"]) for r in success),
+        ax.set_title("nanotron on H100 (successful held-out runs)\n" + summary(value(r["rel_err"]) for r in success),
                      fontsize=8)
+        ax.legend(fontsize=7, loc="upper left")
         mm = [value(r["measured_mem_gb"]) for r in success]
         pm = [value(r["predicted_mem_gb"]) for r in success]
         mem.scatter(mm, pm, s=5, alpha=0.5, color="tab:green")
         diagonal(mem, mm + pm, log=True)
         mem.set_xlabel("measured allocated memory (GiB)")
         mem.set_ylabel("predicted allocated memory (GiB)")
-        judged = [r for r in csv.DictReader(open(a.csv)) if r["status_measured"] in ("Success", "OOM")]
+        judged = [r for r in csv.DictReader(open(a.csv))
+                  if r["status_measured"] in ("Success", "OOM") and r["fit"] == "0"]
         right = sum((r["fits_predicted"] == "1") == (r["status_measured"] == "Success") for r in judged)
         mem.set_title(f"allocated memory: {summary(b / m - 1 for m, b in zip(mm, pm))}\n"
                       f"OOM vs fits right: {right}/{len(judged)} = {right / len(judged):.1%}", fontsize=8)

@@ -118,10 +118,11 @@ int main(int argc, char** argv) {
     calib::RunSet set;
     CLI::App* cmd;
     std::string file, system;
+    bool unfitted = false;
   };
   std::vector<RunSetCommand> run_sets;
   for (calib::RunSet set : {calib::RunSet::Megatron, calib::RunSet::Vtrain, calib::RunSet::Nanotron}) {
-    run_sets.push_back({set, nullptr, "", ""});
+    run_sets.push_back({set, nullptr, "", "", false});
   }
   for (RunSetCommand& c : run_sets) {
     c.cmd = app.add_subcommand(calib::run_set_name(c.set),
@@ -130,6 +131,11 @@ int main(int argc, char** argv) {
     c.cmd->add_option("--measurements,-m", c.file, "the set's CSV (docs/validation.md)")->required();
     c.cmd->add_option("--system", c.system,
                       std::string("system (name or YAML path; default ") + calib::default_system_file(c.set) + ")");
+    if (c.set == calib::RunSet::Nanotron) {
+      c.cmd->add_flag("--unfitted", c.unfitted,
+                      "the system as it is (default: the network the cluster measured at each job size and the "
+                      "compute scale, both fitted on the fit runs)");
+    }
   }
 
   std::string cluster_set, cluster_file, cluster_system, cluster_kernels, cluster_out;
@@ -171,9 +177,22 @@ int main(int argc, char** argv) {
       if (!c.cmd->parsed()) continue;
       const System system =
           load_system_named(c.system.empty() ? std::string(calib::default_system_file(c.set)) : c.system);
-      const auto rows = calib::validate_runs(system, calib::read_cluster_runs(c.set, c.file));
+      const auto runs = calib::read_cluster_runs(c.set, c.file);
+      const auto rows = calib::validate_runs(system, runs, c.unfitted);
       std::cout << calib::runs_csv(c.set, rows);
       std::cerr << calib::runs_summary(c.set, rows);
+      if (c.set == calib::RunSet::Nanotron && !c.unfitted) {
+        const calib::ClusterNetwork net = calib::fit_cluster_network(runs);
+        std::string line = "# network: all-reduce bus bandwidth by job nodes (median over fit runs):";
+        for (std::size_t i = 0; i < net.nodes.size(); ++i) {
+          line += fmt::format(" {}:{:.1f}GB/s({})", net.nodes[i], net.allreduce_bus_GBps[i], net.runs[i]);
+        }
+        std::cerr << line << "\n";
+        const calib::ComputeScaleFit compute = calib::fit_one_node_compute(system, runs);
+        std::cerr << fmt::format(
+            "# compute: kernel efficiencies x {:.2f} (median |rel err| of {} one-node fit runs {:.4f} -> {:.4f})\n",
+            compute.compute, compute.runs, compute.median_abs_before, compute.median_abs_after);
+      }
       return 0;
     }
     if (layers->parsed()) {

@@ -217,6 +217,26 @@ std::optional<I> gqa_from_name(const std::string& name) {
   return v;
 }
 
+// Narayanan et al. (2021) Table 1 gives no micro-batch and no interleaving; Megatron-LM's script
+// for the table (examples/sc21/run_table_1.sh) sets them per model, found here by hidden size:
+// the micro-batch, the layers per virtual pipeline stage (0: no interleaving) and whether the run
+// used Megatron's local DDP (DDP=local: gradients reduced after the backward) or PyTorch's.
+struct Table1Settings {
+  I hidden, micro_batch, layers_per_virtual_stage;
+  bool local_ddp;
+};
+constexpr Table1Settings kNarayananTable1[] = {
+    {2304, 16, 0, false}, {3072, 16, 0, false}, {4096, 16, 0, false}, {6144, 8, 0, false},
+    {8192, 4, 0, true},   {10240, 2, 5, true},  {12288, 2, 5, true},  {16384, 1, 3, true},
+    {20480, 1, 1, true},  {25600, 1, 0, true},
+};
+std::optional<Table1Settings> narayanan_table1_settings(I hidden) {
+  for (const Table1Settings& t : kNarayananTable1) {
+    if (t.hidden == hidden) return t;
+  }
+  return std::nullopt;
+}
+
 ClusterRun base_run(const Columns::Row& row, RunSet set) {
   ClusterRun run;
   run.line = row.line();
@@ -333,8 +353,20 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     const I n = row.count(gpus);
     if (n % (c.tensor.tp1 * c.pp) != 0) row.fail(gpus, "not a multiple of tp x pp = " + std::to_string(c.tensor.tp1 * c.pp));
     c.dp = n / (c.tensor.tp1 * c.pp);
-    c.mbs = row.empty(mb) ? 1 : row.count(mb);  // 1 where the table gives none (Narayanan's Table 1)
+    c.mbs = row.empty(mb) ? 1 : row.count(mb);
     c.exec.interleave = row.count(il);
+    // Where the table gives no micro-batch (Narayanan's Table 1): the micro-batch and interleaving
+    // of Megatron-LM's script for the table, else a micro-batch of 1 and the file's interleave.
+    if (row.empty(mb)) {
+      if (const auto t1 = narayanan_table1_settings(row.count(hidden)); t1 && run.group == "narayanan2021_table1") {
+        c.mbs = t1->micro_batch;
+        c.exec.dp_after_backward = t1->local_ddp;
+        const I per_stage = row.count(layers) / c.pp;
+        if (t1->layers_per_virtual_stage > 0 && per_stage % t1->layers_per_virtual_stage == 0) {
+          c.exec.interleave = per_stage / t1->layers_per_virtual_stage;
+        }
+      }
+    }
     try {
       c.exec.recompute = parse_recompute(rc_text, "recompute");
     } catch (const InputError&) {
@@ -345,6 +377,7 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     c.exec.params = ParamLayout::Megatron;
     c.attention.flash = false;  // Megatron's fused softmax, before flash attention
     c.exec.p2p_scatter_gather = true;
+    c.exec.sp_backward_gather = true;  // sequence parallelism re-gathers a projection's input
     run.global_batch = row.count(gb);
     run.model = megatron_gpt(run.group + "-" + format_number(billions) + "B", row.count(seq), row.count(hidden),
                              row.count(heads), row.count(layers), row.count(vocab));
@@ -415,6 +448,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
                     heads = cols.need("num_heads"), kv = cols.need("num_kv_heads"), vocab = cols.need("vocab_size"),
                     tie = cols.need("tie_word_embeddings"), zero = cols.need("zero_stage"),
                     fp32_acc = cols.need("accumulate_grad_in_fp32"), status = cols.need("status");
+  const std::optional<std::size_t> allreduce_bw = cols.find("AllReduce (GB/s)");
   std::vector<ClusterRun> runs;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const Columns::Row row = cols.row(r);
@@ -427,7 +461,8 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
     c.tensor.tp1 = row.count(tp);
     c.dp = row.count(dp);
     c.pp = row.count(pp);
-    const I gpus = row.count(nodes) * 8;
+    run.nodes = row.count(nodes);
+    const I gpus = run.nodes * 8;
     if (gpus != c.n_gpus()) row.fail(nodes, "8 GPUs a node make " + std::to_string(gpus) + ", not dp x tp x pp = " +
                                               std::to_string(c.n_gpus()));
     c.mbs = row.count(mbs);
@@ -475,6 +510,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
       run.measured = row.positive(tokens);
       run.measured_mem_gb = row.positive(mem);
     }
+    if (allreduce_bw && !row.empty(*allreduce_bw)) run.cluster_allreduce_GBps = row.positive(*allreduce_bw);
     place_megatron_order(c, 8);
     runs.push_back(std::move(run));
   }
@@ -493,7 +529,7 @@ std::vector<ClusterRun> read_cluster_runs(RunSet set, const std::filesystem::pat
 }
 
 void mark_fit_runs(RunSet set, std::vector<ClusterRun>& runs) {
-  if (set != RunSet::Vtrain) return;
+  if (set == RunSet::Megatron) return;
   for (std::size_t i = 0; i < runs.size(); ++i) runs[i].fit = i % 3 == 0;
 }
 
@@ -555,8 +591,41 @@ double megatron_model_flops(const Transformer& m, I global_batch) {
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
-RunPrediction predict_run(const System& system, const ClusterRun& run) {
+double ClusterNetwork::bus_GBps(I job_nodes) const {
+  const std::size_t n = nodes.size();
+  if (n == 0) return kNoValue;
+  if (n == 1 || job_nodes <= nodes.front()) return allreduce_bus_GBps.front();
+  std::size_t hi = 1;
+  while (hi + 1 < n && nodes[hi] < job_nodes) ++hi;
+  const double x0 = std::log(D(nodes[hi - 1])), x1 = std::log(D(nodes[hi]));
+  const double y0 = std::log(allreduce_bus_GBps[hi - 1]), y1 = std::log(allreduce_bus_GBps[hi]);
+  return std::exp(y0 + (y1 - y0) * (std::log(D(job_nodes)) - x0) / (x1 - x0));
+}
+
+ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs) {
+  std::map<I, std::vector<double>> by_nodes;
+  for (const ClusterRun& r : runs) {
+    if (r.fit && r.nodes > 1 && std::isfinite(r.cluster_allreduce_GBps)) by_nodes[r.nodes].push_back(r.cluster_allreduce_GBps);
+  }
+  ClusterNetwork net;
+  for (auto& [nodes, values] : by_nodes) {
+    std::sort(values.begin(), values.end());
+    const std::size_t k = values.size();
+    net.nodes.push_back(nodes);
+    net.allreduce_bus_GBps.push_back(k % 2 ? values[k / 2] : 0.5 * (values[k / 2 - 1] + values[k / 2]));
+    net.runs.push_back(k);
+  }
+  return net;
+}
+
+RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network) {
   RunPrediction p;
+  // A multi-node job's network at the bus bandwidth its cluster reaches at that many nodes.
+  System system = cluster;
+  const I job_nodes = run.layout.n_gpus() / std::max<I>(1, cluster.nvlink_size);
+  if (network != nullptr && !network->empty() && job_nodes > 1 && cluster.ib_eff > 0) {
+    system.ib_bandwidth = network->bus_GBps(job_nodes) / D(cluster.nvlink_size) / cluster.ib_eff;
+  }
   // nanotron splits the layers unevenly (nanotron_stage_layers); the stage with the most
   // layers bounds the pipeline's time, so every stage is costed with that many.
   Transformer costed = run.model;
@@ -572,7 +641,22 @@ RunPrediction predict_run(const System& system, const ClusterRun& run) {
     p.error = e.what();
     return p;
   }
-  const double t = ev.totals.t;
+  double t = ev.totals.t;
+  if (run.state_memory == StateMemory::Nanotron && run.layout.pp > 1 && run.model.vocab_size > 0) {
+    // The stages' own layer counts bound the step: the fullest stage's layers alone (a stage
+    // without the model's ends; the embedding's lookup is a small part of the first) and the last
+    // stage's layers with the LM head and loss, the slower of the two.
+    try {
+      Transformer inner = costed;
+      inner.vocab_size = 0;
+      Transformer last = run.model;
+      last.depth = run.layout.pp * stage_layers.back();
+      const double t_inner = evaluate(system, inner, run.layout, run.global_batch).totals.t;
+      const double t_last = stage_layers.back() > 0 ? evaluate(system, last, run.layout, run.global_batch).totals.t : 0;
+      t = std::max(t_inner, t_last);
+    } catch (const ConfigError&) {
+    }
+  }
   const double gpus = D(run.layout.n_gpus());
   p.iteration_s = t;
   switch (run.quantity) {
@@ -605,10 +689,52 @@ RunPrediction predict_run(const System& system, const ClusterRun& run) {
 
 bool RunResult::has_error() const { return std::isfinite(run.measured) && std::isfinite(prediction.predicted); }
 
-std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs) {
+ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs) {
+  ComputeScaleFit fit;
+  if (system.kernel_calibration == nullptr) return fit;
+  std::vector<const ClusterRun*> one_node;
+  for (const ClusterRun& r : runs) {
+    if (r.fit && std::isfinite(r.measured) && r.layout.n_gpus() <= system.nvlink_size) one_node.push_back(&r);
+  }
+  const kernels::Calibration base = *system.kernel_calibration;
+  const auto median_abs = [&](double compute) {
+    System s = system;
+    s.kernel_calibration = std::make_shared<const kernels::Calibration>(scale_calibration(base, {compute, 1}));
+    std::vector<double> errs;
+    for (const ClusterRun* r : one_node) {
+      const RunPrediction p = predict_run(s, *r);
+      if (std::isfinite(p.predicted)) errs.push_back(std::abs(p.predicted / r->measured - 1));
+    }
+    std::sort(errs.begin(), errs.end());
+    const std::size_t n = errs.size();
+    const double m = n == 0 ? kNoValue : n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    return std::pair{m, n};
+  };
+  std::tie(fit.median_abs_before, fit.runs) = median_abs(1);
+  if (fit.runs == 0) return fit;
+  fit.median_abs_after = fit.median_abs_before;
+  for (int c = 50; c <= 150; ++c) {
+    const double err = median_abs(c / 100.0).first;
+    if (err < fit.median_abs_after) {
+      fit.median_abs_after = err;
+      fit.compute = c / 100.0;
+    }
+  }
+  return fit;
+}
+
+std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool unfitted) {
+  const bool nanotron = !runs.empty() && runs.front().state_memory == StateMemory::Nanotron;
+  const ClusterNetwork network = unfitted || !nanotron ? ClusterNetwork{} : fit_cluster_network(runs);
+  System costed = system;
+  if (nanotron && !unfitted && system.kernel_calibration != nullptr) {
+    const double compute = fit_one_node_compute(system, runs).compute;
+    costed.kernel_calibration =
+        std::make_shared<const kernels::Calibration>(scale_calibration(*system.kernel_calibration, {compute, 1}));
+  }
   std::vector<RunResult> out;
   out.reserve(runs.size());
-  for (const ClusterRun& r : runs) out.push_back({r, predict_run(system, r)});
+  for (const ClusterRun& r : runs) out.push_back({r, predict_run(costed, r, &network)});
   return out;
 }
 

@@ -49,6 +49,10 @@ struct ClusterRun {
   double measured_mem_gb = kNoValue; // nanotron: allocated memory as the file gives it (GiB)
   bool fit = false;                  // used to fit something (then left out of held-out figures)
   StateMemory state_memory = StateMemory::Model;
+  // nanotron: the bus bandwidth of an all-reduce over all the job's GPUs, measured on the cluster
+  // at the job's start ("AllReduce (GB/s)"; NaN where the file has none).
+  double cluster_allreduce_GBps = kNoValue;
+  std::int64_t nodes = 0;            // nanotron: the job's nodes
 };
 
 // Readers, one per format (docs/validation.md lists the columns each needs and the values that
@@ -65,9 +69,9 @@ void place_megatron_order(Layout& layout, std::int64_t node);
 // The system each set ran on: a name of systems/ (selene_a100, vtrain_a100, hf_h100).
 const char* default_system_file(RunSet set);
 
-// Flags the runs used to fit (`fit`): the A100 kernel calibration's two scales are fitted on
-// every third vTrain run by file order (the 1st, 4th, 7th, ...), a choice fixed before any error
-// was seen; no Megatron or nanotron run is used to fit anything.
+// Flags the runs used to fit (`fit`), every third run by file order (the 1st, 4th, 7th, ...), a
+// choice fixed before any error was seen: of vTrain, the A100 kernel calibration's two scales; of
+// nanotron, the cluster's network (fit_cluster_network); no Megatron run fits anything.
 void mark_fit_runs(RunSet set, std::vector<ClusterRun>& runs);
 
 // A kernel calibration carried to a cluster's framework with two scales:
@@ -107,7 +111,35 @@ struct RunPrediction {
 // recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 double megatron_model_flops(const Transformer& model, std::int64_t global_batch);
 
-RunPrediction predict_run(const System& system, const ClusterRun& run);
+// The network of a cluster whose collectives slow down with the job's size, as its own bandwidth
+// measurements show: per job node count, the bus bandwidth of an all-reduce over all the job's
+// GPUs (the median over the fit runs of that node count). A job of N > 1 nodes is costed with the
+// per-GPU network bandwidth (ib_bandwidth x ib_eff) that makes the model's all-reduce over N full
+// NVLink domains reach that bus bandwidth: bus / nvlink_size (one ring per NIC of a domain).
+// Node counts between two measured ones are interpolated log-log; beyond the largest, the last two
+// counts' log-log slope carries on; below the smallest multi-node count, its value.
+struct ClusterNetwork {
+  std::vector<std::int64_t> nodes;        // ascending, > 1
+  std::vector<double> allreduce_bus_GBps; // median measured bus bandwidth at each
+  std::vector<std::size_t> runs;          // fit runs behind each median
+  bool empty() const { return nodes.empty(); }
+  double bus_GBps(std::int64_t job_nodes) const;
+};
+// The medians over the runs marked `fit` that carry a measured bandwidth (empty if none do).
+ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs);
+
+// The compute scale (KernelScales::compute; stream launches kept) of the system's kernel
+// calibration minimising the median |relative error| over the fit runs on one node (no network
+// in their step), on the grid 0.50, 0.51, ..., 1.50, ties to the first found; 1 where the system
+// has no kernel calibration or no such run can be predicted. `runs` counts the runs fitted.
+struct ComputeScaleFit {
+  double compute = 1;
+  std::size_t runs = 0;
+  double median_abs_before = 0, median_abs_after = 0;
+};
+ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs);
+
+RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr);
 
 struct RunResult {
   ClusterRun run;
@@ -116,7 +148,11 @@ struct RunResult {
   bool has_error() const;  // both values present
 };
 
-std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs);
+// Every run predicted; a nanotron set's runs on the network fitted on its fit runs
+// (fit_cluster_network) and with the compute scale fitted on its one-node fit runs
+// (fit_one_node_compute), unless `unfitted`, which keeps the system as it is.
+std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs,
+                                     bool unfitted = false);
 
 // CSV: id,quantity,measured,predicted,rel_err,fit and, for nanotron,
 // status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb (empty where there is no value).

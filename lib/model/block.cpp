@@ -107,7 +107,10 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::QkvProjection:
     case Role::VocabProjection: {
       LayerCost c = linear(s, y.name, b, l, y.in, column_width(y, m, tp), {1, tp, 1, nv});
-      if (!sp) all_reduce_instead(c.comm_bwd);
+      // Without sequence parallelism the input gradient's reduce-scatter + all-gather is an
+      // all-reduce; with Megatron's re-gather the same pair is the input gradient's
+      // reduce-scatter and the input's all-gather.
+      if (!sp || x.sp_backward_gather) all_reduce_instead(c.comm_bwd);
       return c;
     }
     case Role::RowProjection: {

@@ -101,6 +101,18 @@ struct Execution {
   // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed). Not searched;
   // off, as the reference, unless a caller sets it (`validate` does for Megatron's runs).
   bool p2p_scatter_gather = false;
+  // Megatron-LM's sequence parallelism keeps only the l/tp shard of a column projection's input
+  // and all-gathers it again in the backward for the weight gradient (its
+  // LinearWithGradAccumulationAndAsyncCommunication): one more all-gather per column projection
+  // (qkv, fc1, the LM head) in the backward, timed as every tensor-parallel collective is. 1d
+  // with sequence parallelism only. Not searched; off, as the reference, unless a caller sets it
+  // (`validate` does for Megatron's runs).
+  bool sp_backward_gather = false;
+  // The data-parallel gradient reduction after the whole backward (Megatron-LM's local DDP)
+  // instead of each layer's overlapping the next layer's backward (PyTorch DDP's buckets, the
+  // reference's). Not searched; off unless a caller sets it (`validate` does for the runs that
+  // used it).
+  bool dp_after_backward = false;
   bool operator==(const Execution&) const = default;
 };
 

@@ -475,7 +475,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
     traffic.expert_fast = expert_dp_group_fast(plan, c);
   }
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, true, traffic);
+  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, !c.exec.dp_after_backward, traffic);
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);

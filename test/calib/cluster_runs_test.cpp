@@ -65,8 +65,18 @@ TEST(ClusterRuns, MegatronColumns) {
   EXPECT_EQ(n.quantity, Quantity::TflopsPerGpu);
   EXPECT_DOUBLE_EQ(n.measured, 163);
   EXPECT_EQ(n.layout.dp, 3072 / (8 * 64));
-  EXPECT_EQ(n.layout.mbs, 1);  // not in the table
+  EXPECT_EQ(n.layout.mbs, 1);  // not in the table: Megatron-LM's examples/sc21/run_table_1.sh
   EXPECT_EQ(n.global_batch, 3072);
+  EXPECT_EQ(n.layout.exec.interleave, 1);
+  EXPECT_TRUE(n.layout.exec.dp_after_backward);  // DDP=local
+  const ClusterRun& small = by_id(runs, "narayanan-1.7B");
+  EXPECT_EQ(small.layout.mbs, 16);
+  EXPECT_FALSE(small.layout.exec.dp_after_backward);  // DDP=torch
+  const ClusterRun& mid = by_id(runs, "narayanan-76.1B");
+  EXPECT_EQ(mid.layout.mbs, 2);
+  EXPECT_EQ(mid.layout.exec.interleave, 3);  // 15 layers a stage, 5 a virtual stage
+  EXPECT_TRUE(k.layout.exec.sp_backward_gather);
+  EXPECT_FALSE(k.layout.exec.dp_after_backward);
   for (const ClusterRun& r : runs) EXPECT_FALSE(r.fit) << r.id;
 }
 
@@ -131,6 +141,26 @@ TEST(ClusterRuns, NanotronColumns) {
   EXPECT_FALSE(r.model.bias);
   EXPECT_TRUE(r.model.causal);
   EXPECT_EQ(r.layout.tensor.nv1 * r.layout.nv_dp * r.layout.nv_pp, 8);
+  EXPECT_EQ(r.nodes, 1);
+  EXPECT_DOUBLE_EQ(r.cluster_allreduce_GBps, 425.34);
+  // Every third run by file order, from the first, fits the cluster's network.
+  std::size_t fit = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].fit, i % 3 == 0) << runs[i].id;
+    fit += runs[i].fit ? 1u : 0u;
+  }
+  EXPECT_EQ(fit, 1368u);
+  // The network: medians over the fit runs of more than one node, by node count.
+  const ClusterNetwork net = fit_cluster_network(runs);
+  ASSERT_EQ(net.nodes, (std::vector<std::int64_t>{2, 4, 8, 16, 32, 64}));
+  for (std::size_t i = 1; i < net.nodes.size(); ++i) EXPECT_LT(net.allreduce_bus_GBps[i], net.allreduce_bus_GBps[i - 1]);
+  // The compute scale, fitted on the fit runs of one node.
+  const ComputeScaleFit compute = fit_one_node_compute(load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "hf_h100.yaml"), runs);
+  EXPECT_EQ(compute.runs, 24u);
+  // a scale of the calibrated efficiencies: physical (never above the calibration's), and not degenerate
+  EXPECT_GT(compute.compute, 0.5);
+  EXPECT_LE(compute.compute, 1.0);
+  EXPECT_LT(compute.median_abs_after, compute.median_abs_before);
 
   // A run that never started: kv heads from the name's "_gqa8", untied (hidden 8192).
   const ClusterRun& oom = by_id(runs, "14311348");
@@ -142,7 +172,6 @@ TEST(ClusterRuns, NanotronColumns) {
   EXPECT_EQ(oom.model.f, 28672);
   EXPECT_EQ(oom.model.vocab_size, 49152);
   EXPECT_EQ(oom.global_batch, 2 * 2 * 64);
-  for (const ClusterRun& x : runs) EXPECT_FALSE(x.fit);
 }
 
 TEST(ClusterRuns, MegatronFlopsFormula) {
@@ -285,4 +314,17 @@ TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
 }
 
 }  // namespace
+
+TEST(ClusterRuns, NetworkInterpolatesLogLog) {
+  ClusterNetwork net;
+  net.nodes = {2, 8};
+  net.allreduce_bus_GBps = {400, 100};
+  net.runs = {1, 1};
+  EXPECT_DOUBLE_EQ(net.bus_GBps(1), 400);  // below the smallest: its value
+  EXPECT_DOUBLE_EQ(net.bus_GBps(2), 400);
+  EXPECT_NEAR(net.bus_GBps(4), 200, 1e-9);  // log-log between 2 and 8
+  EXPECT_NEAR(net.bus_GBps(32), 25, 1e-9);  // the last slope carried on
+  EXPECT_TRUE(std::isnan(ClusterNetwork{}.bus_GBps(4)));
+}
+
 }  // namespace perfsweep::calib

@@ -254,6 +254,42 @@ TEST(Vocabulary, EndStagesAreUnequal) {
   EXPECT_EQ(bare.model.time_stage, 0);
 }
 
+// Megatron's sequence parallelism all-gathers a column projection's input again in the
+// backward: the backward's collectives become the input gradient's reduce-scatter and an
+// all-gather of the same volume; row projections and runs without the option are unchanged.
+TEST(MegatronExecution, SequenceParallelBackwardGather) {
+  const Transformer m = small(64, 4, 256, 16);
+  const std::vector<BlockLayer> block = describe_block(m, {});
+  Execution gather;
+  gather.sp_backward_gather = true;
+  const TensorSplit split{4, 1, 4, 1, 1};
+  const LayerCost plain = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc1"), 2, m, split, {});
+  const LayerCost again = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc1"), 2, m, split, {}, gather);
+  ASSERT_EQ(plain.comm_bwd.count, 1);
+  ASSERT_EQ(again.comm_bwd.count, 2);
+  EXPECT_EQ(again.comm_bwd.items[0].type, CommType::ReduceScatter);
+  EXPECT_EQ(again.comm_bwd.items[1].type, CommType::AllGather);
+  EXPECT_DOUBLE_EQ(again.comm_bwd.items[1].volume_gb, plain.comm_bwd.items[0].volume_gb);
+  const LayerCost row = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {}, gather);
+  const LayerCost row_plain = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {});
+  EXPECT_EQ(row.comm_bwd.count, row_plain.comm_bwd.count);
+  EXPECT_DOUBLE_EQ(row.comm_bwd.items[0].volume_gb, row_plain.comm_bwd.items[0].volume_gb);
+}
+
+// Gradients reduced after the backward expose every layer's reduction; overlapped, all but the
+// last layer's hide behind the next layer's backward.
+TEST(MegatronExecution, DataParallelAfterBackward) {
+  const Transformer m = small(64, 4, 256, 16);
+  Layout c;
+  c.dp = 4;
+  c.nv_dp = 4;
+  const Evaluation overlapped = evaluate(round_system(), m, c, 8);
+  c.exec.dp_after_backward = true;
+  const Evaluation after = evaluate(round_system(), m, c, 8);
+  EXPECT_GT(after.dp_row.t, overlapped.dp_row.t);
+  EXPECT_GT(after.totals.t, overlapped.totals.t);
+}
+
 // All-to-all of 8 GB per GPU on the round network (NVLink 50 GB/s, 1e-6 s per step; network
 // 5 GB/s per NIC, 1e-5 s per step; one NIC per GPU).
 TEST(AllToAll, TwoTierHandDerived) {

@@ -2,15 +2,15 @@
 """`validate megatron|vtrain|nanotron` on the measured training runs of test/data/cluster, with the
 systems shipped for their clusters. The CSV on stdout is parsed, every relative error recomputed
 from the measured and predicted values, and the summary figures recomputed on the held-out runs
-(fit = 0) and checked against issue 13's targets where the model reaches them, else against the
+(fit = 0) and checked against the accuracy targets (docs/validation.md) where the model reaches them, else against the
 looser bounds docs/validation.md states (the figures themselves are printed):
 
-  Korthikanti Table 5 and Narayanan Table 1: average |error| < 3%, worst < 8% (issue); tested:
-      average < 6%, worst < 15%;
-  vTrain: MAPE < 10% on held-out runs (issue; tested as is);
+  Korthikanti Table 5 and Narayanan Table 1: average |error| < 3%, worst < 8% (target); tested:
+      Korthikanti average < 4.5%, worst < 10.5%; Narayanan average < 7.5%, worst < 14%;
+  vTrain: MAPE < 10% on held-out runs (target; tested as is);
   nanotron: OOM vs fits right for >= 95% of Success and OOM runs, median allocated-memory error
-      < 10% on successes (issue; tested as is); median throughput error < 15% (issue); tested:
-      < 250%.
+      < 10% on successes (target; tested as is); median throughput error < 15% (target); tested:
+      < 65%. Every third nanotron run (by file order) fits the cluster's network and is held out.
 The stderr summary must agree with the CSV.
 
 usage: test_validate_clusters.py VALIDATE SOURCE_DIR
@@ -76,15 +76,17 @@ def megatron(validate, data):
     summary = summary_rows(err)
     assert list(rows[0].keys())[:6] == ["id", "quantity", "measured", "predicted", "rel_err", "fit"], rows[0]
     assert all(r["fit"] == "0" for r in rows)
-    for group, prefix, quantity, count in [("korthikanti2022_table5", "korthikanti-", "iteration_s", 8),
-                                           ("narayanan2021_table1", "narayanan-", "tflops_per_gpu", 10)]:
+    for group, prefix, quantity, count, bound_mean, bound_worst in [
+            ("korthikanti2022_table5", "korthikanti-", "iteration_s", 8, 0.045, 0.105),
+            ("narayanan2021_table1", "narayanan-", "tflops_per_gpu", 10, 0.075, 0.14)]:
         part = [r for r in rows if r["id"].startswith(prefix)]
         assert len(part) == count and all(r["quantity"] == quantity for r in part), part
         e = errors(part)
         mean, worst = sum(e) / len(e), max(e)
-        print(f"{group}: n={len(e)} mean |err| {mean:.2%} worst {worst:.2%} (issue: < 3%, < 8%)")
+        print(f"{group}: n={len(e)} mean |err| {mean:.2%} worst {worst:.2%} (target: < 3%, < 8%)")
         check(len(e) == count, f"{group}: every run predicted")
-        check(mean < 0.06 and worst < 0.15, f"{group}: mean < 6% and worst < 15% (documented bound)")
+        check(mean < bound_mean and worst < bound_worst,
+              f"{group}: mean < {bound_mean:.1%} and worst < {bound_worst:.1%} (documented bound)")
         check(agrees(summary, group, "mean_abs_rel_err", mean) and agrees(summary, group, "max_abs_rel_err", worst),
               f"{group}: stderr summary agrees")
 
@@ -100,7 +102,7 @@ def vtrain(validate, data):
     mape = sum(e) / len(e)
     print(f"vtrain held out: n={len(e)} MAPE {mape:.2%} median {statistics.median(e):.2%} worst {max(e):.2%}")
     check(len(e) == 72, "vtrain: 72 held-out runs predicted")
-    check(mape < 0.10, "vtrain: held-out MAPE < 10% (issue)")
+    check(mape < 0.10, "vtrain: held-out MAPE < 10% (target)")
     check(agrees(summary, "vtrain", "mean_abs_rel_err", mape), "vtrain: stderr summary agrees")
 
 
@@ -110,12 +112,16 @@ def nanotron(validate, data):
     expected = ["id", "quantity", "measured", "predicted", "rel_err", "fit", "status_measured", "fits_predicted",
                 "measured_mem_gb", "predicted_mem_gb"]
     check(list(rows[0].keys())[:10] == expected, "nanotron: columns")
-    check(len(rows) == 4104 and all(r["fit"] == "0" for r in rows), "nanotron: 4104 runs, none fitted")
-    success = [r for r in rows if r["status_measured"] == "Success"]
-    check(all(r["measured"] != "" for r in success), "nanotron: successes have a measured throughput")
+    check(len(rows) == 4104, "nanotron: 4104 runs")
+    fit = [i for i, r in enumerate(rows) if r["fit"] == "1"]
+    check(fit == list(range(0, 4104, 3)), "nanotron: every third run by file order fits the network")
+    check(all(r["measured"] != "" for r in rows if r["status_measured"] == "Success"),
+          "nanotron: successes have a measured throughput")
     check(all(r["measured"] == "" for r in rows if r["status_measured"] != "Success"),
           "nanotron: other runs have none")
-    judged = [r for r in rows if r["status_measured"] in ("Success", "OOM")]
+    held = [r for r in rows if r["fit"] == "0"]
+    success = [r for r in held if r["status_measured"] == "Success"]
+    judged = [r for r in held if r["status_measured"] in ("Success", "OOM")]
     right = sum((r["fits_predicted"] == "1") == (r["status_measured"] == "Success") for r in judged)
     accuracy = right / len(judged)
     e = errors(success)
@@ -124,9 +130,17 @@ def nanotron(validate, data):
     mem_median = statistics.median(mem)
     print(f"nanotron: OOM vs fits right {right}/{len(judged)} = {accuracy:.2%}; throughput n={len(e)} median |err| "
           f"{median:.2%}; allocated memory n={len(mem)} median |err| {mem_median:.2%}")
-    check(accuracy >= 0.95, "nanotron: OOM accuracy >= 95% (issue)")
-    check(mem_median < 0.10, "nanotron: median allocated-memory error < 10% (issue)")
-    check(median < 2.5, "nanotron: median throughput error < 250% (documented bound; issue: 15%)")
+    check(accuracy >= 0.95, "nanotron: OOM accuracy >= 95% (target)")
+    check(mem_median < 0.10, "nanotron: median allocated-memory error < 10% (target)")
+    check(median < 0.65, "nanotron: median throughput error < 65% (documented bound; target: 15%)")
+    # The subsets docs/validation.md reports: runs on one node, and all but the pipelined runs the
+    # file marks as run before nanotron's pipeline fix (after_pp_fix False, pp > 1).
+    with open(os.path.join(data, FILES["nanotron"]), newline="") as f:
+        source = {r["job_id"]: r for r in csv.DictReader(f)}
+    one_node = errors([r for r in success if float(source[r["id"]]["nodes"]) == 1])
+    fixed = errors([r for r in success if source[r["id"]]["after_pp_fix"] == "True" or source[r["id"]]["pp"] == "1"])
+    print(f"nanotron: throughput median |err| one node n={len(one_node)} {statistics.median(one_node):.2%}; "
+          f"without the runs before the pipeline fix n={len(fixed)} {statistics.median(fixed):.2%}")
     s = summary[("nanotron", "held_out")]
     check(int(s["oom_judged"]) == len(judged) and int(s["oom_right"]) == right and
           agrees(summary, "nanotron", "median_abs_rel_err", median) and

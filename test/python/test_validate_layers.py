@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`validate` on the H100 layer measurements (test/data/gpu/h100_layers.json) with a hold-out:
 fit-kernels on every configuration but c03, c06 and c09 (ids divisible by 3, chosen before any
-error was seen), then `validate layers` on those three alone, against issue 12's targets:
+error was seen), then `validate layers` on those three alone, against the accuracy targets:
 block (forward + backward) median |relative error| < 3% and worst < 8%; layer passes median < 8%.
 The CSV on stdout is parsed and its numbers recomputed here; the stderr summary must agree.
 

@@ -5,7 +5,7 @@ error was seen (docs/validation.md, "Whole training steps"):
     divisible by 3 (k06, k12, k18, k24, k30, k36, k42, k48, k54), compared on those;
   training steps (test/data/gpu/h100_train.json): the allocator's reserve fitted on the runs with
     an odd id number (t01, t03, ..., t13), the even ones (t02, ..., t12) predicted.
-Targets (issue 12): held-out step time median |relative error| < 8% and p90 < 15%, peak memory
+Targets: held-out step time median |relative error| < 8% and p90 < 15%, peak memory
 median < 5%, fits/OOM right for >= 95% of runs; held-out kernel passes median < 8%. The CSVs are
 parsed and their numbers recomputed here; the stderr summaries must agree. `estimate --train-step`
 on models/llama3_2_1b.yaml (run t13's model) must print the step and peak `validate train`
