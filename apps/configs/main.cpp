@@ -110,12 +110,15 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   std::ostringstream out;
   out << "n_gpus,strategy";
   for (const Column& c : kIntColumns) out << ',' << c.name;
+  // the execution options (model/plan.hpp kConfigKeys), coded as in the sweep's HDF5 columns
+  for_each_config_key(Layout{}, KeyKind::Execution, [&](const char* name, std::int64_t) { out << ',' << name; });
   out << ",throughput,fits";
   for (const TotalsField& f : kTotalsFields) out << ',' << f.name;
   out << ",hbm_capacity\n";
   for (const ConfigRow& r : rows) {
     out << n_gpus << ',' << strategy_name(strategy);
     for (const Column& c : kIntColumns) out << ',' << c.get(r);
+    for_each_config_key(r.layout, KeyKind::Execution, [&](const char*, std::int64_t v) { out << ',' << v; });
     out << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
     for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member));
     out << ',' << g17(sys.hbm_capacity) << '\n';
@@ -128,6 +131,9 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
   const bool one_d = strategy == Strategy::OneD;
   std::ostringstream out;
   char line[512];
+  if (!rows.empty() && !(rows.front().layout.exec == Execution{})) {
+    out << "execution: " << execution_text(rows.front().layout.exec) << "\n";  // one value per option: every row's
+  }
   std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s\n",
                 "#", one_d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s", "t (s)",
                 "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits");

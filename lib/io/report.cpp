@@ -347,9 +347,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {
-    const Execution& x = layout.exec;
-    o << "execution: recompute=" << recompute_name(x.recompute) << " sp=" << (x.sequence_parallel ? "on" : "off")
-      << " zero=" << x.zero << " interleave=" << x.interleave << " layout=" << param_layout_name(x.params) << " ep=" << x.ep << "\n";
+    o << "execution: " << execution_text(layout.exec) << "\n";
   }
   o << "\n";
 

@@ -56,4 +56,10 @@ std::string config_key_names(Strategy strategy, KeyKind kind) {
   return out;
 }
 
+std::string execution_text(const Execution& x) {
+  return std::string("recompute=") + recompute_name(x.recompute) + " sp=" + (x.sequence_parallel ? "on" : "off") +
+         " zero=" + std::to_string(x.zero) + " interleave=" + std::to_string(x.interleave) +
+         " layout=" + param_layout_name(x.params) + " ep=" + std::to_string(x.ep);
+}
+
 }  // namespace perfsweep

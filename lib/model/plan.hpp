@@ -140,6 +140,8 @@ struct ExecutionChoices {
 // Names of the execution options' values, as flags and reports spell them.
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
+// "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options.
+std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
 ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
