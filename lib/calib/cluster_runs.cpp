@@ -378,6 +378,7 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     c.attention.flash = false;  // Megatron's fused softmax, before flash attention
     c.exec.p2p_scatter_gather = true;
     c.exec.sp_backward_gather = true;  // sequence parallelism re-gathers a projection's input
+    c.exec.fused_elementwise = true;   // bias-GeLU and bias-dropout-add kernels
     run.global_batch = row.count(gb);
     run.model = megatron_gpt(run.group + "-" + format_number(billions) + "B", row.count(seq), row.count(hidden),
                              row.count(heads), row.count(layers), row.count(vocab));
@@ -421,6 +422,7 @@ std::vector<ClusterRun> read_vtrain_runs(const std::filesystem::path& file) {
     c.exec.zero = 0;
     c.exec.params = ParamLayout::Megatron;
     c.exec.p2p_scatter_gather = true;
+    c.exec.fused_elementwise = true;  // Megatron-DeepSpeed's bias-GeLU and bias-dropout-add kernels
     c.attention.flash = false;
     run.global_batch = row.count(gb);
     const double billions = row.positive(params);

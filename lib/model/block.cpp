@@ -118,22 +118,45 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       if (!sp) all_reduce_instead(c.comm_fwd);
       return c;
     }
-    case Role::Bias:
-      return y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
-                                          : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
-    case Role::Activation: return activation(s, y.name, b * l * (y.out / tp));
+    case Role::Bias: {
+      // Megatron's fused kernels add a bias inside the next layer's kernel (x.fused_elementwise).
+      LayerCost c = y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
+                                                 : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
+      c.fused_away =
+          x.fused_elementwise && (y.operand == Operand::Residual ? m.has_dropout() : m.mlp != MlpKind::SwiGlu);
+      return c;
+    }
+    case Role::Activation:
+      if (x.fused_elementwise && m.bias) return bias_gelu(s, y.name, b * l, y.out / tp);
+      return activation(s, y.name, b * l * (y.out / tp));
     case Role::GatedActivation: return gated_activation(s, y.name, b * l * (y.out / tp));
     case Role::Dropout:
       switch (y.operand) {
-        case Operand::Hidden: return dropout(s, y.name, b * l * (y.out / tp));
-        case Operand::Residual: return dropout(s, y.name, b * l_residual * y.out);
+        case Operand::Hidden: {
+          LayerCost c = dropout(s, y.name, b * l * (y.out / tp));
+          if (x.fused_elementwise) {
+            c.fused_away = true;  // Megatron's MLP has no dropout on its hidden features
+            c.activation_buffer = 0;
+          }
+          return c;
+        }
+        case Operand::Residual:
+          if (x.fused_elementwise) return bias_dropout_add(s, y.name, b * l_residual, y.out, m.bias);
+          return dropout(s, y.name, b * l_residual * y.out);
         case Operand::Scores: return dropout(s, y.name, b * (h / tp) * l * l, rc, rc);
         case Operand::Routed: break;
       }
       break;
-    case Role::Norm:
-      return sp ? layer_norm(s, y.name, b, l, y.out, tp, nv, norm_of(m))
-                : layer_norm(s, y.name, b, l, y.out, 1, 1, norm_of(m));
+    case Role::Norm: {
+      LayerCost c = sp ? layer_norm(s, y.name, b, l, y.out, tp, nv, norm_of(m))
+                       : layer_norm(s, y.name, b, l, y.out, 1, 1, norm_of(m));
+      // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
+      // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
+      if (x.fused_elementwise && m.has_dropout()) {
+        c.glue = y.sublayer == Sublayer::LastStage ? Glue::None : Glue::ResidualFork;
+      }
+      return c;
+    }
     case Role::AttentionCore: return fused_la(s, y.name, b, l, q, h, tp, core_of(m, tp));
     case Role::AttentionScores: return logits(s, y.name, b, l, q, h, tp, rc);
     case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
@@ -331,6 +354,9 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
                       const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
   if (!exec.sequence_parallel && strategy != Strategy::OneD) {
     throw ConfigError("sequence parallelism off is modeled for 1d tensor parallelism only");
+  }
+  if (exec.fused_elementwise && strategy != Strategy::OneD) {
+    throw ConfigError("Megatron's fused elementwise kernels are modeled for 1d tensor parallelism only");
   }
   AttentionMode a = attention;
   // Selective recomputation: unfused attention re-runs its core (the reference's

@@ -113,6 +113,14 @@ struct Execution {
   // reference's). Not searched; off unless a caller sets it (`validate` does for the runs that
   // used it).
   bool dp_after_backward = false;
+  // Megatron-LM's fused elementwise kernels instead of one kernel per layer: the MLP's bias +
+  // GeLU (bias_gelu), each sub-layer's output bias + dropout + residual add (bias_dropout_add),
+  // so the bias layers run inside them, the residual add is no glue of its own and the MLP has
+  // no dropout on its hidden features (Megatron's MLP applies none). Norms (apex's fused
+  // LayerNorm) and the unfused attention's softmax (scale, mask and softmax in one kernel) are
+  // one kernel each already. 1d only. Not searched; off, as the reference, unless a caller sets
+  // it (`validate` does for Megatron's runs).
+  bool fused_elementwise = false;
   bool operator==(const Execution&) const = default;
 };
 

@@ -86,7 +86,8 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
   double t_mem = 0;
   double t_compute = 0;
   if (s.kernel_calibration != nullptr && calibrated_op(*s.kernel_calibration, c.op, c.shape)) [[unlikely]] {
-    const KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem);
+    KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem);
+    if (c.glue != Glue::Calibrated) k.glue = c.glue == Glue::ResidualFork ? fused_glue_seconds(s, c.shape, pass) : 0.0;
     p.comp = k.launch + k.compute;
     t_mem = k.memory;
     t_compute = k.total();
@@ -122,6 +123,7 @@ void require_1d(I m1, I m2, const char* name) {
 LayerResult time_layer(const System& system, const LayerCost& cost) {
   LayerResult r;
   r.cost = cost;
+  if (cost.fused_away) return r;
   r.fwd = time_pass(system, cost, kernels::kFwd, cost.flops_fwd, cost.mem_fwd, cost.comm_fwd);
   r.bwd = time_pass(system, cost, kernels::kBwd, cost.flops_bwd, cost.mem_bwd, cost.comm_bwd);
   if (system.calibration != nullptr) [[unlikely]] {
@@ -285,6 +287,35 @@ LayerCost dropout(const System& s, const char* name, I m, bool recompute, bool r
   c.flops_bwd = D(m) * u.mult;
   c.mem_bwd = D(2 * m) * u.elem + mask_buffer;
   c.activation_buffer = remat ? 0.0 : mask_buffer;
+  return c;
+}
+
+LayerCost bias_gelu(const System& s, const char* name, I rows, I f) {
+  const Units u(s);
+  const I m = rows * f;
+  LayerCost c;
+  c.name = name;
+  c.op = KernelOp::Activation;
+  c.flops_fwd = D(m) * u.add + D(m) * u.mult * 8;  // bias add, then GELU's 8
+  c.activation_buffer = D(m) * u.elem;             // the projection's output, before the bias
+  c.mem_fwd = D(2 * m + f) * u.elem;
+  c.flops_bwd = D(m) * u.mult * 13 + D(m) * u.add;  // GELU's 13, then the bias gradient's sum
+  c.mem_bwd = D(3 * m) * u.elem + D(m + f) * u.elem;
+  return c;
+}
+
+LayerCost bias_dropout_add(const System& s, const char* name, I rows, I e, bool has_bias) {
+  const Units u(s);
+  const I m = rows * e;
+  const I biases = has_bias ? e : 0;
+  LayerCost c;
+  c.name = name;
+  c.op = KernelOp::Dropout;
+  c.flops_fwd = D(m) * u.mult + D(m) * u.add + (has_bias ? D(m) * u.add : 0.0);
+  c.mem_fwd = D(3 * m + biases) * u.elem + D(m) * u.mask;
+  c.activation_buffer = D(m) * u.mask;
+  c.flops_bwd = D(m) * u.mult + (has_bias ? D(m) * u.add : 0.0);
+  c.mem_bwd = D(2 * m) * u.elem + D(m) * u.mask + (has_bias ? D(m + e) * u.elem : 0.0);
   return c;
 }
 

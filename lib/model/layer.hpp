@@ -35,6 +35,8 @@ enum class Overlap : std::uint8_t {
   Summa,   // nb blocks: one block's collectives exposed, the rest hidden behind compute
 };
 
+enum class Glue : std::uint8_t { Calibrated, ResidualFork, None };
+
 struct LayerCost {
   const char* name = "";
   // the kernel it runs: its roofline class (model/roofline.hpp: kernel_class) and, with a kernel
@@ -53,6 +55,13 @@ struct LayerCost {
   Overlap overlap = Overlap::Serial;
   std::int64_t summa_nb = 1;     // SUMMA blocks (Overlap::Summa only)
   bool recompute = false;        // forward is run again in the backward pass
+  // Its work runs inside a neighbouring layer's fused kernel, which counts its bytes: no time of
+  // its own (weights and activations still count).
+  bool fused_away = false;
+  // The residual-stream kernels a norm pass carries with a kernel calibration: the calibration's
+  // residual glue, or with the residual add inside a fused bias-dropout-add kernel only the
+  // backward's gradient sum at the residual fork (model/roofline.hpp: fused_glue_seconds), or none.
+  Glue glue = Glue::Calibrated;
 };
 
 // Time of one pass (seconds) and its parts, as the reference reports them.
@@ -96,6 +105,16 @@ LayerCost activation(const System& s, const char* name, std::int64_t m);
 // SwiGLU's gate: silu(g) x u on m output elements, reading the 2m of the gated up-projection.
 LayerCost gated_activation(const System& s, const char* name, std::int64_t m);
 LayerCost dropout(const System& s, const char* name, std::int64_t m, bool recompute = false, bool remat = false);
+// Megatron-LM's fused elementwise kernels (Execution::fused_elementwise):
+// bias + GeLU on m = rows x f elements, one kernel: reads the projection's output and the f
+// biases, writes m; the backward reads dy and the saved input, writes dx, and reduces dx over the
+// rows for the bias gradient (one more read of m).
+LayerCost bias_gelu(const System& s, const char* name, std::int64_t rows, std::int64_t f);
+// bias + dropout + residual add on m = rows x e elements, one kernel: reads the projection's
+// output, the e biases and the residual, writes the sum and the dropout mask; the backward reads
+// dy and the mask, writes dx, and reduces dx over the rows for the bias gradient (the residual's
+// gradient is dy itself). `has_bias`: without biases, dropout + residual add.
+LayerCost bias_dropout_add(const System& s, const char* name, std::int64_t rows, std::int64_t e, bool has_bias);
 LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
                   std::int64_t m, bool recompute = false, bool remat = false);
 // A norm's kind and whether it has a shift (LayerNorm's beta; RMSNorm never has one).

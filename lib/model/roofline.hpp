@@ -102,4 +102,14 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
   }
 }
 
+// A block with fused bias-dropout-add kernels (Execution::fused_elementwise) adds the residual
+// inside them; what stays outside is the backward's sum of the two gradients at the residual fork
+// (the sub-layer's input gradient and the residual's): read two, write one, per element of the
+// residual stream, at the full hbm_bandwidth as the calibration's glue. Element counts per pass.
+inline constexpr std::array<double, 2> kFusedGlueElements{0, 3};
+inline double fused_glue_seconds(const System& system, const KernelShape& s, std::size_t pass) {
+  const double elements = static_cast<double>(s.rows) * static_cast<double>(s.depth);
+  return kFusedGlueElements[pass] * system.element_size * elements / system.hbm_bandwidth;
+}
+
 }  // namespace perfsweep

@@ -76,6 +76,7 @@ TEST(ClusterRuns, MegatronColumns) {
   EXPECT_EQ(mid.layout.mbs, 2);
   EXPECT_EQ(mid.layout.exec.interleave, 3);  // 15 layers a stage, 5 a virtual stage
   EXPECT_TRUE(k.layout.exec.sp_backward_gather);
+  EXPECT_TRUE(k.layout.exec.fused_elementwise);  // bias-GeLU and bias-dropout-add kernels
   EXPECT_FALSE(k.layout.exec.dp_after_backward);
   for (const ClusterRun& r : runs) EXPECT_FALSE(r.fit) << r.id;
 }
@@ -97,6 +98,7 @@ TEST(ClusterRuns, VtrainColumns) {
   EXPECT_EQ(r.model.depth, 30);
   EXPECT_EQ(r.model.vocab_size, 50304);  // 50257 padded to 128 x tp
   EXPECT_EQ(r.layout.exec.recompute, Recompute::Full);
+  EXPECT_TRUE(r.layout.exec.fused_elementwise);
   EXPECT_FALSE(r.layout.exec.sequence_parallel);
   EXPECT_EQ(runs[2].model.vocab_size, 50432);  // tp 2: a multiple of 256
   // Every third run by file order, from the first, fits the A100 calibration's scales.

@@ -11,6 +11,8 @@
 #include "common/round_system.hpp"
 #include "model/block.hpp"
 #include "model/collective.hpp"
+#include "model/layer.hpp"
+#include "model/roofline.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -274,6 +276,68 @@ TEST(MegatronExecution, SequenceParallelBackwardGather) {
   const LayerCost row_plain = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {});
   EXPECT_EQ(row.comm_bwd.count, row_plain.comm_bwd.count);
   EXPECT_DOUBLE_EQ(row.comm_bwd.items[0].volume_gb, row_plain.comm_bwd.items[0].volume_gb);
+}
+
+// Megatron's fused elementwise kernels on b = 2, l = 16, e = 64, f = 256, tp = 4 with sequence
+// parallelism (2-byte elements, 1-byte masks). The MLP's hidden rows: 32 x f/tp = 64, m = 2048;
+// the residual stream's: 2 x 16/4 = 8 rows of 64, m = 512.
+TEST(MegatronExecution, FusedElementwiseBytes) {
+  const System s = round_system();
+  const Transformer m = small(64, 4, 256, 16);
+  const std::vector<BlockLayer> block = describe_block(m, {});
+  const std::vector<BlockLayer> block_unfused = describe_block(m, {false, false});
+  Execution fused;
+  fused.fused_elementwise = true;
+  const TensorSplit split{4, 1, 4, 1, 1};
+  const auto shard = [&](const char* name, const Execution& x) {
+    return shard_layer(s, Strategy::OneD, layer_named(block, name), 2, m, split, {}, x);
+  };
+  // The biases run inside the next kernel, the hidden dropout does not exist: no time, no buffer.
+  for (const char* name : {"fc1-bias", "dpr1", "fc2-bias", "vproj-bias"}) {
+    const LayerCost c = shard(name, fused);
+    EXPECT_TRUE(c.fused_away) << name;
+    EXPECT_FALSE(shard(name, {}).fused_away) << name;
+    EXPECT_EQ(time_layer(s, c).t, 0) << name;
+  }
+  EXPECT_EQ(shard("dpr1", fused).activation_buffer, 0);
+  EXPECT_DOUBLE_EQ(shard("fc1-bias", fused).weights_mem, 64 * 2e-9);  // the bias is still a weight
+  // bias + GeLU: read 2048 + 64 biases, write 2048; backward dy, the saved input and dx (3 x 2048)
+  // and the bias gradient's read of dx (2048 + 64).
+  const LayerCost act = shard("act1", fused);
+  EXPECT_DOUBLE_EQ(act.mem_fwd, (2 * 2048 + 64) * 2e-9);
+  EXPECT_DOUBLE_EQ(act.mem_bwd, (3 * 2048 + 2048 + 64) * 2e-9);
+  EXPECT_DOUBLE_EQ(act.flops_fwd, 9 * 2048 * 1e-12);
+  EXPECT_DOUBLE_EQ(act.flops_bwd, 14 * 2048 * 1e-12);
+  EXPECT_DOUBLE_EQ(act.activation_buffer, 2048 * 2e-9);
+  // bias + dropout + residual add: read the output, the residual and 64 biases, write the sum
+  // (3 x 512 + 64 elements) and the mask (512 bytes); backward dy and dx (2 x 512), the mask, and
+  // the bias gradient's read of dx (512 + 64).
+  for (const char* name : {"dpr2", "dpr_v"}) {
+    const LayerCost add = shard(name, fused);
+    EXPECT_DOUBLE_EQ(add.mem_fwd, (3 * 512 + 64) * 2e-9 + 512 * 1e-9) << name;
+    EXPECT_DOUBLE_EQ(add.mem_bwd, (2 * 512 + 512 + 64) * 2e-9 + 512 * 1e-9) << name;
+    EXPECT_DOUBLE_EQ(add.activation_buffer, 512 * 1e-9) << name;
+  }
+  // The norms carry no calibrated glue: a block's the residual fork's gradient sum in the
+  // backward (read 2, write 1: 3 x 512 x 2 bytes at 1000 GB/s), the final norm's nothing.
+  EXPECT_EQ(shard("ln1", fused).glue, Glue::ResidualFork);
+  EXPECT_EQ(shard("ln1", {}).glue, Glue::Calibrated);
+  EXPECT_DOUBLE_EQ(fused_glue_seconds(s, shard("ln1", fused).shape, kernels::kBwd), 3 * 512 * 2e-9 / 1000);
+  EXPECT_EQ(fused_glue_seconds(s, shard("ln1", fused).shape, kernels::kFwd), 0);
+  Transformer with_vocab = m;
+  with_vocab.vocab_size = 1000;
+  const StageEnds ends = describe_stage_ends(with_vocab, 1);
+  EXPECT_EQ(shard_layer(s, Strategy::OneD, ends.last.layers[0], 2, with_vocab, split, {}, fused).glue, Glue::None);
+  // Unchanged: the attention's softmax (one kernel already), and every layer without the option.
+  const BlockLayer& softmax_layer = layer_named(block_unfused, "softmax");
+  EXPECT_DOUBLE_EQ(shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}, fused).mem_fwd,
+                   shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}).mem_fwd);
+  EXPECT_DOUBLE_EQ(shard("dpr2", {}).mem_fwd, (2 * 512) * 2e-9 + 512 * 1e-9);
+  // 1d only.
+  EXPECT_NE(config_error([&] {
+              shard_layer(s, Strategy::TwoDSeqp, layer_named(block, "act1"), 2, m, {2, 2, 2, 2, 1}, {}, fused);
+            }),
+            "");
 }
 
 // Gradients reduced after the backward expose every layer's reduction; overlapped, all but the
