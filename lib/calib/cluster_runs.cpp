@@ -12,6 +12,7 @@
 #include <memory>
 #include <tuple>
 
+#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "model/parameters.hpp"
 #include "model/step.hpp"
@@ -30,43 +31,6 @@ struct CsvTable {
   std::vector<std::size_t> lines;  // 1-based line of each row
 };
 
-std::vector<std::string> split_csv_line(const std::string& text, const std::string& where) {
-  std::vector<std::string> out;
-  std::string cell;
-  bool quoted = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cell += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(cell);
-      cell.clear();
-    } else {
-      cell += c;
-    }
-  }
-  if (quoted) throw InputError(where + ": unterminated quoted field");
-  out.push_back(cell);
-  return out;
-}
-
-std::string trim(std::string s) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!s.empty() && space(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && space(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
 CsvTable read_csv(const std::filesystem::path& path) {
   CsvTable t;
   t.file = path.string();
@@ -81,7 +45,6 @@ CsvTable read_csv(const std::filesystem::path& path) {
     if (trim(text).empty()) continue;
     const std::string where = t.file + ":" + std::to_string(line);
     std::vector<std::string> cells = split_csv_line(text, where);
-    for (std::string& c : cells) c = trim(c);
     if (t.header.empty()) {
       t.header = std::move(cells);
       continue;
@@ -133,11 +96,9 @@ class Columns {
     double number(std::size_t col) const {
       const std::string& s = text(col);
       if (s.empty()) fail(col, "missing value");
-      double v = 0;
-      const char* end = s.data() + s.size();
-      const auto [p, ec] = std::from_chars(s.data(), end, v);
-      if (ec != std::errc() || p != end || !std::isfinite(v)) fail(col, "expected a number, got '" + s + "'");
-      return v;
+      const std::optional<double> v = parse_finite(s);
+      if (!v) fail(col, "expected a number, got '" + s + "'");
+      return *v;
     }
     double positive(std::size_t col) const {
       const double v = number(col);

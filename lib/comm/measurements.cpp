@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/csv.hpp"
 #include "core/error.hpp"
 
 namespace perfsweep::comm {
@@ -35,30 +36,6 @@ std::vector<std::string> split_whitespace(const std::string& line) {
   return out;
 }
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t pos = 0;
-  while (true) {
-    const auto comma = line.find(',', pos);
-    std::string cell = line.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    while (!cell.empty() && std::isspace(static_cast<unsigned char>(cell.back()))) cell.pop_back();
-    std::size_t lead = 0;
-    while (lead < cell.size() && std::isspace(static_cast<unsigned char>(cell[lead]))) ++lead;
-    out.push_back(cell.substr(lead));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-std::optional<double> to_number(const std::string& text) {
-  double v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || ptr != end || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 std::optional<std::int64_t> to_integer(const std::string& text) {
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
@@ -68,7 +45,7 @@ std::optional<std::int64_t> to_integer(const std::string& text) {
 }
 
 double positive_number(const std::string& text, const std::string& field, const std::string& at) {
-  const auto v = to_number(text);
+  const auto v = parse_finite(text);
   if (!v || *v <= 0) throw InputError(at + ": " + field + " must be a positive number, got '" + text + "'");
   return *v;
 }
@@ -122,7 +99,7 @@ std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file
   while (header.empty() && std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!split_whitespace(line).empty()) header = split_csv(line);
+    if (!split_whitespace(line).empty()) header = split_csv_line(line, where(file, line_no));
   }
   if (header.empty()) throw InputError(file.string() + ": empty file, expected a CSV header");
 
@@ -143,7 +120,7 @@ std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (split_whitespace(line).empty()) continue;
     const std::string at = where(file, line_no);
-    const auto cells = split_csv(line);
+    const auto cells = split_csv_line(line, at);
     if (cells.size() != header.size()) {
       throw InputError(at + ": expected " + std::to_string(header.size()) + " columns, got " +
                        std::to_string(cells.size()));
@@ -194,7 +171,7 @@ std::vector<Measurement> read_nccl_tests_output(const std::filesystem::path& fil
     const std::size_t timing = words.size() - 8;
     if (!to_integer(words[1])) throw InputError(at + ": count must be an integer, got '" + words[1] + "'");
     for (std::size_t k : {timing + 1, timing + 2, timing + 5, timing + 6}) {
-      if (!to_number(words[k])) throw InputError(at + ": bandwidth must be a number, got '" + words[k] + "'");
+      if (!parse_finite(words[k])) throw InputError(at + ": bandwidth must be a number, got '" + words[k] + "'");
     }
     table.push_back(Row{line_no, positive_number(words[0], "size", at), positive_number(words[timing], "time", at),
                         positive_number(words[timing + 4], "in-place time", at)});

@@ -639,7 +639,7 @@ LayerCost all_to_all(const System& s, const char* name, I elements, I group, I f
   c.mem_fwd = 2 * volume;
   c.mem_bwd = 2 * volume;
   c.comm_fwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
-  c.comm_bwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  c.comm_bwd = c.comm_fwd;  // the gradients travel back the same way
   return c;
 }
 

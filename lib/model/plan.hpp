@@ -135,6 +135,7 @@ struct ExecutionChoices {
   std::vector<std::int64_t> interleave{1};
   std::vector<ParamLayout> params{ParamLayout::Reference};
   std::vector<std::int64_t> ep{1};
+  bool operator==(const ExecutionChoices&) const = default;
 };
 
 // Names of the execution options' values, as flags and reports spell them.

@@ -24,13 +24,9 @@ bool same_system_but_capacity(const System& a, const System& b) {
 }  // namespace
 
 bool same_but_capacity(const SearchProblem& a, const SearchProblem& b) {
-  const ExecutionChoices& x = a.exec;
-  const ExecutionChoices& y = b.exec;
   return a.strategy == b.strategy && a.global_batch == b.global_batch && a.top_n == b.top_n &&
          a.attention.flash == b.attention.flash && a.attention.recompute == b.attention.recompute &&
-         x.recompute == y.recompute && x.sequence_parallel == y.sequence_parallel && x.zero == y.zero &&
-         x.interleave == y.interleave && x.params == y.params && x.ep == y.ep && same_model(a.model, b.model) &&
-         same_system_but_capacity(a.system, b.system);
+         a.exec == b.exec && same_model(a.model, b.model) && same_system_but_capacity(a.system, b.system);
 }
 
 std::vector<std::vector<std::size_t>> capacity_groups(const std::vector<const SearchProblem*>& problems) {

@@ -47,11 +47,6 @@ class TopN {
     floor_ = floor;
     has_floor_ = true;
   }
-  // Would a candidate with this throughput be kept? (lets the search skip building a Candidate)
-  bool admits(double throughput) const {
-    if (has_floor_ && throughput < floor_.throughput) return false;
-    return order_.size() < capacity_ || throughput >= slots_[order_.back()].throughput;
-  }
   const std::vector<Candidate>& items() const;  // best first
   std::size_t capacity() const { return capacity_; }
 

@@ -69,8 +69,7 @@ TEST(TopN, FullListAdmitsTiesOnlyByTheTuple) {
   TopN top(2);
   top.push(make(9, 1));
   top.push(make(3, 2));  // last: throughput 3, dp 2
-  EXPECT_TRUE(top.admits(3));   // a tie might still rank before the last
-  EXPECT_FALSE(top.admits(2.9));
+  EXPECT_FALSE(top.push(make(2.9, 1)));  // slower: not kept, whatever its tuple
   EXPECT_FALSE(top.push(make(3, 3)));  // same throughput, dp 3 > 2
   EXPECT_FALSE(top.push(make(3, 2)));  // equal: not before the last
   EXPECT_TRUE(top.push(make(3, 1)));   // dp 1 < 2

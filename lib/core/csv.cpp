@@ -1,0 +1,55 @@
+#include "core/csv.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace perfsweep {
+
+std::string trim(std::string_view text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  return std::string(text);
+}
+
+std::vector<std::string> split_csv_line(std::string_view text, const std::string& where) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(trim(cell));
+      cell.clear();
+    } else {
+      cell += c;
+    }
+  }
+  if (quoted) throw InputError(where + ": unterminated quoted field");
+  out.push_back(trim(cell));
+  return out;
+}
+
+std::optional<double> parse_finite(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace perfsweep

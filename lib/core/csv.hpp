@@ -1,0 +1,21 @@
+#pragma once
+// Text fields of measurement files: CSV records and numbers, shared by the readers of nccl-tests
+// tables (comm/measurements) and of measured training runs (calib/cluster_runs).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace perfsweep {
+
+// The fields of one CSV record (RFC 4180 quoting, no line break inside quotes), each with its
+// surrounding white space removed. InputError naming `where` for an unterminated quote.
+std::vector<std::string> split_csv_line(std::string_view text, const std::string& where);
+
+// `text` without leading and trailing white space.
+std::string trim(std::string_view text);
+
+// The whole of `text` as a finite number, or nothing.
+std::optional<double> parse_finite(std::string_view text);
+
+}  // namespace perfsweep
