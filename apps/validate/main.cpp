@@ -178,20 +178,27 @@ int main(int argc, char** argv) {
       const System system =
           load_system_named(c.system.empty() ? std::string(calib::default_system_file(c.set)) : c.system);
       const auto runs = calib::read_cluster_runs(c.set, c.file);
-      const auto rows = calib::validate_runs(system, runs, c.unfitted);
+      calib::ClusterFit fitted;
+      const auto rows = calib::validate_runs(system, runs, c.unfitted, &fitted);
       std::cout << calib::runs_csv(c.set, rows);
       std::cerr << calib::runs_summary(c.set, rows);
       if (c.set == calib::RunSet::Nanotron && !c.unfitted) {
-        const calib::ClusterNetwork net = calib::fit_cluster_network(runs);
+        const calib::ClusterNetwork& net = fitted.network;
         std::string line = "# network: all-reduce bus bandwidth by job nodes (median over fit runs):";
         for (std::size_t i = 0; i < net.nodes.size(); ++i) {
           line += fmt::format(" {}:{:.1f}GB/s({})", net.nodes[i], net.allreduce_bus_GBps[i], net.runs[i]);
         }
         std::cerr << line << "\n";
-        const calib::ComputeScaleFit compute = calib::fit_one_node_compute(system, runs);
         std::cerr << fmt::format(
             "# compute: kernel efficiencies x {:.2f} (median |rel err| of {} one-node fit runs {:.4f} -> {:.4f})\n",
-            compute.compute, compute.runs, compute.median_abs_before, compute.median_abs_after);
+            fitted.compute.compute, fitted.compute.runs, fitted.compute.median_abs_before, fitted.compute.median_abs_after);
+        const calib::FrameworkOverhead& o = fitted.overhead.overhead;
+        std::cerr << fmt::format(
+            "# overhead: per block and micro-batch {:.2f} ms + tp x {:.3f} ms with pp > 1 + {:.2f} ms per further "
+            "tensor-parallel node; {:.0f} ms per micro-batch slot before the pipeline fix (median |rel err| of {} "
+            "fit runs {:.4f} -> {:.4f})\n",
+            o.layer_s * 1e3, o.pipelined_layer_per_tp_s * 1e3, o.tp_domain_layer_s * 1e3, o.before_fix_slot_s * 1e3,
+            fitted.overhead.runs, fitted.overhead.median_abs_before, fitted.overhead.median_abs_after);
       }
       return 0;
     }

@@ -1,6 +1,7 @@
 #include "calib/cluster_runs.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 #include <optional>
 #include <memory>
 #include <tuple>
@@ -412,6 +414,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
                     tie = cols.need("tie_word_embeddings"), zero = cols.need("zero_stage"),
                     fp32_acc = cols.need("accumulate_grad_in_fp32"), status = cols.need("status");
   const std::optional<std::size_t> allreduce_bw = cols.find("AllReduce (GB/s)");
+  const std::optional<std::size_t> pp_fix = cols.find("after_pp_fix");
   std::vector<ClusterRun> runs;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     const Columns::Row row = cols.row(r);
@@ -474,6 +477,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
       run.measured_mem_gb = row.positive(mem);
     }
     if (allreduce_bw && !row.empty(*allreduce_bw)) run.cluster_allreduce_GBps = row.positive(*allreduce_bw);
+    if (pp_fix && !row.empty(*pp_fix)) run.pipeline_before_fix = !row.yes_no(*pp_fix);
     place_megatron_order(c, 8);
     runs.push_back(std::move(run));
   }
@@ -581,7 +585,31 @@ ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs) {
   return net;
 }
 
-RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network) {
+double quantity_of_iteration(const ClusterRun& run, double t) {
+  const double gpus = D(run.layout.n_gpus());
+  switch (run.quantity) {
+    case Quantity::IterationSeconds: return t;
+    case Quantity::TflopsPerGpu: return megatron_model_flops(run.model, run.global_batch) / (t * gpus) * 1e-12;
+    case Quantity::TokensPerSecondPerGpu: return D(run.global_batch * run.model.l) / t / gpus;
+  }
+  return kNoValue;
+}
+
+double iteration_with_overhead(const System& system, const ClusterRun& run, const RunPrediction& p,
+                               const FrameworkOverhead& o) {
+  if (o.empty() || !std::isfinite(p.slot_s)) return p.iteration_s;
+  const Layout& c = run.layout;
+  const I domain = std::max<I>(1, system.nvlink_size);
+  const I tp_domains = (c.tensor.tp1 * c.tensor.tp2 + domain - 1) / domain;
+  const double per_layer = o.layer_s + (c.pp > 1 ? D(c.tensor.tp1 * c.tensor.tp2) * o.pipelined_layer_per_tp_s : 0) +
+                           D(tp_domains - 1) * o.tp_domain_layer_s;
+  double slot = std::max(p.slot_s, D(p.stage_layers) * per_layer);
+  if (run.pipeline_before_fix && c.pp > 1 && run.nodes > 1) slot += o.before_fix_slot_s;
+  return slot * p.slots + p.outside_s;
+}
+
+RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network,
+                          const FrameworkOverhead& overhead) {
   RunPrediction p;
   // A multi-node job's network at the bus bandwidth its cluster reaches at that many nodes.
   System system = cluster;
@@ -604,7 +632,8 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
     p.error = e.what();
     return p;
   }
-  double t = ev.totals.t;
+  Totals step = ev.totals;
+  p.stage_layers = costed.depth / run.layout.pp;
   if (run.state_memory == StateMemory::Nanotron && run.layout.pp > 1 && run.model.vocab_size > 0) {
     // The stages' own layer counts bound the step: the fullest stage's layers alone (a stage
     // without the model's ends; the embedding's lookup is a small part of the first) and the last
@@ -614,19 +643,26 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
       inner.vocab_size = 0;
       Transformer last = run.model;
       last.depth = run.layout.pp * stage_layers.back();
-      const double t_inner = evaluate(system, inner, run.layout, run.global_batch).totals.t;
-      const double t_last = stage_layers.back() > 0 ? evaluate(system, last, run.layout, run.global_batch).totals.t : 0;
-      t = std::max(t_inner, t_last);
+      step = evaluate(system, inner, run.layout, run.global_batch).totals;
+      if (stage_layers.back() > 0) {
+        const Totals t_last = evaluate(system, last, run.layout, run.global_batch).totals;
+        if (t_last.t > step.t) {
+          step = t_last;
+          p.stage_layers = stage_layers.back();
+        }
+      }
     } catch (const ConfigError&) {
+      step = ev.totals;
     }
   }
-  const double gpus = D(run.layout.n_gpus());
-  p.iteration_s = t;
-  switch (run.quantity) {
-    case Quantity::IterationSeconds: p.predicted = t; break;
-    case Quantity::TflopsPerGpu: p.predicted = megatron_model_flops(run.model, run.global_batch) / (t * gpus) * 1e-12; break;
-    case Quantity::TokensPerSecondPerGpu: p.predicted = D(run.global_batch * run.model.l) / t / gpus; break;
-  }
+  const Layout& c = run.layout;
+  const I micro_batches = run.global_batch / (c.dp * c.mbs);
+  p.slots = D(micro_batches) + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave));
+  p.outside_s = step.t_dp_comm;
+  p.slot_s = (step.t - step.t_dp_comm) / p.slots;
+  p.iteration_s = step.t;
+  p.iteration_s = iteration_with_overhead(system, run, p, overhead);
+  p.predicted = quantity_of_iteration(run, p.iteration_s);
   const Totals& x = ev.totals;
   double state_gb = x.wts_mem + x.wts_grad_mem + x.wts_optimizer_states_mem;
   double activations_gb = x.acts_mem;
@@ -652,7 +688,18 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
 
 bool RunResult::has_error() const { return std::isfinite(run.measured) && std::isfinite(prediction.predicted); }
 
-ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs) {
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return kNoValue;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
+                                     const FrameworkOverhead& overhead) {
   ComputeScaleFit fit;
   if (system.kernel_calibration == nullptr) return fit;
   std::vector<const ClusterRun*> one_node;
@@ -665,13 +712,10 @@ ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<Clu
     s.kernel_calibration = std::make_shared<const kernels::Calibration>(scale_calibration(base, {compute, 1}));
     std::vector<double> errs;
     for (const ClusterRun* r : one_node) {
-      const RunPrediction p = predict_run(s, *r);
+      const RunPrediction p = predict_run(s, *r, nullptr, overhead);
       if (std::isfinite(p.predicted)) errs.push_back(std::abs(p.predicted / r->measured - 1));
     }
-    std::sort(errs.begin(), errs.end());
-    const std::size_t n = errs.size();
-    const double m = n == 0 ? kNoValue : n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
-    return std::pair{m, n};
+    return std::pair{median(errs), errs.size()};
   };
   std::tie(fit.median_abs_before, fit.runs) = median_abs(1);
   if (fit.runs == 0) return fit;
@@ -686,18 +730,83 @@ ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<Clu
   return fit;
 }
 
-std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool unfitted) {
+OverheadFit fit_framework_overhead(const System& system, const std::vector<ClusterRun>& runs,
+                                   const std::vector<RunPrediction>& predictions) {
+  if (predictions.size() != runs.size()) throw std::logic_error("fit_framework_overhead: one prediction per run");
+  std::vector<std::size_t> fit_runs;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].fit && std::isfinite(runs[i].measured) && std::isfinite(predictions[i].predicted)) fit_runs.push_back(i);
+  }
+  OverheadFit fit;
+  fit.runs = fit_runs.size();
+  if (fit_runs.empty()) return fit;
+  std::vector<double> errs(fit_runs.size());
+  const auto median_abs = [&](const FrameworkOverhead& o) {
+    for (std::size_t k = 0; k < fit_runs.size(); ++k) {
+      const ClusterRun& r = runs[fit_runs[k]];
+      const double t = iteration_with_overhead(system, r, predictions[fit_runs[k]], o);
+      errs[k] = std::abs(quantity_of_iteration(r, t) / r.measured - 1);
+    }
+    return median(errs);
+  };
+  // Each coordinate: its member and its grid (first value, step, number of values).
+  struct Axis {
+    double FrameworkOverhead::*member;
+    double step;
+    int values;
+  };
+  constexpr std::array<Axis, 4> kAxes{{{&FrameworkOverhead::layer_s, 0.25e-3, 41},
+                                       {&FrameworkOverhead::pipelined_layer_per_tp_s, 0.125e-3, 41},
+                                       {&FrameworkOverhead::tp_domain_layer_s, 0.25e-3, 41},
+                                       {&FrameworkOverhead::before_fix_slot_s, 25e-3, 81}}};
+  FrameworkOverhead best;
+  fit.median_abs_before = median_abs(best);
+  double best_err = fit.median_abs_before;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Axis& axis : kAxes) {
+      for (int k = 0; k < axis.values; ++k) {
+        FrameworkOverhead o = best;
+        o.*axis.member = axis.step * k;
+        const double err = median_abs(o);
+        if (err < best_err) {
+          best_err = err;
+          best = o;
+          changed = true;
+        }
+      }
+    }
+  }
+  fit.overhead = best;
+  fit.median_abs_after = best_err;
+  return fit;
+}
+
+std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool unfitted,
+                                     ClusterFit* fitted) {
   const bool nanotron = !runs.empty() && runs.front().state_memory == StateMemory::Nanotron;
-  const ClusterNetwork network = unfitted || !nanotron ? ClusterNetwork{} : fit_cluster_network(runs);
+  ClusterFit fit;
   System costed = system;
-  if (nanotron && !unfitted && system.kernel_calibration != nullptr) {
-    const double compute = fit_one_node_compute(system, runs).compute;
-    costed.kernel_calibration =
-        std::make_shared<const kernels::Calibration>(scale_calibration(*system.kernel_calibration, {compute, 1}));
+  if (nanotron && !unfitted) {
+    fit.network = fit_cluster_network(runs);
+    // The compute scale and the overhead, each fitted with the other's value of the round before.
+    for (int round = 0; round < 2; ++round) {
+      if (system.kernel_calibration != nullptr) {
+        fit.compute = fit_one_node_compute(system, runs, fit.overhead.overhead);
+        costed.kernel_calibration = std::make_shared<const kernels::Calibration>(
+            scale_calibration(*system.kernel_calibration, {fit.compute.compute, 1}));
+      }
+      std::vector<RunPrediction> base(runs.size());
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        if (runs[i].fit) base[i] = predict_run(costed, runs[i], &fit.network);
+      }
+      fit.overhead = fit_framework_overhead(costed, runs, base);
+    }
   }
   std::vector<RunResult> out;
   out.reserve(runs.size());
-  for (const ClusterRun& r : runs) out.push_back({r, predict_run(costed, r, &network)});
+  for (const ClusterRun& r : runs) out.push_back({r, predict_run(costed, r, &fit.network, fit.overhead.overhead)});
+  if (fitted != nullptr) *fitted = std::move(fit);
   return out;
 }
 
@@ -707,13 +816,6 @@ std::string cell(double v, const char* fmt = "%.9g") {
   char buf[40];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return kNoValue;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 bool oom_judged(const std::string& status) { return status == "Success" || status == "OOM"; }

@@ -53,6 +53,8 @@ struct ClusterRun {
   // at the job's start ("AllReduce (GB/s)"; NaN where the file has none).
   double cluster_allreduce_GBps = kNoValue;
   std::int64_t nodes = 0;            // nanotron: the job's nodes
+  // nanotron: run before a fix of nanotron's pipeline engine (the file's after_pp_fix False).
+  bool pipeline_before_fix = false;
 };
 
 // Readers, one per format (docs/validation.md lists the columns each needs and the values that
@@ -100,6 +102,11 @@ KernelScaleFit fit_kernel_scales(const System& system, const std::vector<Cluster
 struct RunPrediction {
   double predicted = kNoValue;      // in the run's quantity
   double iteration_s = kNoValue;    // the predicted step
+  // The step as iteration_s = slot_s x slots + outside_s: slot_s, one micro-batch's forward and
+  // backward on the stage that bounds the step (with its pipeline transfers); slots, the micro-
+  // batches plus the bubble's (pp - 1) / V; outside_s, the exposed data-parallel communication.
+  double slot_s = kNoValue, slots = kNoValue, outside_s = kNoValue;
+  std::int64_t stage_layers = 0;    // the blocks of the stage that bounds the step
   // Allocated between steps (weights, gradients, optimizer states), in the measured unit (GiB).
   double predicted_mem_gb = kNoValue;
   double peak_mem_gb = kNoValue;    // with the activations of the step's fullest stage, in GB
@@ -128,6 +135,29 @@ struct ClusterNetwork {
 // The medians over the runs marked `fit` that carry a measured bandwidth (empty if none do).
 ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs);
 
+// A framework's own time per micro-batch, beside the GPU's (nanotron: docs/validation.md): each
+// micro-batch keeps a pipeline stage busy at least stage_layers x (layer_s + tp x
+// pipelined_layer_per_tp_s with pp > 1 + (tensor-parallel NVLink domains - 1) x
+// tp_domain_layer_s), and a run before the fix of nanotron's pipeline engine that spans nodes
+// adds before_fix_slot_s to every micro-batch slot. All zero: the GPU's time alone.
+//   layer_s: the host's time to issue one block's forward and backward (eager kernels, autograd,
+//     tensor-parallel collectives); the GPU waits for it when a block's kernels are short;
+//   pipelined_layer_per_tp_s: with pipeline parallelism nanotron's blocking transfers keep the
+//     host in step with the GPU, so each block waits on its tensor-parallel collectives for the
+//     slowest of tp ranks that start out of step: a time per block growing with tp;
+//   tp_domain_layer_s: each further NVLink domain a tensor-parallel group spans (its collectives'
+//     latency over the network, per block);
+//   before_fix_slot_s: the engine before the fix, per micro-batch slot.
+struct FrameworkOverhead {
+  double layer_s = 0;
+  double pipelined_layer_per_tp_s = 0;
+  double tp_domain_layer_s = 0;
+  double before_fix_slot_s = 0;
+  bool empty() const {
+    return layer_s == 0 && pipelined_layer_per_tp_s == 0 && tp_domain_layer_s == 0 && before_fix_slot_s == 0;
+  }
+};
+
 // The compute scale (KernelScales::compute; stream launches kept) of the system's kernel
 // calibration minimising the median |relative error| over the fit runs on one node (no network
 // in their step), on the grid 0.50, 0.51, ..., 1.50, ties to the first found; 1 where the system
@@ -137,9 +167,30 @@ struct ComputeScaleFit {
   std::size_t runs = 0;
   double median_abs_before = 0, median_abs_after = 0;
 };
-ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs);
+ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
+                                     const FrameworkOverhead& overhead = {});
 
-RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr);
+RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr,
+                          const FrameworkOverhead& overhead = {});
+
+// The step of a prediction (predict_run without an overhead) with a framework's overhead, and the
+// run's quantity of a step: the one place both are computed.
+double iteration_with_overhead(const System& system, const ClusterRun& run, const RunPrediction& p,
+                               const FrameworkOverhead& overhead);
+double quantity_of_iteration(const ClusterRun& run, double iteration_s);
+
+// The overhead minimising the median |relative error| over the runs marked `fit` that succeeded
+// (`predictions`: predict_run of each run without an overhead, in the same order), by coordinate
+// descent from zero over fixed grids (layer_s and tp_domain_layer_s 0 to 10 ms by 0.25 ms,
+// pipelined_layer_per_tp_s 0 to 5 ms by 0.125 ms, before_fix_slot_s 0 to 2 s by 25 ms; each
+// coordinate in that order, a strict improvement only, until a round changes none).
+struct OverheadFit {
+  FrameworkOverhead overhead;
+  std::size_t runs = 0;
+  double median_abs_before = 0, median_abs_after = 0;
+};
+OverheadFit fit_framework_overhead(const System& system, const std::vector<ClusterRun>& runs,
+                                   const std::vector<RunPrediction>& predictions);
 
 struct RunResult {
   ClusterRun run;
@@ -148,11 +199,21 @@ struct RunResult {
   bool has_error() const;  // both values present
 };
 
+// What a nanotron set's fit runs fitted (validate_runs).
+struct ClusterFit {
+  ClusterNetwork network;
+  ComputeScaleFit compute;
+  OverheadFit overhead;
+};
+
 // Every run predicted; a nanotron set's runs on the network fitted on its fit runs
-// (fit_cluster_network) and with the compute scale fitted on its one-node fit runs
-// (fit_one_node_compute), unless `unfitted`, which keeps the system as it is.
+// (fit_cluster_network), with the compute scale fitted on its one-node fit runs
+// (fit_one_node_compute) and the framework's overhead fitted on all its fit runs
+// (fit_framework_overhead), the two fitted in turn twice (the compute scale with the overhead of
+// the round before, zero at first), unless `unfitted`, which keeps the system as it is and adds
+// no overhead. `fit`, when given, receives what was fitted.
 std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs,
-                                     bool unfitted = false);
+                                     bool unfitted = false, ClusterFit* fit = nullptr);
 
 // CSV: id,quantity,measured,predicted,rel_err,fit and, for nanotron,
 // status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb (empty where there is no value).

@@ -145,6 +145,11 @@ TEST(ClusterRuns, NanotronColumns) {
   EXPECT_EQ(r.layout.tensor.nv1 * r.layout.nv_dp * r.layout.nv_pp, 8);
   EXPECT_EQ(r.nodes, 1);
   EXPECT_DOUBLE_EQ(r.cluster_allreduce_GBps, 425.34);
+  EXPECT_FALSE(r.pipeline_before_fix);  // after_pp_fix True
+  const ClusterRun& before_fix = by_id(runs, "13849258");  // after_pp_fix False, 16 nodes, pp 2
+  EXPECT_TRUE(before_fix.pipeline_before_fix);
+  EXPECT_EQ(before_fix.nodes, 16);
+  EXPECT_EQ(before_fix.layout.pp, 2);
   // Every third run by file order, from the first, fits the cluster's network.
   std::size_t fit = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -310,12 +315,92 @@ TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
   EXPECT_FALSE(runs[0].layout.exec.sequence_parallel);
   EXPECT_TRUE(runs[0].model.tie_embeddings);
   EXPECT_EQ(runs[0].layout.exec.zero, 1);
+  EXPECT_FALSE(runs[0].pipeline_before_fix);  // no after_pp_fix column: the engine as it is
+
+  const std::string fix_header = nano_header.substr(0, nano_header.size() - 1) + ",after_pp_fix\n";
+  const auto fix = write_file(
+      "fix.csv", fix_header + "OOM,7,a,1.0,4096,1,4.0,,,4,2,1,ALL_REDUCE,2048,16,32,,131072,,1,,maybe\n");
+  EXPECT_EQ(read_error(RunSet::Nanotron, fix),
+            fix.string() + ":2: column 'after_pp_fix': expected yes/no or true/false, got 'maybe'");
 
   EXPECT_EQ(read_error(RunSet::Vtrain, kData / "absent.csv"),
             (kData / "absent.csv").string() + ": cannot open the measurements file");
 }
 
 }  // namespace
+
+// A run of tp x pp GPUs on `nodes` nodes of 8, for the framework overhead's arithmetic.
+ClusterRun overhead_run(std::int64_t tp, std::int64_t pp, std::int64_t nodes, bool before_fix) {
+  ClusterRun r;
+  r.layout.tensor.tp1 = tp;
+  r.layout.pp = pp;
+  r.layout.dp = nodes * 8 / (tp * pp);
+  r.nodes = nodes;
+  r.pipeline_before_fix = before_fix;
+  r.quantity = Quantity::IterationSeconds;
+  return r;
+}
+
+TEST(ClusterRuns, FrameworkOverheadByHand) {
+  System s;
+  s.nvlink_size = 8;
+  RunPrediction p;
+  p.iteration_s = 0.05 * 10 + 0.2;
+  p.slot_s = 0.05;  // 10 slots of 50 ms and 200 ms of exposed data-parallel communication
+  p.slots = 10;
+  p.outside_s = 0.2;
+  p.stage_layers = 8;
+  FrameworkOverhead o;
+  EXPECT_DOUBLE_EQ(iteration_with_overhead(s, overhead_run(4, 2, 2, true), p, o), p.iteration_s);
+  o.layer_s = 0.004;
+  o.pipelined_layer_per_tp_s = 0.002;
+  o.tp_domain_layer_s = 0.003;
+  o.before_fix_slot_s = 0.5;
+  // pp 1, one domain: 8 x 4 ms = 32 ms under the GPU's 50 ms: unchanged.
+  EXPECT_DOUBLE_EQ(iteration_with_overhead(s, overhead_run(4, 1, 1, false), p, o), 0.7);
+  // pp 2, tp 4: 8 x (4 + 4 x 2) ms = 96 ms per slot.
+  EXPECT_NEAR(iteration_with_overhead(s, overhead_run(4, 2, 2, false), p, o), 0.096 * 10 + 0.2, 1e-12);
+  // before the fix, on 2 nodes: 0.5 s more per slot; on one node none.
+  EXPECT_NEAR(iteration_with_overhead(s, overhead_run(4, 2, 2, true), p, o), 0.596 * 10 + 0.2, 1e-12);
+  EXPECT_NEAR(iteration_with_overhead(s, overhead_run(4, 2, 1, true), p, o), 0.096 * 10 + 0.2, 1e-12);
+  // tp 16 spans two domains: 8 x (4 + 3) ms = 56 ms at pp 1.
+  EXPECT_NEAR(iteration_with_overhead(s, overhead_run(16, 1, 2, false), p, o), 0.056 * 10 + 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(quantity_of_iteration(overhead_run(4, 1, 1, false), 1.25), 1.25);
+}
+
+TEST(ClusterRuns, FrameworkOverheadFitRecoversAFloor) {
+  System s;
+  s.nvlink_size = 8;
+  // Runs of one domain without a pipeline whose GPU time per slot varies from 10 to 45 ms over
+  // 8 blocks, measured with a host floor of 4.5 ms per block (36 ms per slot): the fit must find
+  // that floor, and nothing for the terms no run exercises.
+  std::vector<ClusterRun> runs;
+  std::vector<RunPrediction> base;
+  FrameworkOverhead truth;
+  truth.layer_s = 4.5e-3;
+  for (int k = 0; k < 15; ++k) {
+    ClusterRun r = overhead_run(2, 1, 1, false);
+    r.fit = k % 5 != 4;  // a run not marked fit is left out of the fit
+    RunPrediction p;
+    p.slot_s = 0.010 + 0.0025 * k;
+    p.slots = 16;
+    p.outside_s = 0.01;
+    p.stage_layers = 8;
+    p.iteration_s = p.slot_s * p.slots + p.outside_s;
+    p.predicted = p.iteration_s;
+    r.measured = k % 5 == 4 ? 1e3 : iteration_with_overhead(s, r, p, truth);
+    runs.push_back(r);
+    base.push_back(p);
+  }
+  const OverheadFit fit = fit_framework_overhead(s, runs, base);
+  EXPECT_EQ(fit.runs, 12u);
+  EXPECT_GT(fit.median_abs_before, 0.05);
+  EXPECT_NEAR(fit.median_abs_after, 0, 1e-12);
+  EXPECT_NEAR(fit.overhead.layer_s, 4.5e-3, 1e-12);
+  EXPECT_EQ(fit.overhead.pipelined_layer_per_tp_s, 0);
+  EXPECT_EQ(fit.overhead.tp_domain_layer_s, 0);
+  EXPECT_EQ(fit.overhead.before_fix_slot_s, 0);
+}
 
 TEST(ClusterRuns, NetworkInterpolatesLogLog) {
   ClusterNetwork net;
