@@ -189,9 +189,9 @@ int main(int argc, char** argv) {
           line += fmt::format(" {}:{:.1f}GB/s({})", net.nodes[i], net.allreduce_bus_GBps[i], net.runs[i]);
         }
         std::cerr << line << "\n";
-        std::cerr << fmt::format(
-            "# compute: kernel efficiencies x {:.2f} (median |rel err| of {} one-node fit runs {:.4f} -> {:.4f})\n",
-            fitted.compute.compute, fitted.compute.runs, fitted.compute.median_abs_before, fitted.compute.median_abs_after);
+        std::cerr << fmt::format("# compute: kernel efficiencies x {:.2f} (median |rel err| of {} {}fit runs {:.4f} -> {:.4f})\n",
+                                 fitted.compute.compute, fitted.compute.runs, fitted.compute.one_node ? "one-node " : "",
+                                 fitted.compute.median_abs_before, fitted.compute.median_abs_after);
         const calib::FrameworkOverhead& o = fitted.overhead.overhead;
         std::cerr << fmt::format(
             "# overhead: per block and micro-batch {:.2f} ms + tp x {:.3f} ms with pp > 1 + {:.2f} ms per further "

@@ -699,20 +699,26 @@ double median(std::vector<double> v) {
 }  // namespace
 
 ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
-                                     const FrameworkOverhead& overhead) {
+                                     const FrameworkOverhead& overhead, const ClusterNetwork* network) {
   ComputeScaleFit fit;
   if (system.kernel_calibration == nullptr) return fit;
-  std::vector<const ClusterRun*> one_node;
+  std::vector<const ClusterRun*> fitted_runs, all;
   for (const ClusterRun& r : runs) {
-    if (r.fit && std::isfinite(r.measured) && r.layout.n_gpus() <= system.nvlink_size) one_node.push_back(&r);
+    if (!r.fit || !std::isfinite(r.measured)) continue;
+    all.push_back(&r);
+    if (r.layout.n_gpus() <= system.nvlink_size) fitted_runs.push_back(&r);
+  }
+  if (fitted_runs.size() < kMinOneNodeFitRuns) {
+    fitted_runs = std::move(all);
+    fit.one_node = false;
   }
   const kernels::Calibration base = *system.kernel_calibration;
   const auto median_abs = [&](double compute) {
     System s = system;
     s.kernel_calibration = std::make_shared<const kernels::Calibration>(scale_calibration(base, {compute, 1}));
     std::vector<double> errs;
-    for (const ClusterRun* r : one_node) {
-      const RunPrediction p = predict_run(s, *r, nullptr, overhead);
+    for (const ClusterRun* r : fitted_runs) {
+      const RunPrediction p = predict_run(s, *r, network, overhead);
       if (std::isfinite(p.predicted)) errs.push_back(std::abs(p.predicted / r->measured - 1));
     }
     return std::pair{median(errs), errs.size()};
@@ -792,7 +798,7 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
     // The compute scale and the overhead, each fitted with the other's value of the round before.
     for (int round = 0; round < 2; ++round) {
       if (system.kernel_calibration != nullptr) {
-        fit.compute = fit_one_node_compute(system, runs, fit.overhead.overhead);
+        fit.compute = fit_one_node_compute(system, runs, fit.overhead.overhead, &fit.network);
         costed.kernel_calibration = std::make_shared<const kernels::Calibration>(
             scale_calibration(*system.kernel_calibration, {fit.compute.compute, 1}));
       }

@@ -160,15 +160,19 @@ struct FrameworkOverhead {
 
 // The compute scale (KernelScales::compute; stream launches kept) of the system's kernel
 // calibration minimising the median |relative error| over the fit runs on one node (no network
-// in their step), on the grid 0.50, 0.51, ..., 1.50, ties to the first found; 1 where the system
-// has no kernel calibration or no such run can be predicted. `runs` counts the runs fitted.
+// in their step; all the fit runs, on `network`, where fewer than kMinOneNodeFitRuns one-node
+// runs succeeded), each with `overhead`, on the grid 0.50, 0.51, ..., 1.50, ties to the first
+// found; 1 where the system has no kernel calibration or no such run can be predicted. `runs`
+// counts the runs fitted.
+inline constexpr std::size_t kMinOneNodeFitRuns = 10;
 struct ComputeScaleFit {
   double compute = 1;
   std::size_t runs = 0;
+  bool one_node = true;  // fitted on one-node runs (else on all the fit runs)
   double median_abs_before = 0, median_abs_after = 0;
 };
 ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
-                                     const FrameworkOverhead& overhead = {});
+                                     const FrameworkOverhead& overhead = {}, const ClusterNetwork* network = nullptr);
 
 RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr,
                           const FrameworkOverhead& overhead = {});

@@ -168,6 +168,21 @@ TEST(ClusterRuns, NanotronColumns) {
   EXPECT_GT(compute.compute, 0.5);
   EXPECT_LE(compute.compute, 1.0);
   EXPECT_LT(compute.median_abs_after, compute.median_abs_before);
+  EXPECT_TRUE(compute.one_node);
+  // Without enough one-node runs (here: the multi-node fit successes of the first 600 runs), the
+  // scale is fitted on every fit run, over the cluster's network.
+  std::vector<ClusterRun> multi_node;
+  for (std::size_t i = 0; i < 600; ++i) {
+    if (runs[i].nodes > 1) multi_node.push_back(runs[i]);
+  }
+  std::size_t multi_fit = 0;
+  for (const ClusterRun& m : multi_node) multi_fit += m.fit && std::isfinite(m.measured) ? 1u : 0u;
+  ASSERT_GE(multi_fit, kMinOneNodeFitRuns);
+  const ComputeScaleFit all = fit_one_node_compute(
+      load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "hf_h100.yaml"), multi_node, {}, &net);
+  EXPECT_FALSE(all.one_node);
+  EXPECT_EQ(all.runs, multi_fit);
+  EXPECT_LE(all.median_abs_after, all.median_abs_before);
 
   // A run that never started: kv heads from the name's "_gqa8", untied (hidden 8192).
   const ClusterRun& oom = by_id(runs, "14311348");
