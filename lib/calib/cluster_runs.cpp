@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <numeric>
-#include <stdexcept>
-#include <optional>
 #include <memory>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/csv.hpp"
@@ -660,7 +660,7 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
   p.slots = D(micro_batches) + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave));
   p.outside_s = step.t_dp_comm;
   p.slot_s = (step.t - step.t_dp_comm) / p.slots;
-  p.iteration_s = step.t;
+  p.iteration_s = step.t;  // the GPU's step; with the framework's overhead below
   p.iteration_s = iteration_with_overhead(system, run, p, overhead);
   p.predicted = quantity_of_iteration(run, p.iteration_s);
   const Totals& x = ev.totals;
@@ -695,7 +695,6 @@ double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-
 }  // namespace
 
 ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
