@@ -68,6 +68,25 @@ std::vector<T> read_selected(Read&& read, const std::string& file, const std::st
   return items;
 }
 
+// A subcommand predicting a measurement file's entries, all or a selection by id, on a system
+// with a kernel calibration.
+struct SelectedCommand {
+  CLI::App* cmd = nullptr;
+  std::string measured, system, only, except;
+  template <typename T, typename Read>
+  std::vector<T> read(Read&& reader) const {
+    return read_selected<T>(std::forward<Read>(reader), measured, only, except);
+  }
+};
+
+void add_selected_command(SelectedCommand& c, CLI::App* cmd, const char* format, const char* entries) {
+  c.cmd = cmd;
+  c.cmd->add_option("--measurements,-m", c.measured, format)->required();
+  c.cmd->add_option("--system", c.system, "system (name or YAML path), with its `kernels:`")->required();
+  auto* only = c.cmd->add_option("--only", c.only, std::string("only these ") + entries);
+  c.cmd->add_option("--except", c.except, std::string("all but these ") + entries)->excludes(only);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,19 +119,12 @@ int main(int argc, char** argv) {
                                    "also fit the allocator's reserve to training steps (h100_train.json format)");
   fit->add_option("--train-only", train_only, "the training-step ids to fit it on")->needs(train_in);
 
-  std::string kernels_measured, kernels_system, kernels_only, kernels_except;
-  CLI::App* kernels_cmd = app.add_subcommand("kernels", "predict the training step's kernels; CSV on stdout, summary on stderr");
-  kernels_cmd->add_option("--measurements,-m", kernels_measured, "kernel measurements (h100_kernels.json format)")->required();
-  kernels_cmd->add_option("--system", kernels_system, "system (name or YAML path), with its `kernels:`")->required();
-  auto* ko = kernels_cmd->add_option("--only", kernels_only, "only these kernel ids");
-  kernels_cmd->add_option("--except", kernels_except, "all but these kernel ids")->excludes(ko);
-
-  std::string train_measured, train_system, train_sel_only, train_sel_except;
-  CLI::App* train = app.add_subcommand("train", "predict whole training steps; CSV on stdout, summary on stderr");
-  train->add_option("--measurements,-m", train_measured, "training steps (h100_train.json format)")->required();
-  train->add_option("--system", train_system, "system (name or YAML path), with its `kernels:`")->required();
-  auto* to = train->add_option("--only", train_sel_only, "only these run ids");
-  train->add_option("--except", train_sel_except, "all but these run ids")->excludes(to);
+  SelectedCommand kernels_cmd, train;
+  add_selected_command(kernels_cmd,
+                       app.add_subcommand("kernels", "predict the training step's kernels; CSV on stdout, summary on stderr"),
+                       "kernel measurements (h100_kernels.json format)", "kernel ids");
+  add_selected_command(train, app.add_subcommand("train", "predict whole training steps; CSV on stdout, summary on stderr"),
+                       "training steps (h100_train.json format)", "run ids");
 
   struct RunSetCommand {
     calib::RunSet set;
@@ -209,20 +221,17 @@ int main(int argc, char** argv) {
       std::cerr << calib::validation_summary(rows);
       return 0;
     }
-    if (kernels_cmd->parsed()) {
-      const System system = load_system_named(kernels_system);
-      const auto rows = calib::validate_kernels(
-          system, read_selected<calib::KernelMeasurement>(calib::read_kernel_measurements, kernels_measured,
-                                                          kernels_only, kernels_except));
+    if (kernels_cmd.cmd->parsed()) {
+      const System system = load_system_named(kernels_cmd.system);
+      const auto rows =
+          calib::validate_kernels(system, kernels_cmd.read<calib::KernelMeasurement>(calib::read_kernel_measurements));
       std::cout << calib::validation_csv(rows);
       std::cerr << calib::validation_summary(rows);
       return 0;
     }
-    if (train->parsed()) {
-      const System system = load_system_named(train_system);
-      const auto rows = calib::validate_train(
-          system, read_selected<calib::TrainRun>(calib::read_train_measurements, train_measured, train_sel_only,
-                                                 train_sel_except));
+    if (train.cmd->parsed()) {
+      const System system = load_system_named(train.system);
+      const auto rows = calib::validate_train(system, train.read<calib::TrainRun>(calib::read_train_measurements));
       std::cout << calib::train_csv(rows);
       std::cerr << calib::train_summary(rows);
       return 0;

@@ -608,6 +608,11 @@ double iteration_with_overhead(const System& system, const ClusterRun& run, cons
   return slot * p.slots + p.outside_s;
 }
 
+void add_overhead(const System& system, const ClusterRun& run, RunPrediction& p, const FrameworkOverhead& overhead) {
+  p.iteration_s = iteration_with_overhead(system, run, p, overhead);
+  if (std::isfinite(p.iteration_s)) p.predicted = quantity_of_iteration(run, p.iteration_s);
+}
+
 RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network,
                           const FrameworkOverhead& overhead) {
   RunPrediction p;
@@ -660,9 +665,8 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
   p.slots = D(micro_batches) + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave));
   p.outside_s = step.t_dp_comm;
   p.slot_s = (step.t - step.t_dp_comm) / p.slots;
-  p.iteration_s = step.t;  // the GPU's step; with the framework's overhead below
-  p.iteration_s = iteration_with_overhead(system, run, p, overhead);
-  p.predicted = quantity_of_iteration(run, p.iteration_s);
+  p.iteration_s = step.t;  // the GPU's step, then with the framework's overhead
+  add_overhead(system, run, p, overhead);
   const Totals& x = ev.totals;
   double state_gb = x.wts_mem + x.wts_grad_mem + x.wts_optimizer_states_mem;
   double activations_gb = x.acts_mem;
@@ -792,6 +796,7 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
   const bool nanotron = !runs.empty() && runs.front().state_memory == StateMemory::Nanotron;
   ClusterFit fit;
   System costed = system;
+  std::vector<RunPrediction> predictions(runs.size());
   if (nanotron && !unfitted) {
     fit.network = fit_cluster_network(runs);
     // The compute scale and the overhead, each fitted with the other's value of the round before.
@@ -801,16 +806,20 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
         costed.kernel_calibration = std::make_shared<const kernels::Calibration>(
             scale_calibration(*system.kernel_calibration, {fit.compute.compute, 1}));
       }
-      std::vector<RunPrediction> base(runs.size());
+      // The GPU's steps: of the fit runs in the first round, of every run in the last (the
+      // final compute scale), which the fitted overhead then completes below.
       for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (runs[i].fit) base[i] = predict_run(costed, runs[i], &fit.network);
+        if (round == 1 || runs[i].fit) predictions[i] = predict_run(costed, runs[i], &fit.network);
       }
-      fit.overhead = fit_framework_overhead(costed, runs, base);
+      fit.overhead = fit_framework_overhead(costed, runs, predictions);
     }
+    for (std::size_t i = 0; i < runs.size(); ++i) add_overhead(costed, runs[i], predictions[i], fit.overhead.overhead);
+  } else {
+    for (std::size_t i = 0; i < runs.size(); ++i) predictions[i] = predict_run(costed, runs[i]);
   }
   std::vector<RunResult> out;
   out.reserve(runs.size());
-  for (const ClusterRun& r : runs) out.push_back({r, predict_run(costed, r, &fit.network, fit.overhead.overhead)});
+  for (std::size_t i = 0; i < runs.size(); ++i) out.push_back({runs[i], std::move(predictions[i])});
   if (fitted != nullptr) *fitted = std::move(fit);
   return out;
 }

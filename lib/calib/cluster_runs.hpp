@@ -182,6 +182,8 @@ RunPrediction predict_run(const System& system, const ClusterRun& run, const Clu
 double iteration_with_overhead(const System& system, const ClusterRun& run, const RunPrediction& p,
                                const FrameworkOverhead& overhead);
 double quantity_of_iteration(const ClusterRun& run, double iteration_s);
+// A prediction without an overhead (predict_run's) given one: its step and quantity.
+void add_overhead(const System& system, const ClusterRun& run, RunPrediction& p, const FrameworkOverhead& overhead);
 
 // The overhead minimising the median |relative error| over the runs marked `fit` that succeeded
 // (`predictions`: predict_run of each run without an overhead, in the same order), by coordinate

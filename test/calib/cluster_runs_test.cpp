@@ -265,63 +265,64 @@ std::string read_error(RunSet set, const std::filesystem::path& file) {
   return "no error";
 }
 
+// The reader's error on a file of `text`, after the file's own path, which it must start with.
+std::string row_error(RunSet set, const std::string& name, const std::string& text) {
+  const std::string path = write_file(name, text).string();
+  const std::string e = read_error(set, path);
+  return e.starts_with(path) ? e.substr(path.size()) : "(no path) " + e;
+}
+
 const std::string kMegatronHeader =
     "source,params_b,heads,hidden,layers,seq_len,vocab,tp,pp,gpus,global_batch,micro_batch,interleave,recompute,"
     "sequence_parallel,measured_tflops_per_gpu,measured_iteration_s\n";
 
 TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
-  const auto bad_number = write_file(
-      "bad_number.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,\n"
-                                          "t1,3.6,32,3072,30,2048,51200,two,1,64,512,,1,full,no,138,\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, bad_number),
-            bad_number.string() + ":3: column 'tp': expected a number, got 'two'");
+  EXPECT_EQ(row_error(RunSet::Megatron, "bad_number.csv",
+                      kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,\n"
+                      "t1,3.6,32,3072,30,2048,51200,two,1,64,512,,1,full,no,138,\n"),
+            ":3: column 'tp': expected a number, got 'two'");
 
-  const auto fields = write_file("fields.csv", kMegatronHeader + "t1,1.7,24,2304\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, fields), fields.string() + ":2: 4 fields, the header has 17");
+  EXPECT_EQ(row_error(RunSet::Megatron, "fields.csv", kMegatronHeader + "t1,1.7,24,2304\n"),
+            ":2: 4 fields, the header has 17");
 
-  const auto missing = write_file("missing.csv", "source,params_b\nx,1\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, missing), missing.string() + ": no column 'heads' in the header");
+  EXPECT_EQ(row_error(RunSet::Megatron, "missing.csv", "source,params_b\nx,1\n"),
+            ": no column 'heads' in the header");
 
-  const auto recompute = write_file(
-      "recompute.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,some,no,137,\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, recompute),
-            recompute.string() + ":2: column 'recompute': expected none, selective or full, got 'some'");
+  EXPECT_EQ(row_error(RunSet::Megatron, "recompute.csv",
+                      kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,some,no,137,\n"),
+            ":2: column 'recompute': expected none, selective or full, got 'some'");
 
-  const auto gpus = write_file(
-      "gpus.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,8,1,12,512,,1,full,no,137,\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, gpus), gpus.string() + ":2: column 'gpus': not a multiple of tp x pp = 8");
+  EXPECT_EQ(row_error(RunSet::Megatron, "gpus.csv",
+                      kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,8,1,12,512,,1,full,no,137,\n"),
+            ":2: column 'gpus': not a multiple of tp x pp = 8");
 
-  const auto both = write_file(
-      "both.csv", kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,1.5\n");
-  EXPECT_EQ(read_error(RunSet::Megatron, both),
-            both.string() +
-                ":2: column 'measured_iteration_s': exactly one of measured_tflops_per_gpu and measured_iteration_s "
-                "is needed");
+  EXPECT_EQ(row_error(RunSet::Megatron, "both.csv",
+                      kMegatronHeader + "t1,1.7,24,2304,24,2048,51200,1,1,32,512,,1,full,no,137,1.5\n"),
+            ":2: column 'measured_iteration_s': exactly one of measured_tflops_per_gpu and measured_iteration_s "
+            "is needed");
 
   const std::string vtrain_header =
       "\xEF\xBB\xBFParameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
       "sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\r\n";
-  const auto vtrain = write_file("vtrain.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,32,1,3566.5\r\n");
-  EXPECT_EQ(read_error(RunSet::Vtrain, vtrain), vtrain.string() + ":2: column '# GPUs': is not tp x dp x pp = 32");
-  const auto vtime = write_file("vtime.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,64,1,-3\r\n");
-  EXPECT_EQ(read_error(RunSet::Vtrain, vtime),
-            vtime.string() + ":2: column 'iteration time (ms)': expected a positive number, got '-3'");
+  EXPECT_EQ(row_error(RunSet::Vtrain, "vtrain.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,32,1,3566.5\r\n"),
+            ":2: column '# GPUs': is not tp x dp x pp = 32");
+  EXPECT_EQ(row_error(RunSet::Vtrain, "vtime.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,64,1,-3\r\n"),
+            ":2: column 'iteration time (ms)': expected a positive number, got '-3'");
 
   // nanotron: columns found by name in any order; a successful run needs its throughput.
   const std::string nano_header =
       "status,job_id,name,nodes,seq_len,mbs,batch_accum,tok/s/gpu,Mem Alloc (GB),dp,pp,tp,tp_mode,hidden_size,"
       "num_layers,num_heads,num_kv_heads,vocab_size,tie_word_embeddings,zero_stage,accumulate_grad_in_fp32\n";
-  const auto nano = write_file(
-      "nano.csv", nano_header + "Success,1,a,1.0,4096,1,4.0,,10.5,8,1,1,REDUCE_SCATTER,2048,16,32,32,131072,True,0,True\n");
-  EXPECT_EQ(read_error(RunSet::Nanotron, nano), nano.string() + ":2: column 'tok/s/gpu': missing value");
-  const auto mode = write_file(
-      "mode.csv", nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,SOMETIMES,2048,16,32,32,131072,True,0,True\n");
-  EXPECT_EQ(read_error(RunSet::Nanotron, mode),
-            mode.string() + ":2: column 'tp_mode': expected REDUCE_SCATTER or ALL_REDUCE, got 'SOMETIMES'");
-  const auto hidden = write_file(
-      "hidden.csv", nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,ALL_REDUCE,1000,16,32,32,131072,True,0,True\n");
-  EXPECT_EQ(read_error(RunSet::Nanotron, hidden),
-            hidden.string() + ":2: column 'hidden_size': no known Llama MLP width for hidden size 1000");
+  EXPECT_EQ(row_error(RunSet::Nanotron, "nano.csv",
+                      nano_header +
+                          "Success,1,a,1.0,4096,1,4.0,,10.5,8,1,1,REDUCE_SCATTER,2048,16,32,32,131072,True,0,True\n"),
+            ":2: column 'tok/s/gpu': missing value");
+  EXPECT_EQ(row_error(RunSet::Nanotron, "mode.csv",
+                      nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,SOMETIMES,2048,16,32,32,131072,True,0,True\n"),
+            ":2: column 'tp_mode': expected REDUCE_SCATTER or ALL_REDUCE, got 'SOMETIMES'");
+  EXPECT_EQ(row_error(RunSet::Nanotron, "hidden.csv",
+                      nano_header + "OOM,1,a,1.0,4096,1,4.0,,,8,1,1,ALL_REDUCE,1000,16,32,32,131072,True,0,True\n"),
+            ":2: column 'hidden_size': no known Llama MLP width for hidden size 1000");
   const auto ok = write_file(
       "ok.csv", nano_header + "OOM,7,a_gqa4,1.0,4096,1,4.0,,,8,1,1,ALL_REDUCE,2048,16,32,,131072,,1,\n");
   const auto runs = read_cluster_runs(RunSet::Nanotron, ok);
@@ -333,10 +334,9 @@ TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
   EXPECT_FALSE(runs[0].pipeline_before_fix);  // no after_pp_fix column: the engine as it is
 
   const std::string fix_header = nano_header.substr(0, nano_header.size() - 1) + ",after_pp_fix\n";
-  const auto fix = write_file(
-      "fix.csv", fix_header + "OOM,7,a,1.0,4096,1,4.0,,,4,2,1,ALL_REDUCE,2048,16,32,,131072,,1,,maybe\n");
-  EXPECT_EQ(read_error(RunSet::Nanotron, fix),
-            fix.string() + ":2: column 'after_pp_fix': expected yes/no or true/false, got 'maybe'");
+  EXPECT_EQ(row_error(RunSet::Nanotron, "fix.csv",
+                      fix_header + "OOM,7,a,1.0,4096,1,4.0,,,4,2,1,ALL_REDUCE,2048,16,32,,131072,,1,,maybe\n"),
+            ":2: column 'after_pp_fix': expected yes/no or true/false, got 'maybe'");
 
   EXPECT_EQ(read_error(RunSet::Vtrain, kData / "absent.csv"),
             (kData / "absent.csv").string() + ": cannot open the measurements file");
