@@ -197,8 +197,8 @@ int main(int argc, char** argv) {
       if (c.set == calib::RunSet::Nanotron && !c.unfitted) {
         const calib::ClusterNetwork& net = fitted.network;
         std::string line = "# network: all-reduce bus bandwidth by job nodes (median over fit runs):";
-        for (std::size_t i = 0; i < net.nodes.size(); ++i) {
-          line += fmt::format(" {}:{:.1f}GB/s({})", net.nodes[i], net.allreduce_bus_GBps[i], net.runs[i]);
+        for (std::size_t i = 0; i < net.scaling.nodes.size(); ++i) {
+          line += fmt::format(" {}:{:.1f}GB/s({})", net.scaling.nodes[i], net.scaling.allreduce_bus_GBps[i], net.runs[i]);
         }
         std::cerr << line << "\n";
         std::cerr << fmt::format("# compute: kernel efficiencies x {:.2f} (median |rel err| of {} {}fit runs {:.4f} -> {:.4f})\n",

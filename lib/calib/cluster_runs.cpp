@@ -558,17 +558,6 @@ double megatron_model_flops(const Transformer& m, I global_batch) {
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
-double ClusterNetwork::bus_GBps(I job_nodes) const {
-  const std::size_t n = nodes.size();
-  if (n == 0) return kNoValue;
-  if (n == 1 || job_nodes <= nodes.front()) return allreduce_bus_GBps.front();
-  std::size_t hi = 1;
-  while (hi + 1 < n && nodes[hi] < job_nodes) ++hi;
-  const double x0 = std::log(D(nodes[hi - 1])), x1 = std::log(D(nodes[hi]));
-  const double y0 = std::log(allreduce_bus_GBps[hi - 1]), y1 = std::log(allreduce_bus_GBps[hi]);
-  return std::exp(y0 + (y1 - y0) * (std::log(D(job_nodes)) - x0) / (x1 - x0));
-}
-
 ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs) {
   std::map<I, std::vector<double>> by_nodes;
   for (const ClusterRun& r : runs) {
@@ -578,8 +567,8 @@ ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs) {
   for (auto& [nodes, values] : by_nodes) {
     std::sort(values.begin(), values.end());
     const std::size_t k = values.size();
-    net.nodes.push_back(nodes);
-    net.allreduce_bus_GBps.push_back(k % 2 ? values[k / 2] : 0.5 * (values[k / 2 - 1] + values[k / 2]));
+    net.scaling.nodes.push_back(nodes);
+    net.scaling.allreduce_bus_GBps.push_back(k % 2 ? values[k / 2] : 0.5 * (values[k / 2 - 1] + values[k / 2]));
     net.runs.push_back(k);
   }
   return net;
@@ -618,10 +607,10 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
   RunPrediction p;
   // A multi-node job's network at the bus bandwidth its cluster reaches at that many nodes.
   System system = cluster;
-  const I job_nodes = run.layout.n_gpus() / std::max<I>(1, cluster.nvlink_size);
-  if (network != nullptr && !network->empty() && job_nodes > 1 && cluster.ib_eff > 0) {
-    system.ib_bandwidth = network->bus_GBps(job_nodes) / D(cluster.nvlink_size) / cluster.ib_eff;
+  if (network != nullptr && !network->empty()) {
+    system.network_scaling = std::make_shared<const NetworkScaling>(network->scaling);
   }
+  system = at_scale(system, run.layout.n_gpus());
   // nanotron splits the layers unevenly (nanotron_stage_layers); the stage with the most
   // layers bounds the pipeline's time, so every stage is costed with that many.
   Transformer costed = run.model;

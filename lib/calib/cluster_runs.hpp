@@ -126,11 +126,9 @@ double megatron_model_flops(const Transformer& model, std::int64_t global_batch)
 // Node counts between two measured ones are interpolated log-log; beyond the largest, the last two
 // counts' log-log slope carries on; below the smallest multi-node count, its value.
 struct ClusterNetwork {
-  std::vector<std::int64_t> nodes;        // ascending, > 1
-  std::vector<double> allreduce_bus_GBps; // median measured bus bandwidth at each
-  std::vector<std::size_t> runs;          // fit runs behind each median
-  bool empty() const { return nodes.empty(); }
-  double bus_GBps(std::int64_t job_nodes) const;
+  NetworkScaling scaling;          // the medians, as a system's network_scaling
+  std::vector<std::size_t> runs;   // fit runs behind each median
+  bool empty() const { return scaling.nodes.empty(); }
 };
 // The medians over the runs marked `fit` that carry a measured bandwidth (empty if none do).
 ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs);

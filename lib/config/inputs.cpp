@@ -243,6 +243,44 @@ auto load_sidecar(const Mapping& m, const fs::path& system_file, const char* key
   }
 }
 
+// network_scaling: {nodes: [N, ...], allreduce_bus_GBps: [GB/s, ...], source: TEXT}
+std::shared_ptr<const NetworkScaling> load_network_scaling(const Mapping& m, const YAML::Node& n) {
+  const std::string at = m.file() + ": network_scaling";
+  if (!n.IsMap()) throw InputError(at + ": expected a mapping with nodes, allreduce_bus_GBps and source");
+  for (const auto& kv : n) {
+    const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    if (k != "nodes" && k != "allreduce_bus_GBps" && k != "source") throw InputError(at + ": unknown key '" + k + "'");
+  }
+  auto net = std::make_shared<NetworkScaling>();
+  const YAML::Node nodes = n["nodes"], bus = n["allreduce_bus_GBps"];
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0) throw InputError(at + ".nodes: expected a non-empty list");
+  if (!bus || !bus.IsSequence() || bus.size() != nodes.size()) {
+    throw InputError(at + ".allreduce_bus_GBps: expected a list as long as nodes (" + std::to_string(nodes.size()) + ")");
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    std::int64_t v = 0;
+    double b = 0;
+    try {
+      v = nodes[i].as<std::int64_t>();
+      b = bus[i].as<double>();
+    } catch (const YAML::Exception&) {
+      throw InputError(at + ": entry " + std::to_string(i + 1) + ": expected a node count and a bandwidth, got '" +
+                       (nodes[i].IsScalar() ? nodes[i].Scalar() : std::string("?")) + "', '" +
+                       (bus[i].IsScalar() ? bus[i].Scalar() : std::string("?")) + "'");
+    }
+    if (v < 2 || v > kMaxGpuCount) throw InputError(at + ".nodes: must be in [2, " + std::to_string(kMaxGpuCount) + "], got " + std::to_string(v));
+    if (!net->nodes.empty() && v <= net->nodes.back()) throw InputError(at + ".nodes: must ascend, got " + std::to_string(v) + " after " + std::to_string(net->nodes.back()));
+    if (!(b >= 1e-3 && b <= 1e9)) throw InputError(at + ".allreduce_bus_GBps: must be in [0.001, 1e+09] GB/s, got " + bus[i].Scalar());
+    net->nodes.push_back(v);
+    net->allreduce_bus_GBps.push_back(b);
+  }
+  if (const YAML::Node src = n["source"]) {
+    if (!src.IsScalar()) throw InputError(at + ".source: expected text");
+    net->source = src.Scalar();
+  }
+  return net;
+}
+
 }  // namespace
 
 System load_system(const fs::path& file) {
@@ -251,7 +289,7 @@ System load_system(const fs::path& file) {
       "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
       "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
-      "kernels"};
+      "kernels",        "runtime",           "network_scaling"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -286,6 +324,8 @@ System load_system(const fs::path& file) {
     s.kernel_calibration = load_sidecar(m, file, "kernels", "a kernel calibration (written by `validate fit-kernels`)",
                                         *n, s.kernels_file, kernels::load_calibration);
   }
+  if (auto n = m.find("runtime")) s.runtime = m.text("runtime", *n);
+  if (auto n = m.find("network_scaling")) s.network_scaling = load_network_scaling(m, *n);
   return s;
 }
 
@@ -469,6 +509,20 @@ std::string system_to_yaml(const System& system) {
   }
   if (!system.kernels_file.empty()) {
     line("kernels", quoted(system.kernels_file), "fitted kernel times, relative to this file");
+  }
+  if (!system.runtime.empty()) line("runtime", quoted(system.runtime), "the runtime used when none is given");
+  if (const NetworkScaling* net = system.network_scaling.get()) {
+    std::string nodes, bus;
+    for (std::size_t i = 0; i < net->nodes.size(); ++i) {
+      if (i > 0) {
+        nodes += ", ";
+        bus += ", ";
+      }
+      nodes += std::to_string(net->nodes[i]);
+      bus += format_double(net->allreduce_bus_GBps[i]);
+    }
+    out += "network_scaling:\n  nodes: [" + nodes + "]\n  allreduce_bus_GBps: [" + bus + "]\n  source: " +
+           quoted(net->source) + "\n";
   }
   return out;
 }

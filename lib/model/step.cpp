@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "model/kernel_calibration.hpp"
+#include "model/roofline.hpp"
 #include "model/parameters.hpp"
 
 namespace perfsweep {
@@ -102,6 +104,18 @@ DataParallelTraffic data_parallel_traffic(const Execution& x) {
   return t;
 }
 
+DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& x, I micro_batches) {
+  DataParallelTraffic t = data_parallel_traffic(x);
+  if (rt.has_states) {
+    constexpr double kReferenceBytes = 2;  // the element the block's weights are counted in
+    t.gather_scale = rt.states.weights / kReferenceBytes;
+    t.reduce_scale = rt.states.gradients / kReferenceBytes;
+  }
+  if (x.zero >= 3 && rt.zero_gather == Cadence::PerMicroBatch) t.gather_repeats = micro_batches;
+  if (x.zero >= 2 && rt.zero_reduce == Cadence::PerMicroBatch) t.reduce_repeats = micro_batches;
+  return t;
+}
+
 LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_per_stage, I group, I fast_domain,
                           bool overlap, const DataParallelTraffic& traffic) {
   const double weights = block.mlp.weights_mem + block.sa.weights_mem;  // one layer's weights
@@ -130,6 +144,8 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
     } else {
       t *= D(layers_per_stage);
     }
+    const I repeats = type == CommType::ReduceScatter ? traffic.reduce_repeats : traffic.gather_repeats;
+    if (repeats > 1) [[unlikely]] t *= D(repeats);
     return comm_only(t);
   };
   const double gathered = traffic.gather_scale == 1 ? weights : weights * traffic.gather_scale;
@@ -212,37 +228,42 @@ std::string result_schema() {
 
 StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
                        I in_flight, const Execution& exec, double extra_weights, double extra_activations,
-                       double expert_weights_per_block, double whole_block_weights) {
+                       double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes) {
   const double layers = D(depth / pp);
   StepMemory x;
   x.weights = weights_per_block * layers;
   x.weights += extra_weights;
-  // Bytes per parameter relative to the reference's 2-byte weights (ParamLayout), then the ZeRO
-  // stage's sharding over the data-parallel group (dp x seqp, as the reference shards). The
-  // reference's default (its layout, ZeRO-1) is its own expression: fp32 master weights,
-  // momentum and variance, 6x the fp16 weights, sharded over dp x seqp.
+  // Bytes per parameter (StateBytes, the layout's or the runtime's) relative to the reference's
+  // 2-byte weights the block counts, then the ZeRO stage's sharding over the data-parallel group
+  // (dp x seqp, as the reference shards). The reference's default (its layout, ZeRO-1) is its own
+  // expression: fp32 master weights, momentum and variance, 6x the fp16 weights, sharded over
+  // dp x seqp.
+  const StateBytes b = bytes != nullptr ? *bytes : state_bytes(exec.params);
+  constexpr double kReferenceBytes = 2;
   const double w = x.weights;
   const double shards = D(dp * seqp);
-  const bool amp = exec.params == ParamLayout::Amp;
-  const double optimizer_factor = amp ? 4 : 6;  // amp: two fp32 moments, no separate master copy
-  double weights = amp ? 2 * w : w;
-  double grads = exec.params == ParamLayout::Reference ? w : 2 * w;  // fp32 gradients
-  double copies = amp ? w : 0;  // amp's bf16 casts of the weights, alive from forward to backward
+  const double optimizer_factor = (b.master + b.moments) / kReferenceBytes;
+  double weights = w * (b.weights / kReferenceBytes);
+  double grads = w * ((b.gradients + b.accumulator) / kReferenceBytes);
+  double copies = w * (b.casts / kReferenceBytes);  // casts of the weights, alive from forward to backward
+  const double shard_extra = b.zero_gradient_shard / kReferenceBytes;
   // The routed experts' weights are replicated over dp x seqp / ep GPUs (expert-data-parallel).
   const double experts = exec.ep > 1 ? expert_weights_per_block * layers : 0;
+  const double per_gpu = experts == 0 ? w / shards : (w - experts) / shards + experts / (shards / D(exec.ep));
+  x.optimizer_states = exec.zero >= 1 ? optimizer_factor * per_gpu : optimizer_factor * w;
+  if (exec.zero >= 1 && shard_extra > 0) x.optimizer_states += shard_extra * per_gpu;
+  if (exec.zero >= 1 && b.zero_gather_buffer > 0) weights += w * (b.zero_gather_buffer / kReferenceBytes);
   if (experts == 0) [[likely]] {
-    x.optimizer_states = exec.zero >= 1 ? optimizer_factor * (w / shards) : optimizer_factor * w;
     if (exec.zero >= 2) grads /= shards;
     if (exec.zero >= 3) weights /= shards;
   } else {
-    const double per_gpu = (w - experts) / shards + experts / (shards / D(exec.ep));  // of w, once sharded
-    x.optimizer_states = exec.zero >= 1 ? optimizer_factor * per_gpu : optimizer_factor * w;
     if (exec.zero >= 2) grads *= per_gpu / w;
     if (exec.zero >= 3) weights *= per_gpu / w;
   }
   if (exec.zero >= 3) {
     // only the gathered parameters of the block being computed are whole
-    copies = (amp ? 3 : 1) * (whole_block_weights > 0 ? whole_block_weights : weights_per_block);
+    copies = ((b.weights + b.casts) / kReferenceBytes) *
+             (whole_block_weights > 0 ? whole_block_weights : weights_per_block);
   }
   x.weights = weights + copies;
   x.weight_grads = grads;
@@ -266,7 +287,7 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
 // The extra layers' terms are added after the reference's products, so that with none (zeros)
 // every field keeps the reference's last digit.
 Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm, double t_pp_comm, I depth, I pp,
-                    I dp, I seqp, I micro_batches, I in_flight, const Execution& exec) {
+                    I dp, I seqp, I micro_batches, I in_flight, const Execution& exec, const StageRuntime& rt) {
   const ModuleSums& m = b.mlp;
   const ModuleSums& a = b.sa;
   const double layers = D(depth / pp);
@@ -281,21 +302,32 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   t += (e.t_fwd + e.t_bwd) * nmb;
   x.t_pp_comm = t_pp_comm;
   t += t_pp_comm;
+  // The host's floor: a micro-batch keeps the stage busy at least this long (the bubble's slots too).
+  if (rt.floor_per_micro_batch_s > 0) [[unlikely]] {
+    const double floor = rt.floor_per_micro_batch_s * nmb;
+    if (floor > t) {
+      x.t_framework = floor - t;
+      t = floor;
+    }
+  }
   x.t_bubble = D(pp - 1) * (t / nmb);
   if (exec.interleave > 1) x.t_bubble /= D(exec.interleave);  // (p - 1) / (V m) of the work
   t += x.t_bubble;
   x.t_dp_comm = t_dp_comm;
   t += t_dp_comm;
+  x.t_optimizer = rt.t_optimizer;
+  t += rt.t_optimizer;
   x.t = t;
 
   const StepMemory mem =
       step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth, pp, dp, seqp,
-                  in_flight, exec, e.weights_mem, e.activation_buffer, b.expert_weights_gb, b.whole_block_weights_gb);
+                  in_flight, exec, e.weights_mem, e.activation_buffer, b.expert_weights_gb, b.whole_block_weights_gb,
+                  rt.bytes);
   x.wts_mem = mem.weights;
   x.wts_grad_mem = mem.weight_grads;
   x.wts_optimizer_states_mem = mem.optimizer_states;
   x.acts_mem = mem.activations;
-  x.mem = mem.total;
+  x.mem = mem.total + rt.transient_gb;
 
   x.t_tp_comm = (m.t_fwd_comm + m.t_bwd_comm + a.t_fwd_comm + a.t_bwd_comm) * nmb;
   x.t_tp_comm *= layers;
@@ -463,13 +495,148 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
   return out;
 }
 
-StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, const BlockSummary& block,
-                       I global_batch, const StageEndSums& ends) {
+namespace {
+// Tensor-parallel collectives overlapped with the GEMMs of their pass (userbuffers): of each
+// pass's communication, what the compute cannot hide, and at least (1 - overlap) of it.
+void hide_tp_comm(ModuleSums& x, double overlap) {
+  auto pass = [&](double& t, double& comm, double comp) {
+    const double exposed = std::max(comm - overlap * comp, (1 - overlap) * comm);
+    t -= comm - exposed;
+    comm = exposed;
+  };
+  pass(x.t_fwd, x.t_fwd_comm, x.t_fwd_comp);
+  pass(x.t_bwd, x.t_bwd_comm, x.t_bwd_comp);
+}
+
+// What a runtime adds to a stage of depth / pp blocks and `extra` layers (embedding, LM head).
+StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
+                           const BlockSummary& block, const ModuleSums& extra, double logits_gb, I micro_batches) {
+  StageRuntime r;
+  r.bytes = rt.has_states ? &rt.states : nullptr;
+  const double layers = D(m.depth / c.pp);
+  const I tp = c.tensor.tp1 * c.tensor.tp2;
+  const I domain = std::max<I>(1, s.nvlink_size);
+  const I tp_domains = (tp + domain - 1) / domain;
+  const double per_block = rt.host_block_s + (c.pp > 1 ? D(tp) * rt.host_block_per_tp_s : 0.0) +
+                           D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
+  r.floor_per_micro_batch_s = layers * per_block;
+  // Parameters of the stage on this GPU, and of its optimizer shard.
+  const double params = (layers * (block.mlp.weights_mem + block.sa.weights_mem) + extra.weights_mem) / s.element_size;
+  const double shards = D(dp_group(plan_of(c.strategy), c));
+  const double opt_params = c.exec.zero >= 1 ? params / shards : params;
+  const double grad_params = c.exec.zero >= 2 ? params / shards : params;
+  const double nmb = D(micro_batches);
+  constexpr double kGB = 1e-9;
+  using kernels::StreamKind;
+  double t = 0;
+  if (rt.optimizer_bytes > 0) {
+    t += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
+  }
+  if (rt.cast_bytes > 0) {
+    t += nmb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.cast_bytes * params * kGB);
+  }
+  if (rt.accumulate_bytes > 0) {
+    t += nmb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.accumulate_bytes * grad_params * kGB);
+  }
+  if (rt.zero_grad_bytes > 0) {
+    t += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
+  }
+  // A run before nanotron's pipeline fix: per micro-batch slot of a pipelined multi-node job,
+  // counted beside the optimizer (it does not stretch the bubble's slots, as the fit has it).
+  if (rt.host_slot_pipelined_multinode_s > 0 && c.pp > 1 && c.n_gpus() > domain) {
+    t += rt.host_slot_pipelined_multinode_s * (nmb + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave)));
+  }
+  r.t_optimizer = t;
+  r.transient_gb = rt.loss_transient_logits * logits_gb + rt.optimizer_transient_bytes * opt_params * kGB;
+  return r;
+}
+}  // namespace
+
+double memory_limit_gb(const System& s, const Runtime& rt) {
+  if (!rt.capacity_in_gib) return s.hbm_capacity / (1 + rt.allocator_reserve);
+  constexpr double kGbPerGib = 1.073741824;
+  return (s.hbm_capacity - rt.driver_reserve_gib) * kGbPerGib / (1 + rt.allocator_reserve);
+}
+
+double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes) {
+  const kernels::Calibration* cal = s.kernel_calibration.get();
+  if (cal != nullptr && cal->stream_fitted[static_cast<std::size_t>(kind)]) {
+    return kernels::stream_seconds(*cal, kind, kernels::kFwd, gigabytes, s.hbm_bandwidth);
+  }
+  return memory_seconds(s, fallback, gigabytes);
+}
+
+BlockActivations megatron_block_activations(const Transformer& m, const Layout& c) {
+  // Bytes per token of one block, bf16 (2 bytes) unless said: Table 2's terms.
+  const double t = D(c.tensor.tp1);
+  const bool sp = c.exec.sequence_parallel;
+  const double e = D(m.e), f = D(m.f), hd = D(m.head_dim());
+  const double heads = D(m.h) / t;
+  const double kv = m.kv() >= c.tensor.tp1 ? D(m.kv()) / t : 1.0;  // replicated when tp > kv heads
+  const double replicated = sp ? 1 / t : 1.0;  // the sequence-parallel region: l / t tokens
+  const double mask = m.has_dropout() ? 1.0 * e * replicated : 0.0;  // residual dropout's 1-byte mask
+  const double tokens = D(c.mbs * m.l);
+  constexpr double kGB = 1e-9;
+  BlockActivations a;
+  if (c.exec.recompute == Recompute::Full) {
+    // only the block's input (its l / t shard with sequence parallelism), counted with attention
+    a.sa = tokens * 2 * e * replicated * kGB;
+    return a;
+  }
+  // attention: the norm's input, the qkv projection's input, Q, K, V, the core's output (the
+  // output projection's input) and its fp32 log-sum-exp per head, the dropout mask.
+  double sa = 2 * e * replicated + 2 * e * replicated + 2 * heads * hd + 2 * 2 * kv * hd + 2 * heads * hd +
+              4 * heads + mask;
+  if (!c.attention.flash && c.exec.recompute != Recompute::Selective) {
+    // unfused attention keeps the softmax output (2), its dropout mask (1) and output (2) per score
+    sa += (2 + (m.has_dropout() ? 3 : 0)) * heads * D(m.l);
+  }
+  // MLP: the norm's input, fc1's input, the activation's input (gate and up with SwiGLU), fc2's
+  // input, the dropout mask (Megatron applies no dropout to the hidden features).
+  const double act_in = (m.mlp == MlpKind::SwiGlu ? 2 : 1) * 2 * f / t;
+  const double mlp = 2 * e * replicated + 2 * e * replicated + act_in + 2 * f / t + mask;
+  a.sa = tokens * sa * kGB;
+  a.mlp = tokens * mlp * kGB;
+  return a;
+}
+
+void validate_runtime_layout(const Runtime& rt, const Layout& c) {
+  if (!rt.runs(c.strategy)) {
+    throw ConfigError("runtime " + rt.name + " does not run strategy " + plan_of(c.strategy).name);
+  }
+  if (!rt.runs_zero(c.exec.zero)) {
+    throw ConfigError("runtime " + rt.name + " does not run ZeRO stage " + std::to_string(c.exec.zero));
+  }
+  if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
+    throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");
+  }
+}
+
+StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
+                       const BlockSummary& costed, I global_batch, const StageEndSums& ends) {
   const StrategyPlan& plan = plan_of(c.strategy);
   const I micro_batches = global_batch / c.dp / c.mbs;
   const I seqp = optimizer_shards_beyond_dp(plan, c);
   const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
-  DataParallelTraffic traffic = data_parallel_traffic(c.exec);
+  const bool reference = rt.is_reference();
+  // The runtime's view of the block: its tensor-parallel overlap and its activation accounting.
+  BlockSummary adjusted;
+  if (!reference) [[unlikely]] {
+    adjusted = costed;
+    if (rt.tp_comm_overlap > 0) {
+      hide_tp_comm(adjusted.mlp, rt.tp_comm_overlap);
+      hide_tp_comm(adjusted.sa, rt.tp_comm_overlap);
+    }
+    if (rt.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
+      const BlockActivations a = megatron_block_activations(m, c);
+      adjusted.sa.activation_buffer = a.sa;
+      if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
+    }
+  }
+  const BlockSummary& block = reference ? costed : adjusted;
+  DataParallelTraffic traffic =
+      reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
+  const StageRuntime inner = reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, {}, 0, micro_batches);
   if (c.exec.ep > 1) {
     traffic.expert_group = expert_dp_group(plan, c);
     traffic.expert_fast = expert_dp_group_fast(plan, c);
@@ -484,7 +651,9 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
     out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
   }
   if (m.vocab_size == 0) {
-    out.totals = step_totals(block, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp, micro_batches, c.exec);
+    out.totals = stage_totals(block, ModuleSums{}, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
+                              micro_batches, micro_batches >= c.pp ? c.pp : micro_batches, c.exec, inner);
+    out.totals.mem_limit = memory_limit_gb(s, rt);
     out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
     return out;
   }
@@ -499,30 +668,49 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, c
   if (c.pp == 1) {
     add_sums(first_sums, last_sums);
     const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
+    const StageRuntime only =
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, ends.logits_gb, micro_batches);
     out.totals =
-        stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec);
+        stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec, only);
   } else {
     const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast) + t_tied;
+    const StageRuntime first_rt =
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, 0, micro_batches);
+    const StageRuntime last_rt =
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, last_sums, ends.logits_gb, micro_batches);
     const Totals head = stage_totals(block, first_sums, t_dp_first, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
-                                     micro_batches, std::min(micro_batches, c.pp), c.exec);
+                                     micro_batches, std::min(micro_batches, c.pp), c.exec, first_rt);
     const Totals tail = stage_totals(block, last_sums, t_dp_last, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
-                                     micro_batches, 1, c.exec);
+                                     micro_batches, 1, c.exec, last_rt);
     const bool tail_slower = tail.t > head.t, tail_fuller = tail.mem > head.mem;
     out.totals = merge_stages(tail_slower ? tail : head, tail_fuller ? tail : head);
     out.model.time_stage = tail_slower ? c.pp - 1 : 0;
     out.model.memory_stage = tail_fuller ? c.pp - 1 : 0;
   }
+  out.totals.mem_limit = memory_limit_gb(s, rt);
   out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
   return out;
 }
 
+StepCosts compose_step(const System& s, const Transformer& m, const Layout& c, const BlockSummary& block,
+                       I global_batch, const StageEndSums& ends) {
+  return compose_step(s, m, reference_runtime(), c, block, global_batch, ends);
+}
+
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I global_batch) {
+  return evaluate(s, m, reference_runtime(), c, global_batch);
+}
+
+Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout, I global_batch) {
+  Layout c = layout;
+  apply_runtime(rt, c.exec, c.attention);
   validate_layout(s, m, c, global_batch);
+  validate_runtime_layout(rt, c);
   Evaluation ev;
   const BlockSummary block =
       cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), ev.mlp, ev.sa);
   const StageEndSums ends = stage_end_sums(s, m, c, &ev.first_stage, &ev.last_stage);
-  StepCosts step = compose_step(s, m, c, block, global_batch, ends);
+  StepCosts step = compose_step(s, m, rt, c, block, global_batch, ends);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
   ev.totals = step.totals;
@@ -532,7 +720,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I gl
   ev.model.active_params = D(params.active);
   ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
-  ev.fits = !(ev.totals.mem > s.hbm_capacity);
+  ev.fits = !(ev.totals.mem > ev.totals.mem_limit);
   return ev;
 }
 

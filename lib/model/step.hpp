@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "model/plan.hpp"
+#include "model/runtime.hpp"
 
 namespace perfsweep {
 
@@ -55,8 +56,15 @@ struct DataParallelTraffic {
   bool gather_in_backward = false;  // ZeRO-3: the backward gathers the parameters again
   std::int64_t expert_group = 0;    // 0: the experts' weights move with the others
   std::int64_t expert_fast = 1;
+  // How many times a step runs each (the runtime's cadence: FSDP and DeepSpeed ZeRO-3 gather and
+  // reduce for every micro-batch).
+  std::int64_t gather_repeats = 1;
+  std::int64_t reduce_repeats = 1;
 };
 DataParallelTraffic data_parallel_traffic(const Execution& exec);
+// With a runtime: its bytes per parameter set the volumes (the gradients' and weights' dtypes
+// relative to the reference's 2 bytes) and its cadence the repeats over `micro_batches`.
+DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& exec, std::int64_t micro_batches);
 
 LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64_t layers_per_stage,
                           std::int64_t group, std::int64_t fast_domain, bool overlap = true,
@@ -77,6 +85,10 @@ struct Totals {
   double t_comp = 0, t_mem = 0, t_tp_comm = 0, t_dp_comm = 0, t_pp_comm = 0, t_bubble = 0;
   double comp_frac = 0, tp_comm_frac = 0, dp_comm_frac = 0, pp_comm_frac = 0, bubble_frac = 0, mem_frac = 0;
   double wts_mem = 0, wts_grad_mem = 0, wts_optimizer_states_mem = 0, acts_mem = 0;
+  // Beyond the reference's fields (0 under the reference runtime; kRuntimeTotalsFields):
+  double t_optimizer = 0;  // s: the optimizer step, weight casts, gradient accumulation and zeroing
+  double t_framework = 0;  // s: the host's floor beyond the GPU's work (runtime host_block_s, eager launches)
+  double mem_limit = 0;    // GB: what the runtime can allocate of the GPU, before its allocator's reserve
 };
 
 // The Totals fields in the reference's order, with their units, for writers of every format.
@@ -107,6 +119,13 @@ inline constexpr std::array<TotalsField, 19> kTotalsFields{{
     {"acts_mem", &Totals::acts_mem, "GB"},
 }};
 
+// The runtime's fields of Totals, written where the runtime is not the reference.
+inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
+    {"t_optimizer", &Totals::t_optimizer, "s"},
+    {"t_framework", &Totals::t_framework, "s"},
+    {"mem_limit", &Totals::mem_limit, "GB"},
+}};
+
 // Memory per GPU (GB) of a stage of depth/pp blocks: weights, their gradients, fp32 master
 // weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
 // ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
@@ -123,7 +142,7 @@ struct StepMemory {
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
                        double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,
-                       double whole_block_weights = 0);
+                       double whole_block_weights = 0, const StateBytes* bytes = nullptr);
 
 // The layout of a result row: every configuration key (kConfigKeys, with the strategies that
 // have it) and totals field, in order. Journals fingerprint it, so records written by a build
@@ -138,9 +157,34 @@ Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm
 // The totals of one pipeline stage that runs `extra` layers (summed, one micro-batch) beside its
 // depth / pp blocks and holds the activations of `in_flight` micro-batches. With no extra
 // layers and in_flight = min(micro_batches, pp) it is step_totals, to the last bit.
+// What a runtime adds to a stage: its bytes per parameter, the host's floor per micro-batch, the
+// kernels around the layers and the peak's transients (all zero under the reference runtime).
+struct StageRuntime {
+  const StateBytes* bytes = nullptr;  // null: Execution::params
+  double floor_per_micro_batch_s = 0;
+  double t_optimizer = 0;
+  double transient_gb = 0;
+};
 Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
                     std::int64_t depth, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
-                    std::int64_t micro_batches, std::int64_t in_flight, const Execution& exec = {});
+                    std::int64_t micro_batches, std::int64_t in_flight, const Execution& exec = {},
+                    const StageRuntime& runtime = {});
+
+// The GB a runtime lets a step allocate on the system: hbm_capacity under the reference; else the
+// capacity read as GiB less the driver's reserve, in GB, divided by 1 + the allocator's reserve.
+double memory_limit_gb(const System& s, const Runtime& rt);
+
+// A memory-bound pass over `gigabytes` on the system: the kernel calibration's curve of `kind`
+// when fitted, else the roofline of `fallback`.
+double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes);
+
+// Megatron-LM's saved activations of one block and micro-batch (GB per GPU, runtime activations:
+// megatron), split as the block's modules: Korthikanti et al. 2022, Table 2 (34 sbh/t with
+// sequence parallelism and flash attention for GPT-3), generalized to GQA, SwiGLU and no dropout.
+struct BlockActivations {
+  double mlp = 0, sa = 0;
+};
+BlockActivations megatron_block_activations(const Transformer& m, const Layout& layout);
 
 // Model quantities beside the reference's totals (units: parameters, GB). compose_step fills the
 // layout's; params and active_params depend on the model alone (count_parameters, filled by
@@ -197,6 +241,9 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
 // slowest stage decides the time fields of the totals, the fullest the memory fields.
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
                        std::int64_t global_batch, const StageEndSums& ends = {});
+// The same under a runtime (the layout's execution options with apply_runtime already applied).
+StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                       const BlockSummary& block, std::int64_t global_batch, const StageEndSums& ends = {});
 
 // Everything about one configuration: the per-layer tables, DP and PP rows and totals.
 struct Evaluation {
@@ -217,5 +264,11 @@ struct Evaluation {
 void validate_layout(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
 
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
+// Under a runtime: apply_runtime on the layout, then the same composition.
+Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                    std::int64_t global_batch);
+
+// The runtime's checks of a layout (strategies and ZeRO stages it runs), ConfigError otherwise.
+void validate_runtime_layout(const Runtime& rt, const Layout& layout);
 
 }  // namespace perfsweep

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace perfsweep {
 
@@ -30,6 +31,19 @@ struct KernelEfficiency {
   double compute = 0.8;         // fraction of the class's peak FLOP/s
   double memory = 1.0;          // fraction of hbm_bandwidth
   double launch_s = 20 * 1E-6;  // s per kernel, added to its compute time
+};
+
+// The network between NVLink domains as a job of many nodes sees it: per job node count, the bus
+// bandwidth an all-reduce over all the job's GPUs reaches (nccl-tests' busbw, GB/s), measured on
+// the cluster. A job of N > 1 domains is costed with the per-NIC bandwidth that makes the model's
+// all-reduce over N full domains reach that bus bandwidth: bus / (nvlink_size x ib_eff) (one ring
+// per NIC of a domain). Between two measured counts log-log interpolation, beyond the largest
+// the last two counts' slope, below the smallest its value.
+struct NetworkScaling {
+  std::vector<std::int64_t> nodes;         // ascending, > 1
+  std::vector<double> allreduce_bus_GBps;  // at each
+  std::string source;                      // where the numbers come from
+  double bus_GBps(std::int64_t job_nodes) const;
 };
 
 struct System {
@@ -62,10 +76,19 @@ struct System {
   // reference's roofline. Shared and immutable, like `calibration`.
   std::shared_ptr<const kernels::Calibration> kernel_calibration;
   std::string kernels_file;          // the system file's `kernels:` value as written; "" if none
+  // The runtime (runtimes/) a tool uses on this system when --runtime is not given; "" for the
+  // reference's.
+  std::string runtime;
+  // The network's bandwidth by job size (`network_scaling:`); null: ib_bandwidth at any scale.
+  std::shared_ptr<const NetworkScaling> network_scaling;
   // Per kernel class, indexed by KernelClass.
   std::array<KernelEfficiency, kKernelClassCount> kernels{};
   const KernelEfficiency& kernel(KernelClass k) const { return kernels[static_cast<std::size_t>(k)]; }
 };
+
+// The system as a job of n_gpus sees it: with a network_scaling, ib_bandwidth set from the bus
+// bandwidth measured at the job's node count (n_gpus / nvlink_size domains); else the system.
+System at_scale(const System& s, std::int64_t n_gpus);
 
 // The registry of numeric system keys, in the reference's key order: the one list that loading,
 // writing (YAML, HDF5 attributes), hardware-sweep axes and tests go through. A key's range is

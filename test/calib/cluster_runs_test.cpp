@@ -159,8 +159,10 @@ TEST(ClusterRuns, NanotronColumns) {
   EXPECT_EQ(fit, 1368u);
   // The network: medians over the fit runs of more than one node, by node count.
   const ClusterNetwork net = fit_cluster_network(runs);
-  ASSERT_EQ(net.nodes, (std::vector<std::int64_t>{2, 4, 8, 16, 32, 64}));
-  for (std::size_t i = 1; i < net.nodes.size(); ++i) EXPECT_LT(net.allreduce_bus_GBps[i], net.allreduce_bus_GBps[i - 1]);
+  ASSERT_EQ(net.scaling.nodes, (std::vector<std::int64_t>{2, 4, 8, 16, 32, 64}));
+  for (std::size_t i = 1; i < net.scaling.nodes.size(); ++i) {
+    EXPECT_LT(net.scaling.allreduce_bus_GBps[i], net.scaling.allreduce_bus_GBps[i - 1]);
+  }
   // The compute scale, fitted on the fit runs of one node.
   const ComputeScaleFit compute = fit_one_node_compute(load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "hf_h100.yaml"), runs);
   EXPECT_EQ(compute.runs, 24u);
@@ -418,15 +420,14 @@ TEST(ClusterRuns, FrameworkOverheadFitRecoversAFloor) {
 }
 
 TEST(ClusterRuns, NetworkInterpolatesLogLog) {
-  ClusterNetwork net;
+  NetworkScaling net;
   net.nodes = {2, 8};
   net.allreduce_bus_GBps = {400, 100};
-  net.runs = {1, 1};
   EXPECT_DOUBLE_EQ(net.bus_GBps(1), 400);  // below the smallest: its value
   EXPECT_DOUBLE_EQ(net.bus_GBps(2), 400);
   EXPECT_NEAR(net.bus_GBps(4), 200, 1e-9);  // log-log between 2 and 8
   EXPECT_NEAR(net.bus_GBps(32), 25, 1e-9);  // the last slope carried on
-  EXPECT_TRUE(std::isnan(ClusterNetwork{}.bus_GBps(4)));
+  EXPECT_TRUE(std::isnan(NetworkScaling{}.bus_GBps(4)));
 }
 
 }  // namespace perfsweep::calib

@@ -1,0 +1,234 @@
+#include "config/runtime_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string_view>
+
+#include "config/inputs.hpp"
+#include "config/yaml_file.hpp"
+#include "core/error.hpp"
+#include "core/hash.hpp"
+
+namespace perfsweep {
+namespace {
+
+// A numeric key: the member it sets, its unit and range.
+struct NumberKey {
+  const char* name;
+  double Runtime::*member;
+  const char* unit;
+  double min, max;
+};
+inline constexpr NumberKey kNumberKeys[] = {
+    {"tp_comm_overlap", &Runtime::tp_comm_overlap, "1", 0, 1},
+    {"optimizer_bytes", &Runtime::optimizer_bytes, "B/parameter", 0, 1024},
+    {"cast_bytes", &Runtime::cast_bytes, "B/parameter", 0, 1024},
+    {"accumulate_bytes", &Runtime::accumulate_bytes, "B/parameter", 0, 1024},
+    {"zero_grad_bytes", &Runtime::zero_grad_bytes, "B/parameter", 0, 1024},
+    {"host_block_s", &Runtime::host_block_s, "s", 0, 10},
+    {"host_block_per_tp_s", &Runtime::host_block_per_tp_s, "s", 0, 10},
+    {"host_block_per_tp_domain_s", &Runtime::host_block_per_tp_domain_s, "s", 0, 10},
+    {"host_slot_pipelined_multinode_s", &Runtime::host_slot_pipelined_multinode_s, "s", 0, 100},
+    {"driver_reserve_gib", &Runtime::driver_reserve_gib, "GiB", 0, 64},
+    {"allocator_reserve", &Runtime::allocator_reserve, "1", 0, 10},
+    {"loss_transient_logits", &Runtime::loss_transient_logits, "logit buffers", 0, 16},
+    {"optimizer_transient_bytes", &Runtime::optimizer_transient_bytes, "B/parameter", 0, 1024},
+};
+struct BoolKey {
+  const char* name;
+  bool Runtime::*member;
+};
+inline constexpr BoolKey kBoolKeys[] = {
+    {"p2p_scatter_gather", &Runtime::p2p_scatter_gather}, {"sp_backward_gather", &Runtime::sp_backward_gather},
+    {"fused_elementwise", &Runtime::fused_elementwise},   {"dp_after_backward", &Runtime::dp_after_backward},
+    {"flash_attention", &Runtime::flash_attention},       {"capacity_in_gib", &Runtime::capacity_in_gib},
+};
+struct StateKey {
+  const char* name;
+  double StateBytes::*member;
+};
+inline constexpr StateKey kStateKeys[] = {
+    {"weights", &StateBytes::weights},          {"gradients", &StateBytes::gradients},
+    {"accumulator", &StateBytes::accumulator},  {"master", &StateBytes::master},
+    {"moments", &StateBytes::moments},          {"casts", &StateBytes::casts},
+    {"zero_gradient_shard", &StateBytes::zero_gradient_shard},
+    {"zero_gather_buffer", &StateBytes::zero_gather_buffer},
+};
+constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
+                                      "zero_reduce", "activations", "stages"};
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(file_ + ": " + key + ": " + what);
+  }
+  std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(key, "expected a single value, got a " + std::string(n.IsSequence() ? "list" : "mapping"));
+    return n.Scalar();
+  }
+  double number(const YAML::Node& n, const std::string& key, double min, double max) const {
+    const std::string text = scalar(n, key);
+    double v = 0;
+    try {
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(key, "expected a number, got '" + text + "'");
+    }
+    if (!std::isfinite(v) || v < min || v > max) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "must be in [%g, %g], got %s", min, max, text.c_str());
+      fail(key, buf);
+    }
+    return v;
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string text = scalar(n, key);
+    if (text == "true") return true;
+    if (text == "false") return false;
+    fail(key, "expected true or false, got '" + text + "'");
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+template <typename T, std::size_t N>
+bool names_key(const T (&keys)[N], const std::string& k) {
+  for (const T& x : keys) {
+    if (k == x.name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Runtime load_runtime(const std::filesystem::path& path) {
+  const YAML::Node root = load_yaml_file(path);
+  const Reader r(path.string());
+  if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping of keys to values");
+  Runtime rt;
+  rt.name = path.stem().string();
+  rt.file = path.string();
+  rt.content_hash = fnv1a(read_text(path));
+  std::set<std::string> seen;
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) throw InputError(r.file() + ": keys must be plain names");
+    const std::string k = kv.first.Scalar();
+    bool known = names_key(kNumberKeys, k) || names_key(kBoolKeys, k);
+    for (const char* o : kOtherKeys) known = known || k == o;
+    if (!known) throw InputError(r.file() + ": unknown key '" + k + "'");
+    if (!seen.insert(k).second) throw InputError(r.file() + ": duplicate key '" + k + "'");
+  }
+  for (const NumberKey& k : kNumberKeys) {
+    if (root[k.name]) rt.*k.member = r.number(root[k.name], k.name, k.min, k.max);
+  }
+  for (const BoolKey& k : kBoolKeys) {
+    if (root[k.name]) rt.*k.member = r.boolean(root[k.name], k.name);
+  }
+  if (root["name"]) rt.name = r.scalar(root["name"], "name");
+  if (rt.name.empty()) r.fail("name", "must not be empty");
+  if (root["description"]) r.scalar(root["description"], "description");
+  if (const YAML::Node states = root["states"]) {
+    if (!states.IsMap()) r.fail("states", "expected a mapping of bytes per parameter");
+    rt.has_states = true;
+    rt.states = StateBytes{0, 0, 0, 0, 0, 0, 0, 0};
+    for (const auto& kv : states) {
+      const std::string k = kv.first.Scalar();
+      if (!names_key(kStateKeys, k)) r.fail("states", "unknown key '" + k + "'");
+    }
+    for (const StateKey& k : kStateKeys) {
+      if (states[k.name]) rt.states.*k.member = r.number(states[k.name], std::string("states.") + k.name, 0, 64);
+    }
+    if (!(rt.states.weights > 0)) r.fail("states.weights", "must be > 0");
+  }
+  auto list = [&](const char* key, std::initializer_list<std::string_view> names) -> std::uint8_t {
+    const YAML::Node n = root[key];
+    if (!n) return 0xFF;
+    if (!n.IsSequence() || n.size() == 0) r.fail(key, "expected a non-empty list");
+    std::uint8_t mask = 0;
+    for (const YAML::Node& item : n) {
+      const std::string v = r.scalar(item, key);
+      int i = 0;
+      bool found = false;
+      for (std::string_view name : names) {
+        if (v == name) {
+          mask = static_cast<std::uint8_t>(mask | (1u << i));
+          found = true;
+        }
+        ++i;
+      }
+      if (!found) r.fail(key, "unknown value '" + v + "'");
+    }
+    return mask;
+  };
+  if (const std::uint8_t m = list("strategies", {"1d", "2d", "2d-seqp"}); m != 0xFF) rt.strategies = m;
+  if (const std::uint8_t m = list("zero_stages", {"0", "1", "2", "3"}); m != 0xFF) rt.zero_stages = m;
+  auto choice = [&](const char* key, std::initializer_list<std::string_view> names, int fallback) {
+    if (!root[key]) return fallback;
+    const std::string v = r.scalar(root[key], key);
+    int i = 0;
+    for (std::string_view name : names) {
+      if (v == name) return i;
+      ++i;
+    }
+    std::string allowed;
+    for (std::string_view name : names) allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+    r.fail(key, "expected one of " + allowed + ", got '" + v + "'");
+  };
+  rt.zero_gather = static_cast<Cadence>(choice("zero_gather", {"step", "micro_batch"}, 0));
+  rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", {"step", "micro_batch"}, 0));
+  rt.activations = static_cast<ActivationAccounting>(choice("activations", {"reference", "megatron"}, 0));
+  rt.stages = static_cast<StagePartition>(choice("stages", {"even", "balanced", "nanotron"}, 0));
+  if (rt.stages != StagePartition::Even) r.fail("stages", "only 'even' is costed by this version");
+  if (rt.name == "reference") {
+    // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
+    Runtime plain;
+    plain.name = rt.name;
+    plain.file = rt.file;
+    plain.content_hash = rt.content_hash;
+    if (rt.has_states || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
+        rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages) {
+      r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
+    }
+    for (const NumberKey& k : kNumberKeys) {
+      if (rt.*k.member != 0) r.fail(k.name, "'reference' is the paper's model; a runtime that changes it needs another name");
+    }
+    for (const BoolKey& k : kBoolKeys) {
+      if (rt.*k.member != plain.*k.member) {
+        r.fail(k.name, "'reference' is the paper's model; a runtime that changes it needs another name");
+      }
+    }
+    return reference_runtime();
+  }
+  return rt;
+}
+
+Runtime load_runtime_named(const std::string& name_or_path) {
+  if (name_or_path == "reference") return reference_runtime();
+  Runtime rt = load_runtime(resolve_input(name_or_path, "runtimes"));
+  return rt;
+}
+
+std::string default_runtime_name(const std::string& given, const System& system) {
+  if (!given.empty()) return given;
+  return system.runtime.empty() ? "reference" : system.runtime;
+}
+
+std::string runtime_hash_hex(const Runtime& rt) {
+  if (rt.content_hash == 0) return "";
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rt.content_hash));
+  return buf;
+}
+
+std::string runtime_label(const Runtime& rt) {
+  if (rt.is_reference()) return "reference (built-in)";
+  return rt.name + " (" + rt.file + ", fnv1a " + runtime_hash_hex(rt) + ")";
+}
+
+}  // namespace perfsweep

@@ -1,0 +1,30 @@
+#pragma once
+// Runtime files (runtimes/*.yaml, docs/runtimes.md) into a checked Runtime: every key declared
+// once in kRuntimeKeys with its unit and range; unknown keys, values of the wrong kind and values
+// out of range are InputErrors naming the file, the key and the value.
+#include <filesystem>
+#include <string>
+
+#include "model/runtime.hpp"
+#include "model/system.hpp"
+#include "model/transformer.hpp"
+
+namespace perfsweep {
+
+Runtime load_runtime(const std::filesystem::path& file);
+
+// `reference` is the built-in paper model (runtimes/reference.yaml states the same and loads to
+// it); another name is looked up in runtimes/ as models and systems are (resolve_input); a path
+// is loaded as it is.
+Runtime load_runtime_named(const std::string& name_or_path);
+
+// The runtime a tool uses when --runtime is not given: the system file's `runtime:` when it names
+// one, else `reference` (docs/runtimes.md). `given` wins when not empty.
+std::string default_runtime_name(const std::string& given, const System& system);
+
+// "megatron (runtimes/megatron.yaml, fnv1a 0123456789abcdef)": what outputs record.
+std::string runtime_label(const Runtime& rt);
+// The content hash as 16 hex digits ("" for the built-in reference).
+std::string runtime_hash_hex(const Runtime& rt);
+
+}  // namespace perfsweep

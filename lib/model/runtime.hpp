@@ -1,0 +1,139 @@
+#pragma once
+// A training framework's way of executing a layout, as data (runtimes/*.yaml, docs/runtimes.md):
+// what it keeps per parameter, when ZeRO/FSDP gathers and reduces, which communication overlaps
+// which compute, how it accounts activations, which kernels it runs around the layers, its
+// host's floor per micro-batch, and how much of the GPU's memory it can allocate. The step
+// composition (model/step.hpp: compose_step) reads it; the `reference` runtime is the paper's
+// model and leaves every result of the reference bit-identical.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model/block.hpp"
+
+namespace perfsweep {
+
+// Bytes per parameter the framework keeps between steps (and, for `casts`, during forward and
+// backward). Sharding follows the ZeRO stage: master and moments (and zero_gradient_shard) from
+// ZeRO-1, gradients and accumulator from ZeRO-2, weights from ZeRO-3.
+struct StateBytes {
+  double weights = 2;      // the weights the GEMMs read (bf16: 2; PyTorch autocast keeps fp32: 4)
+  double gradients = 2;    // the gradients the backward writes (reduced over data parallelism)
+  double accumulator = 0;  // a separate gradient accumulator (nanotron's fp32 one)
+  double master = 4;       // fp32 master weights (0 where the weights are fp32 already)
+  double moments = 8;      // Adam's two fp32 moments
+  double casts = 0;        // bf16 copies of the weights made for the forward (autocast)
+  // With ZeRO >= 1: an fp32 gradient per data-parallel shard, and an unsharded bf16 buffer the
+  // updated shards are all-gathered into (nanotron's ZeRO-1).
+  double zero_gradient_shard = 0;
+  double zero_gather_buffer = 0;
+  bool operator==(const StateBytes&) const = default;
+};
+
+// The bytes of a parameter layout (Execution::params): the reference's, Megatron's, autocast's.
+StateBytes state_bytes(ParamLayout layout);
+
+// How often a data-parallel collective runs in a step.
+enum class Cadence : std::uint8_t {
+  PerStep,        // once per optimizer step (Megatron's distributed optimizer, the reference)
+  PerMicroBatch,  // for every micro-batch (FSDP and DeepSpeed ZeRO-3 gather the weights again)
+};
+
+// Which activations the backward keeps.
+enum class ActivationAccounting : std::uint8_t {
+  Reference,  // the reference's per-layer buffers (52 sbh/t for GPT-3 with flash attention)
+  Megatron,   // Megatron-LM's (Korthikanti et al. 2022, Table 2 generalized to GQA, SwiGLU)
+};
+
+// How a pipeline's layers are split over its stages.
+enum class StagePartition : std::uint8_t {
+  Even,      // depth / pp blocks each; pp must divide the depth (the reference)
+  Balanced,  // any pp: the blocks spread so that the slowest stage (with the embedding on the
+             // first and the LM head and loss on the last) is as fast as it can be
+  Nanotron,  // nanotron's split: by cumulative cost with the embedding and head counted as blocks
+};
+
+struct Runtime {
+  std::string name = "reference";
+  std::string file;              // the file it was loaded from ("" for the built-in reference)
+  std::uint64_t content_hash = 0;  // FNV-1a of the file's bytes (0 for the built-in reference)
+
+  // Bytes per parameter. Not given (the reference runtime): Execution::params decides.
+  bool has_states = false;
+  StateBytes states;
+
+  // Framework mechanisms on the layers (Execution's fields of the same names).
+  bool p2p_scatter_gather = false;
+  bool sp_backward_gather = false;
+  bool fused_elementwise = false;
+  bool dp_after_backward = false;
+  bool flash_attention = true;
+
+  // ZeRO-3 weight gathers and ZeRO-2/3 gradient reductions.
+  Cadence zero_gather = Cadence::PerStep;
+  Cadence zero_reduce = Cadence::PerStep;
+  // Fraction of the tensor-parallel collectives' time hidden behind the GEMMs they feed or follow
+  // (Megatron's --tp-comm-overlap with userbuffers); exposed: max(comm - overlap x GEMM, (1 -
+  // overlap) x comm) per pass.
+  double tp_comm_overlap = 0;
+
+  ActivationAccounting activations = ActivationAccounting::Reference;
+
+  // Kernels around the layers, bytes per parameter: the optimizer step (read and written over
+  // the GPU's optimizer shard), weight casts per micro-batch (over the GEMM weights), gradient
+  // accumulation per micro-batch (over the parameters), gradient zeroing per step.
+  double optimizer_bytes = 0;
+  double cast_bytes = 0;
+  double accumulate_bytes = 0;
+  double zero_grad_bytes = 0;
+
+  // The host's floor per micro-batch and block of a stage (s): a micro-batch keeps a stage busy at
+  // least blocks x (host_block_s + tp x host_block_per_tp_s with pp > 1 + (tensor-parallel NVLink
+  // domains - 1) x host_block_per_tp_domain_s).
+  double host_block_s = 0;
+  double host_block_per_tp_s = 0;
+  double host_block_per_tp_domain_s = 0;
+  // Eager launches: each layer pass costs the kernel calibration's isolated_call_s on the host.
+  bool eager_launch = false;
+
+  // Memory the framework can allocate: the vendor's capacity read as GiB, less the CUDA context
+  // (driver_reserve_gib), and the caching allocator's reserve on top of the peak. The reference
+  // compares its GB with the capacity's number as it is.
+  bool capacity_in_gib = false;
+  double driver_reserve_gib = 0;
+  double allocator_reserve = 0;
+  // The loss's transient logits (fp32 logits, their log-softmax and gradients, in logit-sized
+  // buffers) and the optimizer step's (bytes per parameter of the shard), counted at the peak.
+  double loss_transient_logits = 0;
+  double optimizer_transient_bytes = 0;
+
+  StagePartition stages = StagePartition::Even;
+
+  // What the framework can run: bit s of strategies for Strategy s (1d, 2d, 2d-seqp), bit z of
+  // zero_stages for ZeRO stage z. A search tries only these; estimate refuses others.
+  std::uint8_t strategies = 0x7;
+  std::uint8_t zero_stages = 0xF;
+  bool runs(Strategy s) const { return (strategies >> static_cast<int>(s)) & 1u; }
+  bool runs_zero(std::int64_t z) const { return z >= 0 && z <= 3 && ((zero_stages >> z) & 1u); }
+  // A run before nanotron's pipeline-engine fix (nanotron-before-fix): s added to every
+  // micro-batch slot of a pipelined job that spans nodes.
+  double host_slot_pipelined_multinode_s = 0;
+
+  bool is_reference() const { return file.empty() && name == "reference"; }
+};
+
+// The built-in reference runtime (the paper's model).
+const Runtime& reference_runtime();
+
+// The layout's execution options with the runtime's mechanisms applied (the fields a runtime
+// decides, not searched): what compose_step and the block builders read.
+void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention);
+
+// The bytes per parameter a layout keeps under a runtime.
+StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec);
+
+const char* cadence_name(Cadence c);                   // "step", "micro_batch"
+const char* activation_accounting_name(ActivationAccounting a);  // "reference", "megatron"
+const char* stage_partition_name(StagePartition p);    // "even", "balanced", "nanotron"
+
+}  // namespace perfsweep
