@@ -32,6 +32,10 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel group its "
                  "experts are split over" + each)
       ->capture_default_str();
+  app.add_option("--runtime", f.runtime,
+                 "how a training framework executes each configuration: reference (the paper's model), megatron, "
+                 "deepspeed, fsdp, nanotron (runtimes/) or a runtime file; default: the system file's runtime, else "
+                 "megatron for a model with options beyond the paper's, else reference (docs/runtimes.md)");
 }
 
 }  // namespace perfsweep

@@ -15,6 +15,7 @@
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -22,6 +23,7 @@
 #include "io/report.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
+#include "search/search.hpp"
 
 using namespace perfsweep;
 
@@ -198,6 +200,12 @@ int run(const Options& o) {
   r.all_placements = o.all_placements;
   r.attention = parse_attention(o.attention.mode, o.attention.recompute, strategy);
   r.exec = parse_execution(o.exec);
+  r.runtime = choose_runtime(o.exec.runtime, sys, model);
+  {
+    ExecutionChoices one;
+    one.zero = {r.exec.zero};
+    check_runtime_choices(r.runtime, strategy, one);
+  }
 
   ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);
   std::vector<ConfigRow>& rows = sweep.rows;

@@ -9,12 +9,14 @@
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/limits.hpp"
 #include "io/report.hpp"
 #include "model/step.hpp"
 #include "search/configs.hpp"
+#include "search/search.hpp"
 
 using namespace perfsweep;
 
@@ -68,8 +70,15 @@ int run(const Options& o) {
   }
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
   layout.exec = parse_execution(o.exec);
+  const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
+  spdlog::debug("runtime: {}", runtime_label(runtime));
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
+  {
+    ExecutionChoices one;
+    one.zero = {layout.exec.zero};
+    check_runtime_choices(runtime, layout.strategy, one);
+  }
   const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
                          o.nv_dp && o.nv_pp;
   Evaluation ev;
@@ -78,7 +87,7 @@ int run(const Options& o) {
     layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
     layout.nv_dp = *o.nv_dp;
     layout.nv_pp = *o.nv_pp;
-    ev = evaluate(sys, model, layout, o.global_batch);
+    ev = evaluate(sys, model, runtime, layout, o.global_batch);
   } else {
     spdlog::debug("NVLink placements not all given: choosing the fastest");
     PlacementChoice choice;
@@ -86,7 +95,7 @@ int run(const Options& o) {
     choice.nv2 = o.nv_tp2;
     choice.nv_dp = o.nv_dp;
     choice.nv_pp = o.nv_pp;
-    std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice);
+    std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime);
     if (!best) {
       throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
                         std::to_string(sys.nvlink_size));

@@ -1,5 +1,7 @@
 #include "calib/cluster_runs.hpp"
 
+#include "config/runtime_file.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -492,7 +494,24 @@ std::vector<ClusterRun> read_cluster_runs(RunSet set, const std::filesystem::pat
     case RunSet::Nanotron: runs = read_nanotron_runs(file); break;
   }
   mark_fit_runs(set, runs);
+  const Runtime rt = set_runtime(set);
+  for (ClusterRun& r : runs) {
+    r.runtime = rt;
+    // nanotron without accumulate_grad_in_fp32 keeps no fp32 accumulator.
+    if (set == RunSet::Nanotron && r.layout.exec.params != ParamLayout::Megatron) r.runtime.states.accumulator = 0;
+  }
   return runs;
+}
+
+Runtime set_runtime(RunSet set) {
+  Runtime rt = load_runtime_named(set == RunSet::Nanotron ? "nanotron" : "megatron");
+  if (set == RunSet::Nanotron) {
+    // the host floor is what validate_runs fits (FrameworkOverhead), added to the GPU's step
+    rt.host_block_s = rt.host_block_per_tp_s = rt.host_block_per_tp_domain_s = 0;
+  } else {
+    rt.flash_attention = false;  // Megatron's fused scale-mask-softmax: the runs predate flash attention
+  }
+  return rt;
 }
 
 void mark_fit_runs(RunSet set, std::vector<ClusterRun>& runs) {
@@ -621,7 +640,7 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
   }
   Evaluation ev;
   try {
-    ev = evaluate(system, costed, run.layout, run.global_batch);
+    ev = evaluate(system, costed, run.runtime, run.layout, run.global_batch);
   } catch (const ConfigError& e) {
     p.error = e.what();
     return p;
@@ -637,9 +656,9 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
       inner.vocab_size = 0;
       Transformer last = run.model;
       last.depth = run.layout.pp * stage_layers.back();
-      step = evaluate(system, inner, run.layout, run.global_batch).totals;
+      step = evaluate(system, inner, run.runtime, run.layout, run.global_batch).totals;
       if (stage_layers.back() > 0) {
-        const Totals t_last = evaluate(system, last, run.layout, run.global_batch).totals;
+        const Totals t_last = evaluate(system, last, run.runtime, run.layout, run.global_batch).totals;
         if (t_last.t > step.t) {
           step = t_last;
           p.stage_layers = stage_layers.back();

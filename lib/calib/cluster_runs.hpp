@@ -15,6 +15,7 @@
 
 #include "model/kernel_calibration.hpp"
 #include "model/plan.hpp"
+#include "model/runtime.hpp"
 #include "model/system.hpp"
 #include "model/transformer.hpp"
 
@@ -55,7 +56,14 @@ struct ClusterRun {
   std::int64_t nodes = 0;            // nanotron: the job's nodes
   // nanotron: run before a fix of nanotron's pipeline engine (the file's after_pp_fix False).
   bool pipeline_before_fix = false;
+  // The framework's runtime the run is predicted under: runtimes/megatron.yaml for Megatron-LM
+  // and Megatron-DeepSpeed (with the fused softmax of their time in place of flash attention),
+  // runtimes/nanotron.yaml for nanotron (its host floor fitted here, so left out of the runtime).
+  Runtime runtime;
 };
+
+// The runtime of a set's runs (run_runtimes sets each run's): loaded from runtimes/.
+Runtime set_runtime(RunSet set);
 
 // Readers, one per format (docs/validation.md lists the columns each needs and the values that
 // are not in the files). Every error is an InputError "FILE:LINE: column 'NAME': ...".

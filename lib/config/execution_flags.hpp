@@ -16,6 +16,8 @@ struct ExecutionFlags {
   std::string interleave = "1";
   std::string layout = "reference";
   std::string ep = "1";
+  // --runtime NAME|FILE (runtimes/); "" for the default (config/runtime_file.hpp).
+  std::string runtime;
 };
 
 // Each list parsed, without repeats; InputError naming the flag and the value otherwise.

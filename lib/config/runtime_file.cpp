@@ -214,9 +214,14 @@ Runtime load_runtime_named(const std::string& name_or_path) {
   return rt;
 }
 
-std::string default_runtime_name(const std::string& given, const System& system) {
+std::string default_runtime_name(const std::string& given, const System& system, const Transformer& model) {
   if (!given.empty()) return given;
-  return system.runtime.empty() ? "reference" : system.runtime;
+  if (!system.runtime.empty()) return system.runtime;
+  return model.extends_reference() ? "megatron" : "reference";
+}
+
+Runtime choose_runtime(const std::string& given, const System& system, const Transformer& model) {
+  return load_runtime_named(default_runtime_name(given, system, model));
 }
 
 std::string runtime_hash_hex(const Runtime& rt) {

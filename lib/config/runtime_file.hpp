@@ -18,9 +18,12 @@ Runtime load_runtime(const std::filesystem::path& file);
 // is loaded as it is.
 Runtime load_runtime_named(const std::string& name_or_path);
 
-// The runtime a tool uses when --runtime is not given: the system file's `runtime:` when it names
-// one, else `reference` (docs/runtimes.md). `given` wins when not empty.
-std::string default_runtime_name(const std::string& given, const System& system);
+// The runtime a tool uses (docs/runtimes.md): `given` when not empty (--runtime); else the system
+// file's `runtime:`; else `megatron` for a model with options beyond the paper's (GQA, SwiGLU, a
+// vocabulary, ...), whose published runs are framework runs; else `reference`, so the paper's
+// models on the paper's systems stay the reference's bit for bit.
+std::string default_runtime_name(const std::string& given, const System& system, const Transformer& model);
+Runtime choose_runtime(const std::string& given, const System& system, const Transformer& model);
 
 // "megatron (runtimes/megatron.yaml, fnv1a 0123456789abcdef)": what outputs record.
 std::string runtime_label(const Runtime& rt);

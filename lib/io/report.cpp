@@ -186,7 +186,38 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("num_heads").value(model.h);
   w.key("depth").value(model.depth);
   w.key("ffn_dim").value(model.f);
+  if (model.extends_reference()) {
+    // The options beyond the reference's model (docs/models.md), so the output says what was costed.
+    w.key("num_kv_heads").value(model.kv());
+    w.key("mlp").value(std::string_view(model.mlp == MlpKind::SwiGlu ? "swiglu" : "gelu"));
+    w.key("norm").value(std::string_view(model.norm == NormKind::RmsNorm ? "rmsnorm" : "layernorm"));
+    w.key("bias").value(model.bias);
+    w.key("dropout").value(model.dropout);
+    w.key("causal").value(model.causal);
+    w.key("vocab_size").value(model.vocab_size);
+    w.key("tie_embeddings").value(model.tie_embeddings);
+    w.key("learned_positions").value(model.learned_positions);
+    w.key("logits_dtype").value(std::string_view(model.logits_dtype == LogitsDtype::Bf16 ? "bf16" : "fp32"));
+    if (model.is_moe()) {
+      w.key("moe").begin_object();
+      w.key("experts").value(model.moe.experts);
+      w.key("top_k").value(model.moe.top_k);
+      w.key("ffn_dim").value(model.moe.ffn_dim);
+      w.key("capacity_factor").value(model.moe.capacity_factor);
+      w.key("every").value(model.moe.every);
+      w.key("shared_experts").value(model.moe.shared_experts);
+      w.end_object();
+    }
+  }
   w.end_object();
+  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+    w.key("runtime").begin_object();
+    w.key("name").value(std::string_view(ev.runtime));
+    char hash[20];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(ev.runtime_hash));
+    w.key("fnv1a").value(std::string_view(hash));
+    w.end_object();
+  }
   w.key("system").begin_object();
   w.key("name").value(std::string_view(system.name));
   w.key("nvs").value(system.nvlink_size);
@@ -222,6 +253,9 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   w.end_object();
   w.key("totals").begin_object();
   for (const TotalsField& f : kTotalsFields) w.key(f.name).value(ev.totals.*f.member);
+  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+    for (const TotalsField& f : kRuntimeTotalsFields) w.key(f.name).value(ev.totals.*f.member);
+  }
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
   w.key("fits").value(ev.fits);
   const CommUse use = total_use(ev, layout);
@@ -292,6 +326,12 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
   std::ostringstream o;
   o << "quantity,value,unit\n";
   for (const TotalsField& f : kTotalsFields) o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
+  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+    for (const TotalsField& f : kRuntimeTotalsFields) {
+      o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
+    }
+    o << "runtime," << ev.runtime << ",\n";
+  }
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
   o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
@@ -349,6 +389,8 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   if (!(layout.exec == Execution{})) {
     o << "execution: " << execution_text(layout.exec) << "\n";
   }
+  const bool runtime = ev.runtime != "reference" || ev.runtime_hash != 0;
+  if (runtime) o << "runtime: " << ev.runtime << " (docs/runtimes.md)\n";
   o << "\n";
 
   // Two tables of one row per layer (costs, then times), each within 120 columns.
@@ -409,6 +451,10 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   part("data-parallel comm", t.t_dp_comm, t.dp_comm_frac);
   part("pipeline comm", t.t_pp_comm, t.pp_comm_frac);
   part("pipeline bubble", t.t_bubble, t.bubble_frac);
+  if (runtime) {
+    part("optimizer, casts, zeroing", t.t_optimizer, t.t_optimizer / t.t);
+    part("host floor (framework)", t.t_framework, t.t_framework / t.t);
+  }
   o << "\nmemory per GPU (GB)\n";
   auto mem = [&](const char* name, double v) {
     std::snprintf(line, sizeof line, "  %-28s %12.4f  %6.2f %%\n", name, v, 100 * v / system.hbm_capacity);
@@ -420,8 +466,14 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   mem("activations (1F1B)", t.acts_mem);
   mem("total", t.mem);
   std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "HBM capacity", system.hbm_capacity,
-                ev.fits ? "fits" : "DOES NOT FIT");
+                runtime ? "" : ev.fits ? "fits" : "DOES NOT FIT");
   o << line;
+  if (runtime) {
+    // GB are 1e9 bytes; the runtime reads the capacity as GiB and keeps the driver's and allocator's share.
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "usable by the runtime (GB)", t.mem_limit,
+                  ev.fits ? "fits" : "DOES NOT FIT");
+    o << line;
+  }
   const ModelTotals& mt = ev.model;
   o << "\nmodel: " << fmt("%.6g", mt.params) << " parameters (" << fmt("%.6g", mt.active_params)
     << " active per token), " << fmt("%.6g", mt.params_per_gpu) << " per GPU\n";

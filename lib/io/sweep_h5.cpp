@@ -1,5 +1,8 @@
 #include "io/sweep_h5.hpp"
 
+#include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -43,7 +46,7 @@ void write_run_metadata(hid_t file, const RunMetadata& m) {
 }
 
 void write_target_group(hid_t group, const System& sys, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
-                        const std::vector<TopN>& tops) {
+                        const std::vector<TopN>& tops, const Runtime& runtime) {
   h5::attr(group, "name", std::string_view(sys.name));
   h5::attr(group, "nvs", sys.nvlink_size);
   for (const SystemKey& f : kSystemKeys) h5::attr(group, f.name, sys.*f.member);
@@ -63,6 +66,13 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
     h5::text_attr(group, "calibration_yaml", cal.file_text);
   } else {
     h5::attr(group, "comm_model", std::string_view("analytical"));
+  }
+  // The runtime the configurations were costed under (docs/runtimes.md), by name and content.
+  h5::attr(group, "runtime", std::string_view(runtime.name));
+  if (!runtime.is_reference()) {
+    h5::attr(group, "runtime_file", std::string_view(runtime.file));
+    h5::attr(group, "runtime_fnv1a", runtime_hash_hex(runtime));
+    h5::text_attr(group, "runtime_yaml", read_text(runtime.file));
   }
 
   // The reference keeps GPU counts from the first feasible one; t_max/t_min only for feasible ones.
@@ -126,6 +136,13 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
     for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
     h5::dataset(top.id(), f.name, col, f.unit);
   }
+  if (!runtime.is_reference()) {
+    for (const TotalsField& f : kRuntimeTotalsFields) {
+      std::vector<double> col;
+      for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
+      h5::dataset(top.id(), f.name, col, f.unit);
+    }
+  }
   const auto nv_names = nv_keys(probe);
   for (std::size_t k = 0; k < nv_names.size(); ++k) {
     std::vector<std::int64_t> col;
@@ -153,7 +170,8 @@ void write_sweep_file(const std::string& path, const RunMetadata& meta, const st
       for (std::size_t t = 0; t < targets.size(); ++t) {
         h5::text(systems.id(), targets[t].group + ".yaml", system_yaml[t]);
         h5::Handle g = h5::create_group(file.id(), targets[t].group);
-        write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops);
+        write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops,
+                             targets[t].problem.runtime);
       }
     }
     file.close(tmp);

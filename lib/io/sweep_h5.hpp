@@ -41,7 +41,8 @@ void write_run_metadata(hid_t file, const RunMetadata& meta);
 
 // One system (or sweep point): attributes, the npy lists and the top/ table.
 void write_target_group(hid_t group, const System& system, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
-                        const std::vector<TopN>& tops);
+                        const std::vector<TopN>& tops,
+                        const Runtime& runtime = reference_runtime());
 
 // The whole file of a plain sweep, published atomically (core/files.hpp): on failure (H5Error,
 // IoError) no file appears at `path` and an earlier one is left as it was.

@@ -3,6 +3,7 @@
 // the step totals (the reference's DataParallel and PipelineParallel layers and execution.totals).
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "model/plan.hpp"
 #include "model/runtime.hpp"
@@ -256,7 +257,10 @@ struct Evaluation {
   // so that a reference model's JSON and CSV stay the reference's.
   bool model_section = false;
   double throughput = 0;  // samples/s = global batch / step time
-  bool fits = false;      // totals.mem <= hbm_capacity
+  bool fits = false;      // totals.mem <= totals.mem_limit (hbm_capacity under the reference runtime)
+  // The runtime it was composed under, for reports (reference: the built-in, hash 0).
+  std::string runtime = "reference";
+  std::uint64_t runtime_hash = 0;
 };
 
 // Checks the layout against the model (divisibility, NVLink sizes), throwing ConfigError with a

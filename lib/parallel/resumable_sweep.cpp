@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -68,6 +69,8 @@ SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transfor
   t.problem.top_n = static_cast<std::size_t>(o.top_n);
   t.problem.exec = parse_execution_choices(o.exec);
   check_execution_for_model(t.problem.exec, model);
+  t.problem.runtime = choose_runtime(o.exec.runtime, system, model);
+  check_runtime_choices(t.problem.runtime, strategy, t.problem.exec);
   t.group = std::move(group);
   return t;
 }
@@ -207,6 +210,12 @@ std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& o) {
                        std::to_string(o.top_n) + " n_gpus";
   for (std::int64_t n : plan.n_gpus) inputs.append(" ").append(std::to_string(n));
   for (const std::string& y : plan.system_yaml) inputs.append("\n").append(y);
+  // The runtime's name and content decide every time and memory (reference: the built-in, hash 0).
+  for (const SweepTarget& t : plan.targets) {
+    if (!t.problem.runtime.is_reference()) {
+      inputs.append("\nruntime ").append(t.problem.runtime.name).append(" ").append(runtime_hash_hex(t.problem.runtime));
+    }
+  }
   // The system YAML names a calibration by path; its content decides the collective times.
   const comm::Calibration* previous = nullptr;
   for (const SweepTarget& t : plan.targets) {

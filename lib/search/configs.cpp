@@ -40,11 +40,12 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
 }
 
 std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
-                                         std::int64_t global_batch, const PlacementChoice& choice) {
+                                         std::int64_t global_batch, const PlacementChoice& choice,
+                                         const Runtime& runtime) {
   std::optional<Evaluation> best;
   Layout best_layout = layout;
   for_each_placement(sys, model, layout, choice, [&](const Layout& c) {
-    Evaluation ev = evaluate(sys, model, c, global_batch);
+    Evaluation ev = evaluate(sys, model, runtime, c, global_batch);
     if (!best || ev.throughput > best->throughput) {
       best = std::move(ev);
       best_layout = c;
@@ -174,10 +175,10 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           if (r.all_placements) {
             std::size_t before = out.rows.size();
             for_each_placement(sys, model, c, choice, [&](const Layout& placed) {
-              out.rows.push_back(make_row(placed, evaluate(sys, model, placed, global_batch), global_batch));
+              out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
             });
             if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
-          } else if (auto ev = best_placement(sys, model, c, global_batch, choice)) {
+          } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime)) {
             out.rows.push_back(make_row(c, *ev, global_batch));
           } else {
             reject("no NVLink placement of the search matches the given --nv-* values");

@@ -29,7 +29,8 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
 // The fastest of those (ties: the first, as the search keeps it), or nullopt when none is left.
 // `layout` receives the chosen placement and block count.
 std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
-                                         std::int64_t global_batch, const PlacementChoice& choice);
+                                         std::int64_t global_batch, const PlacementChoice& choice,
+                                         const Runtime& runtime = reference_runtime());
 
 // The micro-batch sizes the reference's search tries (micro_batch_size_candidates in
 // execution.py): divisors of the local batch whose tokens (mbs x l) split evenly over the GPUs
@@ -48,6 +49,7 @@ struct ConfigRanges {
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
   AttentionMode attention;       // the reference's search: flash attention
   Execution exec;                // execution options of every row (the reference's by default)
+  Runtime runtime;               // how the framework executes them (the reference's by default)
 };
 
 struct ConfigRow {

@@ -138,6 +138,7 @@ struct Searcher::Cache {
   std::vector<std::vector<Choice>> choices;  // per dimension, reused
   std::vector<char> listed;                  // per dimension: choices hold its values for the outer ones
   std::vector<std::size_t> by_capacity;      // capacity indices, smallest capacity first
+  std::vector<double> limits;                // what the runtime can allocate at each capacity (GB)
 
   // The values of dimension `depth` for the layout's outer dimensions, listed only when stale.
   const std::vector<Choice>& values(std::size_t depth, const SearchContext& context, const Layout& c) {
@@ -163,11 +164,48 @@ struct Searcher::Cache {
   }
 };
 
-Searcher::Searcher(const SearchProblem& problem)
-    : problem_(problem),
-      batch_divisors_(divisors(problem.global_batch)),
-      block_(describe_block(problem.model, problem.attention)),
-      dense_block_(describe_dense_block(problem.model, problem.attention)),
+namespace {
+// The problem with the runtime's attention (a runtime without flash attention describes its
+// blocks with the unfused core).
+SearchProblem with_runtime_attention(SearchProblem p) {
+  Execution unused;
+  apply_runtime(p.runtime, unused, p.attention);
+  return p;
+}
+}  // namespace
+
+void check_runtime_choices(const Runtime& rt, Strategy strategy, ExecutionChoices& choices) {
+  if (!rt.runs(strategy)) {
+    throw InputError("runtime " + rt.name + " does not run strategy " + std::string(plan_of(strategy).name) +
+                     " (use --runtime reference for the paper's model of it)");
+  }
+  std::vector<std::int64_t> zero;
+  std::string refused;
+  for (std::int64_t z : choices.zero) {
+    if (rt.runs_zero(z)) {
+      zero.push_back(z);
+    } else {
+      if (!refused.empty()) refused += ',';
+      refused += std::to_string(z);
+    }
+  }
+  if (zero.empty()) {
+    std::string runs;
+    for (std::int64_t z = 0; z <= 3; ++z) {
+      if (!rt.runs_zero(z)) continue;
+      if (!runs.empty()) runs += ',';
+      runs += std::to_string(z);
+    }
+    throw InputError("runtime " + rt.name + " does not run --zero " + refused + " (it runs " + runs + ")");
+  }
+  choices.zero = zero;
+}
+
+Searcher::Searcher(const SearchProblem& problem_in)
+    : problem_(with_runtime_attention(problem_in)),
+      batch_divisors_(divisors(problem_.global_batch)),
+      block_(describe_block(problem_.model, problem_.attention)),
+      dense_block_(describe_dense_block(problem_.model, problem_.attention)),
       cache_(new Cache) {
   cache_->choices.resize(search_dimensions().size());
   cache_->listed.resize(search_dimensions().size(), 0);
@@ -177,9 +215,9 @@ Searcher::~Searcher() { delete cache_; }
 
 void Searcher::set_problem(const SearchProblem& problem) {
   if (problem.global_batch != problem_.global_batch) batch_divisors_ = divisors(problem.global_batch);
-  problem_ = problem;
-  block_ = describe_block(problem.model, problem.attention);
-  dense_block_ = describe_dense_block(problem.model, problem.attention);
+  problem_ = with_runtime_attention(problem);
+  block_ = describe_block(problem_.model, problem_.attention);
+  dense_block_ = describe_dense_block(problem_.model, problem_.attention);
 }
 
 namespace {
@@ -203,14 +241,24 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCo
 void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const double> capacities, std::span<TopN> tops,
                    std::span<SearchCounters> counters) {
   const SearchProblem& p = problem_;
-  const System& sys = p.system;
+  const System sys = at_scale(p.system, n);
+  const bool reference = p.runtime.is_reference();
+  const StateBytes* runtime_bytes = p.runtime.has_states ? &p.runtime.states : nullptr;
   const auto dims = search_dimensions();
   static const std::size_t memory_checked_after = last_memory_dimension();
   // What the dimensions count (pipelines rejected) happens once for all capacities.
   SearchCounters shared;
   const SearchContext context{p, n, batch_divisors_, shared};
-  const double largest_capacity = *std::max_element(capacities.begin(), capacities.end());
   cache_->reset();
+  // What each capacity lets the runtime allocate (the capacity itself under the reference).
+  std::vector<double>& limits = cache_->limits;
+  limits.resize(capacities.size());
+  for (std::size_t i = 0; i < capacities.size(); ++i) {
+    System at_capacity = sys;
+    at_capacity.hbm_capacity = capacities[i];
+    limits[i] = reference ? capacities[i] : memory_limit_gb(at_capacity, p.runtime);
+  }
+  const double largest_capacity = *std::max_element(limits.begin(), limits.end());
   // A configuration that fits a capacity fits every larger one, and one that a full top-N at some
   // capacity turns away is turned away at every larger capacity too (whose top-N is chosen from
   // a superset of configurations, so its last entry ranks at least as high). Offered to the
@@ -219,7 +267,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   by_capacity.resize(capacities.size());
   std::iota(by_capacity.begin(), by_capacity.end(), std::size_t{0});
   std::stable_sort(by_capacity.begin(), by_capacity.end(),
-                   [&](std::size_t a, std::size_t b) { return capacities[a] < capacities[b]; });
+                   [&](std::size_t a, std::size_t b) { return limits[a] < limits[b]; });
 
   Candidate cand;
   Layout& c = cand.layout;
@@ -228,6 +276,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   c.tensor.tp1 = split.tp1;
   c.tensor.tp2 = split.tp2;
   c.attention = p.attention;
+  apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
   const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
 
   // Configurations below `depth` (all of them infeasible once memory says so).
@@ -252,8 +301,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = std::min(micro_batches, c.pp);
-    return !(step_memory(mem.weights(), mem.activations(), p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
-                         mem.expert_weights, mem.whole_block_weights)
+    double activations = mem.activations();
+    if (!reference && p.runtime.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
+      const BlockActivations a = megatron_block_activations(p.model, c);
+      activations = a.sa + (p.model.is_moe() ? mem.mlp_activations : a.mlp);
+    }
+    return !(step_memory(mem.weights(), activations, p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
+                         mem.expert_weights, mem.whole_block_weights, runtime_bytes)
                  .total > largest_capacity);
   };
 
@@ -265,13 +319,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
       ++shared.module_evaluations;
       return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};
     });
-    const Totals totals = compose_step(sys, p.model, c, costed.block, p.global_batch, costed.ends).totals;
+    const Totals totals = compose_step(sys, p.model, p.runtime, c, costed.block, p.global_batch, costed.ends).totals;
     cand.throughput = static_cast<double>(p.global_batch) / totals.t;
     cand.mem = totals.mem;
     cand.totals = totals;
     for (SearchCounters& k : counters) ++k.candidates;
     for (const std::size_t i : by_capacity) {
-      if (totals.mem > capacities[i]) {
+      if (totals.mem > limits[i]) {
         ++counters[i].infeasible_memory;
         continue;
       }

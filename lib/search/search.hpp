@@ -18,7 +18,12 @@ struct SearchProblem {
   std::size_t top_n = 10;
   AttentionMode attention;  // the reference's search: flash attention
   ExecutionChoices exec;  // execution options searched (the reference's alone by default)
+  Runtime runtime;        // how the framework executes each configuration (the reference's by default)
 };
+
+// The choices the runtime runs: the strategy and the ZeRO stages of `choices` it has; InputError
+// naming the runtime and what it runs otherwise (docs/runtimes.md).
+void check_runtime_choices(const Runtime& rt, Strategy strategy, ExecutionChoices& choices);
 
 // How many candidates each check took out (the reference's "#possible candidates" is
 // `candidates`; memory-infeasible ones are among them).
