@@ -36,6 +36,14 @@ def mutated(source, name, old, new, count=1):
     return out
 
 
+def system_with_sidecar(system, key, sidecar, name, old, new):
+    """A copy of systems/SYSTEM whose `key:` file (systems/calibrations/SIDECAR) has `old` replaced
+    by `new`; both copies are named NAME."""
+    mutated(f'systems/calibrations/{sidecar}', f'systems/calibrations/{name}.yaml', old, new)
+    return mutated(f'systems/{system}', f'systems/{name}.yaml', f'{key}: calibrations/{sidecar}',
+                   f'{key}: calibrations/{name}.yaml')
+
+
 def expect_exit_2(name, args, *patterns):
     """The tool exits 2, prints nothing on stdout, and its stderr matches every pattern."""
     cmd = [os.path.join(BIN, args[0])] + args[1:]
@@ -71,10 +79,8 @@ expect_exit_2('system list, list as system', ['sweep', '--systems', lst, '-o', p
               r'list_system\.yaml: systems\[0\]\.system must be a system name or path, got a list')
 expect_exit_2('system list, list as system (bench)', ['perfsweep_bench', '--systems', lst],
               r'list_system\.yaml: systems\[0\]\.system must be')
-cal = mutated('systems/calibrations/perlmutter_a100.yaml', 'systems/calibrations/list_key.yaml', '\noverhead_s:',
-              '\n[a, b]: 1\noverhead_s:')
-system = mutated('systems/A100-calibrated.yaml', 'systems/list_key.yaml', 'calibration: calibrations/perlmutter_a100.yaml',
-                 'calibration: calibrations/list_key.yaml')
+system = system_with_sidecar('A100-calibrated.yaml', 'calibration', 'perlmutter_a100.yaml', 'list_key', '\noverhead_s:',
+                             '\n[a, b]: 1\noverhead_s:')
 expect_exit_2('calibration, list as a key', ['estimate', '--system', system, '--tp', '8'],
               r'list_key\.yaml', r'a key must be a plain name, got a list')
 
@@ -90,10 +96,8 @@ expect_exit_2('estimate --nb', ['estimate', '--strat', '2d', '--tp1', '2', '--tp
 csv = mutated('test/data/nccl_tests_perlmutter.csv', 'nccl_nodes.csv', ',1,4,', ',4611686018427387904,4,')
 expect_exit_2('nccl-tests row, 2^62 nodes', ['comm', 'validate', '-m', csv, '--system', 'A100'],
               r'nccl_nodes\.csv:\d+: num_nodes must be in \[1, ')
-calnodes = mutated('systems/calibrations/perlmutter_a100.yaml', 'systems/calibrations/nodes.yaml', 'num_nodes: 2\n',
-                   'num_nodes: 4611686018427387904\n')
-system = mutated('systems/A100-calibrated.yaml', 'systems/nodes.yaml', 'calibration: calibrations/perlmutter_a100.yaml',
-                 'calibration: calibrations/nodes.yaml')
+system = system_with_sidecar('A100-calibrated.yaml', 'calibration', 'perlmutter_a100.yaml', 'nodes', 'num_nodes: 2\n',
+                             'num_nodes: 4611686018427387904\n')
 expect_exit_2('calibration node count 2^62', ['estimate', '--system', system, '--tp', '8'],
               r'nodes\.yaml.*num_nodes must be in \[1, ')
 runs = mutated('test/data/cluster/megatron_published.csv', 'megatron_seq.csv', ',2048,51200,', ',1073741825,51200,')
@@ -107,10 +111,8 @@ expect_exit_2('measured run seq_len past the model limit', ['validate', 'megatro
 layers = mutated('test/data/gpu/h100_layers.json', 'layers_denormal.json', '0.0015874559879302979', '5e-324')
 expect_exit_2('measured time 5e-324 s', ['validate', 'layers', '-m', layers, '--system', 'H100-calibrated'],
               r'layers_denormal\.json: .*block\[0\] must be a positive time \(at least 1e-12 s\), got 5e-324')
-kern = mutated('systems/calibrations/h100_kernels.yaml', 'systems/calibrations/denormal.yaml', 'causal_efficiency: 0.958281914',
-               'causal_efficiency: 4.9e-324')
-system = mutated('systems/H100-calibrated.yaml', 'systems/denormal.yaml', 'kernels: calibrations/h100_kernels.yaml',
-                 'kernels: calibrations/denormal.yaml')
+system = system_with_sidecar('H100-calibrated.yaml', 'kernels', 'h100_kernels.yaml', 'denormal',
+                             'causal_efficiency: 0.958281914', 'causal_efficiency: 4.9e-324')
 expect_exit_2('kernel causal_efficiency 4.9e-324', ['estimate', '--system', system, '--tp', '8'],
               r'denormal\.yaml.*causal_efficiency must be in \[0\.000001, ')
 
