@@ -7,6 +7,8 @@
 
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
+#include "common/exit_codes.hpp"
+#include "core/limits.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
@@ -16,12 +18,18 @@
 
 using namespace perfsweep;
 
+namespace {
+// GPU counts run from --n-min up to this by doubling.
+constexpr std::int64_t kMaxBenchGpus = 16384;
+constexpr std::int64_t kMaxRepeat = 1000;
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"bench: candidates evaluated per second on one core, and the wall time of the paper grid"};
   std::string systems = "paper";
   std::vector<std::string> models{"gpt3_1T", "vit_era5"};
   std::vector<std::string> strategies{"1d", "2d", "2d-seqp"};
-  int repeat = 1;
+  std::int64_t repeat = 1;
   std::string system_override;
   std::int64_t global_batch = 4096, n_min = 4;
   ExecutionFlags exec;
@@ -37,11 +45,18 @@ int main(int argc, char** argv) {
                  "list, keeping the list's NVLink sizes");
   cli::Verbosity verbosity;
   cli::add_common_flags(app, verbosity);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   cli::use_stderr_log("bench", verbosity);
   cli::log_start(argc, argv, 1);
 
   try {
+    check_count(global_batch, kMaxGlobalBatch, "--global-batch-size");
+    check_count(n_min, kMaxBenchGpus, "--n-min");
+    check_count(repeat, kMaxRepeat, "--repeat");
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));
     if (!system_override.empty()) std::printf("every system replaced by %s\n", system_override.c_str());
     std::printf("%-8s %-10s %8s %12s %10s %14s %12s %11s %10s\n", "strategy", "model", "systems", "candidates",
@@ -59,7 +74,7 @@ int main(int argc, char** argv) {
         double best = 1e300;
         std::int64_t candidates = 0, infeasible = 0, blocks = 0;
         int n_systems = 0;
-        for (int r = 0; r < repeat; ++r) {
+        for (std::int64_t r = 0; r < repeat; ++r) {
           candidates = 0;
           infeasible = 0;
           blocks = 0;
@@ -72,7 +87,7 @@ int main(int argc, char** argv) {
               p.system.nvlink_size = nvs;
               Searcher searcher(p);
               SearchCounters counters;
-              for (std::int64_t n = n_min; n <= 16384; n *= 2) searcher.run_all(n, counters);
+              for (std::int64_t n = n_min; n <= kMaxBenchGpus; n *= 2) searcher.run_all(n, counters);
               candidates += counters.candidates;
               infeasible += counters.infeasible_memory;
               blocks += counters.module_evaluations;
@@ -97,12 +112,10 @@ int main(int argc, char** argv) {
     std::printf("speed-up over the reference: %.0fx\n",
                 7e-3 / (grid_seconds / static_cast<double>(grid_candidates)));
     flush_stdout();
-  } catch (const IoError& e) {
-    std::fprintf(stderr, "bench: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench: error: %s\n", e.what());
-    return 2;
+  } catch (...) {
+    const cli::ErrorExit e = cli::current_error_exit();
+    std::fprintf(stderr, "bench: %s: %s\n", e.kind, e.message.c_str());
+    return e.code;
   }
   return 0;
 }

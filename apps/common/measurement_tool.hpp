@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "common/cli.hpp"
+#include "common/exit_codes.hpp"
 #include "core/error.hpp"
 
 namespace perfsweep {
@@ -35,13 +36,11 @@ int run_tool(CLI::App& app, int argc, char** argv, const cli::Verbosity& verbosi
   cli::log_start(argc, argv, 1);
   try {
     return body();
-  } catch (const IoError& e) {
-    spdlog::error("{}", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+  } catch (...) {
+    const cli::ErrorExit e = cli::current_error_exit();
+    spdlog::error("{}", e.message);
+    return e.code;
   }
-  return 2;
 }
 
 }  // namespace perfsweep

@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "common/cli.hpp"
+#include "common/exit_codes.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -308,14 +309,14 @@ int main(int argc, char** argv) {
   }
   try {
     return run(o);
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "configs: %s\n", e.what());
-    return 2;
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "configs: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "configs: error: %s\n", e.what());
-    return 1;
+  } catch (...) {
+    const cli::ErrorExit e = cli::current_error_exit();
+    // Bad input reads "configs: <what>", as the usage errors before it.
+    if (e.code == 2 && e.typed) {
+      std::fprintf(stderr, "configs: %s\n", e.message.c_str());
+    } else {
+      std::fprintf(stderr, "configs: error: %s\n", e.message.c_str());
+    }
+    return e.code;
   }
 }

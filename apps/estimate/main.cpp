@@ -8,6 +8,7 @@
 #include "common/attention_options.hpp"
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
+#include "common/exit_codes.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
@@ -169,13 +170,9 @@ int main(int argc, char** argv) {
   cli::log_start(argc, argv, 1);
   try {
     return run(o);
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "estimate: error: %s\n", e.what());
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "estimate: invalid configuration: %s\n", e.what());
-  } catch (const IoError& e) {
-    std::fprintf(stderr, "estimate: error: %s\n", e.what());
-    return 1;
+  } catch (...) {
+    const cli::ErrorExit e = cli::current_error_exit();
+    std::fprintf(stderr, "estimate: %s: %s\n", e.kind, e.message.c_str());
+    return e.code;
   }
-  return 2;
 }

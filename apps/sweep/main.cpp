@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "common/cli.hpp"
+#include "common/exit_codes.hpp"
 #include "common/execution_options.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
@@ -88,18 +89,18 @@ int main(int argc, char** argv) {
     run_resumable_sweep(o, MPI_COMM_WORLD, thread_level);
   } catch (const CLI::ParseError& e) {
     code = (rank == 0 ? app.exit(e) : e.get_exit_code()) == 0 ? 0 : 2;
-  } catch (const InputError& e) {
-    if (rank == 0) std::fprintf(stderr, "sweep: error: %s\n", e.what());
-    code = 2;
-  } catch (const ConfigError& e) {
-    if (rank == 0) std::fprintf(stderr, "sweep: invalid configuration: %s\n", e.what());
-    code = 2;
-  } catch (const IoError& e) {
-    if (rank == 0) std::fprintf(stderr, "sweep: error: %s\n", e.what());
-    code = 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sweep: rank %d failed: %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  } catch (...) {
+    const cli::ErrorExit e = cli::current_error_exit();
+    if (!e.typed) {
+      // Thrown on this rank only, perhaps while the others wait in a collective: this rank says
+      // why and stops them all.
+      std::fprintf(stderr, "sweep: rank %d failed: %s\n", rank, e.message.c_str());
+      MPI_Abort(MPI_COMM_WORLD, e.code);
+    }
+    // The library's typed errors come from the inputs every rank reads alike, or from rank 0's
+    // publishing after the last collective: rank 0 reports them and every rank exits.
+    if (rank == 0) std::fprintf(stderr, "sweep: %s: %s\n", e.kind, e.message.c_str());
+    code = e.code;
   }
   MPI_Finalize();
   return code;

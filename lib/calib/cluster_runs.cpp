@@ -18,6 +18,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "model/parameters.hpp"
 #include "model/step.hpp"
 
@@ -104,16 +105,35 @@ class Columns {
       if (!v) fail(col, "expected a number, got '" + s + "'");
       return *v;
     }
+    // A measured quantity (seconds, TFLOP/s, parameters in billions) the validation divides by.
     double positive(std::size_t col) const {
       const double v = number(col);
-      if (!(v > 0)) fail(col, "expected a positive number, got '" + text(col) + "'");
+      if (!(v >= kMinMeasured)) {
+        fail(col, "expected a positive number (at least 1e-12), got '" + text(col) + "'");
+      }
       return v;
     }
-    // A positive whole number, also written as "16.0".
-    I count(std::size_t col) const {
+    // A positive whole number, also written as "16.0", at most `max` (GPUs, degrees, nodes and
+    // model sizes; a model's keys are checked again against kModelKeyLimits).
+    I count(std::size_t col, I max = kMaxGpuCount) const {
       const double v = number(col);
-      if (!(v >= 1) || v > 1e15 || v != std::floor(v)) fail(col, "expected a positive integer, got '" + text(col) + "'");
+      if (!(v >= 1) || v > static_cast<double>(max) || v != std::floor(v)) {
+        fail(col, "expected an integer in [1, " + std::to_string(max) + "], got '" + text(col) + "'");
+      }
       return static_cast<I>(v);
+    }
+    // The product of counts, failing at `col` past `max`.
+    I product(std::size_t col, std::initializer_list<I> factors, I max, const char* what) const {
+      I p = 1;
+      for (const I f : factors) {
+        if (__builtin_mul_overflow(p, f, &p) || p > max) fail(col, std::string(what) + " exceeds " + std::to_string(max));
+      }
+      return p;
+    }
+    void check_model(const Transformer& m) const {
+      if (const std::string error = model_limits_error(m); !error.empty()) {
+        throw InputError(t.file + ":" + std::to_string(line()) + ": " + error);
+      }
     }
     bool yes_no(std::size_t col) const {
       const std::string s = lower(text(col));
@@ -316,6 +336,7 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     c.tensor.tp1 = row.count(tp);
     c.pp = row.count(pp);
     const I n = row.count(gpus);
+    row.product(pp, {c.tensor.tp1, c.pp}, kMaxGpuCount, "tp x pp");
     if (n % (c.tensor.tp1 * c.pp) != 0) row.fail(gpus, "not a multiple of tp x pp = " + std::to_string(c.tensor.tp1 * c.pp));
     c.dp = n / (c.tensor.tp1 * c.pp);
     c.mbs = row.empty(mb) ? 1 : row.count(mb);
@@ -344,9 +365,10 @@ std::vector<ClusterRun> read_megatron_runs(const std::filesystem::path& file) {
     c.exec.p2p_scatter_gather = true;
     c.exec.sp_backward_gather = true;  // sequence parallelism re-gathers a projection's input
     c.exec.fused_elementwise = true;   // bias-GeLU and bias-dropout-add kernels
-    run.global_batch = row.count(gb);
+    run.global_batch = row.count(gb, kMaxGlobalBatch);
     run.model = megatron_gpt(run.group + "-" + format_number(billions) + "B", row.count(seq), row.count(hidden),
                              row.count(heads), row.count(layers), row.count(vocab));
+    row.check_model(run.model);
     const bool has_tflops = !row.empty(tflops), has_iter = !row.empty(iter);
     if (has_tflops == has_iter) {
       row.fail(has_tflops ? iter : tflops, "exactly one of measured_tflops_per_gpu and measured_iteration_s is needed");
@@ -378,7 +400,7 @@ std::vector<ClusterRun> read_vtrain_runs(const std::filesystem::path& file) {
     c.tensor.tp1 = row.count(tp);
     c.dp = row.count(dp);
     c.pp = row.count(pp);
-    if (row.count(gpus) != c.n_gpus()) row.fail(gpus, "is not tp x dp x pp = " + std::to_string(c.n_gpus()));
+    if (row.count(gpus) != row.product(gpus, {c.tensor.tp1, c.dp, c.pp}, kMaxGpuCount, "tp x dp x pp")) row.fail(gpus, "is not tp x dp x pp = " + std::to_string(c.n_gpus()));
     c.mbs = row.count(mb);
     // vTrain's Megatron-DeepSpeed configurations (config/*.json): activation checkpointing on,
     // 1F1B, no sequence parallelism, no ZeRO; unfused attention; GPT-2's vocabulary.
@@ -429,12 +451,13 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
     c.tensor.tp1 = row.count(tp);
     c.dp = row.count(dp);
     c.pp = row.count(pp);
-    run.nodes = row.count(nodes);
+    run.nodes = row.count(nodes, kMaxNodes);
+    row.product(nodes, {c.tensor.tp1, c.dp, c.pp}, kMaxGpuCount, "tp x dp x pp");
     const I gpus = run.nodes * 8;
     if (gpus != c.n_gpus()) row.fail(nodes, "8 GPUs a node make " + std::to_string(gpus) + ", not dp x tp x pp = " +
                                               std::to_string(c.n_gpus()));
     c.mbs = row.count(mbs);
-    run.global_batch = c.dp * c.mbs * row.count(acc);
+    run.global_batch = row.product(acc, {c.dp, c.mbs, row.count(acc)}, kMaxGlobalBatch, "dp x mbs x batch_accum");
     const std::string mode = row.text(tp_mode);
     if (mode == "REDUCE_SCATTER") {
       c.exec.sequence_parallel = true;
@@ -472,6 +495,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
     m.dropout = 0;
     m.causal = true;
     m.name = "llama-h" + std::to_string(m.e) + "-d" + std::to_string(m.depth);
+    row.check_model(m);
 
     run.quantity = Quantity::TokensPerSecondPerGpu;
     if (run.status == "Success") {

@@ -59,6 +59,8 @@ std::vector<LayerConfig> read_layer_measurements(const std::filesystem::path& fi
     model.e = c.e;
     model.h = c.h;
     model.f = c.f;
+    model.depth = 1;
+    check_model(at, model);
     for (const BlockLayer& y : describe_block(model, AttentionMode{})) {
       c.layer_names.emplace_back(y.name);
       c.layer_s.push_back(pass_pair(at, layers, y.name));

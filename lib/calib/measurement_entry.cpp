@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/limits.hpp"
+
 namespace perfsweep::calib {
 
 std::string shown(const YAML::Node& n) {
@@ -24,19 +26,23 @@ bool integer_of(const YAML::Node& n, std::int64_t& v) {
 }
 }  // namespace
 
-std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key) {
+std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key, std::int64_t max) {
   const YAML::Node n = cfg[key];
   if (!n) at.fail(std::string("cfg.") + key, "is missing");
   std::int64_t v = 0;
-  if (!integer_of(n, v) || v <= 0) at.fail(std::string("cfg.") + key, "must be a positive integer, got " + shown(n));
+  if (!integer_of(n, v) || v <= 0 || v > max) {
+    at.fail(std::string("cfg.") + key, "must be an integer in [1, " + std::to_string(max) + "], got " + shown(n));
+  }
   return v;
 }
 
-std::int64_t count_or(const Entry& at, const YAML::Node& cfg, const char* key, std::int64_t fallback) {
+std::int64_t count_or(const Entry& at, const YAML::Node& cfg, const char* key, std::int64_t fallback, std::int64_t max) {
   const YAML::Node n = cfg[key];
   if (!n) return fallback;
   std::int64_t v = 0;
-  if (!integer_of(n, v) || v < 0) at.fail(std::string("cfg.") + key, "must be an integer >= 0, got " + shown(n));
+  if (!integer_of(n, v) || v < 0 || v > max) {
+    at.fail(std::string("cfg.") + key, "must be an integer in [0, " + std::to_string(max) + "], got " + shown(n));
+  }
   return v;
 }
 
@@ -52,10 +58,16 @@ double number_or_nan(const YAML::Node& n) {
 double seconds(const Entry& at, const YAML::Node& n, const std::string& field, bool allow_zero) {
   const double v = number_or_nan(n);
   if (!std::isfinite(v)) at.fail(field, "must be a number of seconds, got " + shown(n));
-  if (allow_zero ? !(v >= 0) : !(v > 0)) {
-    at.fail(field, std::string("must be a ") + (allow_zero ? "non-negative" : "positive") + " time, got " + n.Scalar());
+  // A positive time is a divisor of relative errors: at least kMinMeasured, not a denormal.
+  if (allow_zero ? !(v >= 0) : !(v >= kMinMeasured)) {
+    at.fail(field, std::string("must be a ") + (allow_zero ? "non-negative time" : "positive time (at least 1e-12 s)") +
+                       ", got " + n.Scalar());
   }
   return v;
+}
+
+void check_model(const Entry& at, const Transformer& m) {
+  if (const std::string error = model_limits_error(m); !error.empty()) at.fail("cfg", "describes no model: " + error);
 }
 
 bool flag_or(const Entry& at, const YAML::Node& cfg, const char* key, bool fallback) {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
+#include "model/transformer.hpp"
 
 namespace perfsweep::calib {
 
@@ -28,11 +30,16 @@ struct Entry {
 // The node as a number: NaN when absent, not a scalar or not numeric.
 double number_or_nan(const YAML::Node& n);
 
-// cfg[key] as a positive integer.
-std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key);
-// cfg[key] as a non-negative integer, `fallback` when absent.
-std::int64_t count_or(const Entry& at, const YAML::Node& cfg, const char* key, std::int64_t fallback);
-// A finite time in seconds: > 0, or >= 0 with allow_zero.
+// cfg[key] as an integer in [1, kMaxGpuCount] (batches, shapes, degrees; a model's keys are
+// checked again by check_model).
+std::int64_t positive_integer(const Entry& at, const YAML::Node& cfg, const char* key,
+                              std::int64_t max = kMaxGpuCount);
+// cfg[key] as an integer in [0, max], `fallback` when absent.
+std::int64_t count_or(const Entry& at, const YAML::Node& cfg, const char* key, std::int64_t fallback,
+                      std::int64_t max = kMaxGpuCount);
+// A finite time in seconds: at least kMinMeasured, or >= 0 with allow_zero.
+// Fails at `cfg` unless every key of the entry's model is within kModelKeyLimits.
+void check_model(const Entry& at, const Transformer& m);
 double seconds(const Entry& at, const YAML::Node& n, const std::string& field, bool allow_zero = false);
 // cfg[key] as true or false, `fallback` when absent.
 bool flag_or(const Entry& at, const YAML::Node& cfg, const char* key, bool fallback);

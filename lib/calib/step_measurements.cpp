@@ -11,6 +11,10 @@ namespace perfsweep::calib {
 
 namespace {
 
+// A kernel's shape fields (rows, columns, elements): up to 2^40, so that a product of two stays
+// exact in double and within int64.
+constexpr std::int64_t kMaxKernelDim = std::int64_t{1} << 40;
+
 // The shape fields of each kernel kind, and whether it has a backward pass.
 struct KindFields {
   const char* kind;
@@ -97,7 +101,7 @@ std::vector<KernelMeasurement> read_kernel_measurements(const std::filesystem::p
           kinds += std::string(kinds.empty() ? "" : ", ") + x.kind;
         }
         if (kind == nullptr) at.fail("cfg.kind", "must be one of " + kinds + ", got '" + k.kind + "'");
-        for (const char* name : kind->fields) *field_of(k, name) = positive_integer(at, cfg, name);
+        for (const char* name : kind->fields) *field_of(k, name) = positive_integer(at, cfg, name, kMaxKernelDim);
         if (k.kind == "attention") {
           k.causal = flag_or(at, cfg, "causal", false);
           if (k.h % k.kv != 0) at.fail("cfg.kv", "must divide h");
@@ -152,7 +156,8 @@ std::vector<TrainRun> read_train_measurements(const std::filesystem::path& file)
         m.logits_dtype = LogitsDtype::Fp32;
         if (m.e % m.h != 0) at.fail("cfg.h", "must divide e");
         if (m.h % m.kv() != 0) at.fail("cfg.kv", "must divide h");
-        r.params = count_or(at, result, "params", 0);
+        check_model(at, m);
+        r.params = count_or(at, result, "params", 0, std::int64_t{1} << 53);  // exact in double
         const YAML::Node oom = result["oom"];
         if (!oom || !oom.IsScalar() || (oom.Scalar() != "true" && oom.Scalar() != "false")) {
           at.fail("result.oom", "must be true or false, got " + shown(oom));

@@ -13,6 +13,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep::comm {
 
@@ -44,9 +45,12 @@ std::optional<std::int64_t> to_integer(const std::string& text) {
   return v;
 }
 
+// Sizes and times: relative errors and fits divide by them, so a denormal is refused.
 double positive_number(const std::string& text, const std::string& field, const std::string& at) {
   const auto v = parse_finite(text);
-  if (!v || *v <= 0) throw InputError(at + ": " + field + " must be a positive number, got '" + text + "'");
+  if (!v || !(*v >= kMinMeasured)) {
+    throw InputError(at + ": " + field + " must be a positive number (at least 1e-12), got '" + text + "'");
+  }
   return *v;
 }
 
@@ -56,9 +60,16 @@ std::int64_t positive_integer(const std::string& text, const std::string& field,
   return *v;
 }
 
+// Nodes and GPUs per node within their bounds, so their product (GPUs) fits kMaxGpuCount.
 void check_placement(std::int64_t num_nodes, std::int64_t gpus_per_node, const std::string& at) {
-  if (num_nodes < 1) throw InputError(at + ": num_nodes must be >= 1, got " + std::to_string(num_nodes));
-  if (gpus_per_node < 1) throw InputError(at + ": gpus_per_node must be >= 1, got " + std::to_string(gpus_per_node));
+  if (num_nodes < 1 || num_nodes > kMaxNodes) {
+    throw InputError(at + ": num_nodes must be in [1, " + std::to_string(kMaxNodes) + "], got " +
+                     std::to_string(num_nodes));
+  }
+  if (gpus_per_node < 1 || gpus_per_node > kMaxGpusPerNode) {
+    throw InputError(at + ": gpus_per_node must be in [1, " + std::to_string(kMaxGpusPerNode) + "], got " +
+                     std::to_string(gpus_per_node));
+  }
 }
 
 CommType collective(const std::string& name, const std::string& at) {
@@ -131,6 +142,7 @@ std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file
     m.time_ip_s = positive_number(cells[column[2]], "time-i", at) * kMicrosecond;
     m.num_nodes = positive_integer(cells[column[3]], "num_nodes", at);
     m.gpus_per_node = positive_integer(cells[column[4]], "gpus_per_node", at);
+    check_placement(m.num_nodes, m.gpus_per_node, at);
     m.op = collective(cells[column[5]], at);
     rows.push_back(m);
   }
@@ -207,7 +219,7 @@ std::vector<Measurement> read_manifest(const std::filesystem::path& file) {
     const std::string at = f + ": entry " + std::to_string(i);
     if (!e.IsMap()) throw InputError(at + ": expected {file, num_nodes, gpus_per_node[, op]}");
     for (const auto& kv : e) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = yaml_scalar(kv.first, at + ": a key", "a plain name");
       if (k != "file" && k != "num_nodes" && k != "gpus_per_node" && k != "op") {
         throw InputError(at + ": unknown key '" + k + "'");
       }
@@ -217,6 +229,7 @@ std::vector<Measurement> read_manifest(const std::filesystem::path& file) {
     }
     const std::int64_t nodes = positive_integer(e["num_nodes"].Scalar(), "num_nodes", at);
     const std::int64_t gpus = positive_integer(e["gpus_per_node"].Scalar(), "gpus_per_node", at);
+    check_placement(nodes, gpus, at);
     std::optional<CommType> op;
     if (e["op"]) op = collective(e["op"].Scalar(), at);
     std::filesystem::path output = e["file"].Scalar();

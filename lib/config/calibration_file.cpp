@@ -13,6 +13,7 @@
 
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/files.hpp"
 
 namespace perfsweep::comm {
@@ -68,7 +69,7 @@ namespace {
 
 void check_keys(const YAML::Node& node, std::initializer_list<const char*> allowed, const std::string& at) {
   for (const auto& kv : node) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = yaml_scalar(kv.first, at + ": a key", "a plain name");
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) {
       throw InputError(at + ": unknown key '" + k + "'");
     }
@@ -122,13 +123,12 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
   }
 }
 
+// Chunk sizes and step times are interpolated between and divided by: at least kMinMeasured.
 void check_positive(double v, const char* key, const std::string& at) {
-  if (!(v > 0)) throw InputError(at + ": " + key + " must be > 0, got " + std::to_string(v));
+  if (!(v >= kMinMeasured)) throw InputError(at + ": " + key + " must be at least 1e-12, got " + std::to_string(v));
 }
 
-}  // namespace
-
-Calibration load_calibration(const std::filesystem::path& file) {
+Calibration read_calibration(const std::filesystem::path& file) {
   const std::string f = file.string();
   std::error_code ec;
   std::ifstream in(file, std::ios::binary);
@@ -170,7 +170,9 @@ Calibration load_calibration(const std::filesystem::path& file) {
     if (!op) throw InputError(at + ": op must be allreduce, allgather or reducescatter, got '" + op_name + "'");
     p.op = *op;
     p.gpus_per_node = integer(e, "gpus_per_node", at);
-    if (p.gpus_per_node < 1) throw InputError(at + ": gpus_per_node must be >= 1");
+    if (p.gpus_per_node < 1 || p.gpus_per_node > kMaxGpusPerNode) {
+      throw InputError(at + ": gpus_per_node must be in [1, " + std::to_string(kMaxGpusPerNode) + "]");
+    }
     if (cal.find(p.op, p.gpus_per_node) != nullptr) {
       throw InputError(at + ": a second entry for " + op_name + " with gpus_per_node " +
                        std::to_string(p.gpus_per_node));
@@ -193,7 +195,10 @@ Calibration load_calibration(const std::filesystem::path& file) {
       check_keys(t, {"num_nodes", "overhead_s", "chunk_bytes", "step_s"}, tat);
       StepTable table;
       table.num_nodes = integer(t, "num_nodes", tat);
-      if (table.num_nodes < 1) throw InputError(tat + ": num_nodes must be >= 1");
+      if (table.num_nodes < 1 || table.num_nodes > kMaxNodes) {
+        throw InputError(tat + ": num_nodes must be in [1, " + std::to_string(kMaxNodes) + "], got " +
+                         std::to_string(table.num_nodes));
+      }
       if (!p.tables.empty() && table.num_nodes <= p.tables.back().num_nodes) {
         throw InputError(tat + ": num_nodes must be strictly ascending, got " + std::to_string(table.num_nodes) +
                          " after " + std::to_string(p.tables.back().num_nodes));
@@ -220,6 +225,12 @@ Calibration load_calibration(const std::filesystem::path& file) {
   cal.file = f;
   cal.file_text = std::move(text);
   return cal;
+}
+
+}  // namespace
+
+Calibration load_calibration(const std::filesystem::path& file) {
+  return with_yaml_errors(file.string(), [&] { return read_calibration(file); });
 }
 
 }  // namespace perfsweep::comm

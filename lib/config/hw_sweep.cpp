@@ -37,7 +37,7 @@ constexpr std::int64_t kMaxAxisValues = 100000;
 // A system by name or path; errors say which field of the sweep file named it. A relative path
 // (one with a '/' or a .yaml/.yml/.json ending) is relative to the sweep file's directory.
 System system_for(const YAML::Node& n, const std::string& where, const std::filesystem::path& sweep_dir) {
-  const std::string name = n.as<std::string>();
+  const std::string name = yaml_scalar(n, where, "a system name or path");
   const bool is_path = name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".yml") ||
                        name.ends_with(".json");
   try {
@@ -81,7 +81,7 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     const std::string w = where + ".interpolate";
     if (!in.IsMap()) throw InputError(w + " must be {systems: [...], points_per_segment: N}");
     for (const auto& kv : in) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = yaml_scalar(kv.first, w + ": a key", "a plain name");
       if (k != "systems" && k != "points_per_segment" && k != "key") throw InputError(w + ": unknown key '" + k + "'");
     }
     if (!in["systems"] || !in["systems"].IsSequence() || in["systems"].size() < 2) {
@@ -93,7 +93,7 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     if (per > static_cast<double>(kMaxAxisValues)) {
       throw InputError(w + ".points_per_segment must be at most " + std::to_string(kMaxAxisValues));
     }
-    const std::string key = in["key"] ? in["key"].as<std::string>() : param;
+    const std::string key = in["key"] ? yaml_scalar(in["key"], w + ".key", "a system parameter name") : param;
     const SystemKey* f = find_system_key(key);
     if (!f) throw InputError(w + ".key: '" + key + "' is not a numeric system parameter");
     std::vector<double> anchors;
@@ -139,25 +139,27 @@ System HardwareSweep::point(std::size_t index) const {
   return s;
 }
 
-HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
+namespace {
+
+HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
   const std::string f = file.string();
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with keys base and axes");
   for (const auto& kv : root) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = yaml_scalar(kv.first, f + ": a key", "a plain name");
     if (k != "description" && k != "base" && k != "axes") throw InputError(f + ": unknown key '" + k + "'");
   }
   HardwareSweep sw;
   sw.name = file.stem().string();
-  if (root["description"]) sw.description = root["description"].as<std::string>();
+  if (root["description"]) sw.description = yaml_scalar(root["description"], f + ": description", "a text");
   const YAML::Node base = root["base"];
   if (!base || !base.IsMap()) throw InputError(f + ": missing key 'base' ({system: NAME, nvs: N})");
   for (const auto& kv : base) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = yaml_scalar(kv.first, f + ": base: a key", "a plain name");
     if (k != "system" && k != "nvs") throw InputError(f + ": base: unknown key '" + k + "'");
   }
   if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
-  sw.base_system = base["system"].as<std::string>();
+  sw.base_system = yaml_scalar(base["system"], f + ": base.system", "a system name or path");
   sw.base = system_for(base["system"], f + ": base.system", file.parent_path());
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
@@ -177,7 +179,7 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
     SweepAxis axis;
     for (const auto& kv : axes[a]) {
       SweepParameter p;
-      p.name = kv.first.as<std::string>();
+      p.name = yaml_scalar(kv.first, where + ": a key", "a system parameter name");
       if (!find_system_key(p.name)) throw InputError(where + ": '" + p.name + "' is not a numeric system parameter");
       if (sw.base.calibration && is_network_parameter(p.name)) {
         throw InputError(where + ": '" + p.name + "' cannot be swept on " + sw.base_system +
@@ -200,6 +202,12 @@ HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
     sw.axes.push_back(std::move(axis));
   }
   return sw;
+}
+
+}  // namespace
+
+HardwareSweep load_hardware_sweep(const std::filesystem::path& file) {
+  return with_yaml_errors(file.string(), [&] { return read_hardware_sweep(file); });
 }
 
 }  // namespace perfsweep

@@ -416,25 +416,7 @@ Transformer load_model(const fs::path& file) {
     if (!(t.dataset_samples > 0)) throw InputError(m.file() + ": dataset_samples must be > 0, got " + Mapping::shown(*n));
   }
   load_model_options(m, t);
-  // The cost model counts flops and elements in int64 (up to 16 * 65536-way splits of products of
-  // l, h, e and f); beyond this bound those products would overflow.
-  constexpr std::int64_t kHeadroom = 16 * 65536;
-  std::int64_t attention = 0;
-  std::int64_t widest = 0;
-  std::int64_t linear = 0;
-  std::int64_t gated = 0;
-  const bool overflow = __builtin_mul_overflow(t.f, std::int64_t{2}, &gated) ||
-                        __builtin_mul_overflow(kHeadroom, t.h, &attention) ||
-                        __builtin_mul_overflow(attention, t.l, &attention) ||
-                        __builtin_mul_overflow(attention, t.l, &attention) ||
-                        __builtin_mul_overflow(t.e, std::int64_t{3}, &widest) ||
-                        __builtin_mul_overflow(kHeadroom, t.l, &linear) ||
-                        __builtin_mul_overflow(linear, std::max({gated, widest, t.vocab_size}), &linear);
-  if (overflow) {
-    throw InputError(m.file() + ": the model is too large for exact integer arithmetic (seq_len=" +
-                     std::to_string(t.l) + ", embed_dim=" + std::to_string(t.e) + ", num_heads=" +
-                     std::to_string(t.h) + ", ffn_dim=" + std::to_string(t.f) + ")");
-  }
+  if (const std::string error = model_limits_error(t); !error.empty()) throw InputError(m.file() + ": " + error);
   return t;
 }
 

@@ -9,6 +9,7 @@
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep::kernels {
 
@@ -24,14 +25,15 @@ struct Field {
   bool min_open;
   double max;
 };
-constexpr Field kEfficiency{"efficiency", 0, true, 1};
-constexpr Field kBandwidthFraction{"bandwidth_fraction", 0, true, 1};
+// Fractions the model divides by are at least kMinFraction, so no time it forms is inf or NaN.
+constexpr Field kEfficiency{"efficiency", kMinFraction, false, 1};
+constexpr Field kBandwidthFraction{"bandwidth_fraction", kMinFraction, false, 1};
 constexpr Field kLaunch{"launch_s", 0, false, 1};
 constexpr Field kTileM{"tile_m", 1, false, 65536};
 constexpr Field kTileN{"tile_n", 1, false, 65536};
 constexpr Field kKHalf{"k_half", 0, false, 1e9};
 constexpr Field kHeadDimHalf{"head_dim_half", 0, false, 1e9};
-constexpr Field kCausalEfficiency{"causal_efficiency", 0, true, 1};
+constexpr Field kCausalEfficiency{"causal_efficiency", kMinFraction, false, 1};
 
 void emit_pass(YAML::Emitter& out, const char* pass, std::initializer_list<std::pair<const char*, double>> values) {
   out << YAML::Key << pass << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -46,7 +48,7 @@ class Reader {
   void keys(const YAML::Node& node, std::initializer_list<const char*> allowed, const std::string& at) const {
     if (!node.IsMap()) throw InputError(file_ + ": " + at + " must be a mapping");
     for (const auto& kv : node) {
-      const std::string k = kv.first.Scalar();
+      const std::string k = yaml_scalar(kv.first, file_ + ": " + at + ": a key", "a plain name");
       bool ok = false;
       for (const char* a : allowed) ok = ok || k == a;
       if (!ok) throw InputError(file_ + ": " + at + ": unknown key '" + k + "'");
@@ -132,7 +134,9 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file)
   write_text_atomically(file.string(), std::string(out.c_str()) + "\n");
 }
 
-Calibration load_calibration(const std::filesystem::path& file) {
+namespace {
+
+Calibration read_calibration(const std::filesystem::path& file) {
   const YAML::Node root = load_yaml_file(file);
   const Reader r(file.string());
   std::vector<const char*> top = {"format",    "version",         "source",
@@ -141,7 +145,7 @@ Calibration load_calibration(const std::filesystem::path& file) {
   for (const char* k : kStreamKindNames) top.push_back(k);
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
   for (const auto& kv : root) {
-    const std::string k = kv.first.Scalar();
+    const std::string k = yaml_scalar(kv.first, r.file() + ": a key", "a plain name");
     bool ok = false;
     for (const char* a : top) ok = ok || k == a;
     if (!ok) throw InputError(r.file() + ": unknown key '" + k + "'");
@@ -204,6 +208,12 @@ Calibration load_calibration(const std::filesystem::path& file) {
     }
   }
   return cal;
+}
+
+}  // namespace
+
+Calibration load_calibration(const std::filesystem::path& file) {
+  return with_yaml_errors(file.string(), [&] { return read_calibration(file); });
 }
 
 }  // namespace perfsweep::kernels

@@ -32,12 +32,14 @@ std::int64_t nvlink_domain(const std::string& text, const std::string& where) {
 
 }  // namespace
 
-std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
+namespace {
+
+std::vector<SystemChoice> read_system_list(const std::filesystem::path& file) {
   const std::string f = file.string();
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with key 'systems'");
   for (const auto& kv : root) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = yaml_scalar(kv.first, f + ": a key", "a plain name");
     if (k != "systems" && k != "description") throw InputError(f + ": unknown key '" + k + "'");
   }
   const YAML::Node list = root["systems"];
@@ -48,19 +50,19 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
     const std::string where = f + ": systems[" + std::to_string(i) + "]";
     if (!e.IsMap()) throw InputError(where + ": expected {system: NAME, nvs: [..]}");
     for (const auto& kv : e) {
-      const std::string k = kv.first.as<std::string>();
+      const std::string k = yaml_scalar(kv.first, where + ": a key", "a plain name");
       if (k != "system" && k != "nvs") throw InputError(where + ": unknown key '" + k + "'");
     }
-    if (!e["system"] || !e["system"].IsScalar()) throw InputError(where + ": missing key 'system'");
+    if (!e["system"]) throw InputError(where + ": missing key 'system'");
     if (!e["nvs"]) throw InputError(where + ": missing key 'nvs'");
     SystemChoice c;
-    c.system = e["system"].as<std::string>();
+    c.system = yaml_scalar(e["system"], where + ".system", "a system name or path");
     const YAML::Node nvs = e["nvs"];
     if (nvs.IsScalar()) {
       c.nvs.push_back(nvlink_domain(nvs.Scalar(), where + ".nvs"));
     } else if (nvs.IsSequence() && nvs.size() > 0) {
       for (const YAML::Node& v : nvs) {
-        c.nvs.push_back(nvlink_domain(v.IsScalar() ? v.Scalar() : std::string("<list>"), where + ".nvs"));
+        c.nvs.push_back(nvlink_domain(yaml_scalar(v, where + ".nvs", "a positive integer"), where + ".nvs"));
       }
     } else {
       throw InputError(where + ".nvs must be a positive integer or a list of them");
@@ -68,6 +70,12 @@ std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<SystemChoice> load_system_list(const std::filesystem::path& file) {
+  return with_yaml_errors(file.string(), [&] { return read_system_list(file); });
 }
 
 std::vector<std::int64_t> parse_gpu_counts(const std::string& text, const std::string& flag, std::int64_t max_value) {

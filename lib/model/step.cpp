@@ -368,6 +368,8 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   if (one_d) require(t.tp2 == 1 && t.nv2 == 1, "1d tensor parallelism has no second dimension");
   if (c.strategy == Strategy::TwoD) {
     require(m.e % t.tp2 == 0, "tp2=" + str(t.tp2) + " does not divide embed_dim " + str(m.e));
+    // A SUMMA block is at least one column of e; more blocks than that only overflow the counts.
+    require(t.nb <= m.e, "nb=" + str(t.nb) + " exceeds embed_dim " + str(m.e) + " (SUMMA blocks split e)");
   }
   require(c.attention.flash || c.strategy == Strategy::OneD || !c.attention.recompute,
           "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");

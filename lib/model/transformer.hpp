@@ -4,6 +4,7 @@
 // Every option beyond the reference's shape defaults to the reference's block (GELU MLP,
 // LayerNorm, biases, dropout, full multi-head non-causal attention, no vocabulary), so a model
 // that leaves them out is costed exactly as the reference costs it.
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -66,5 +67,33 @@ struct Transformer {
            causal != r.causal || vocab_size > 0 || is_moe();
   }
 };
+
+// The integer keys of a model and their ranges. The maxima are beyond any published model (by two
+// orders of magnitude or more) and small enough that every count the cost model forms from them
+// fits int64; model_limits_error also checks the products of several keys.
+struct ModelKeyLimit {
+  const char* name;  // as in a model file
+  std::int64_t Transformer::*member;
+  std::int64_t min;
+  std::int64_t max;
+};
+inline constexpr std::array<ModelKeyLimit, 6> kModelKeyLimits{{
+    {"seq_len", &Transformer::l, 1, std::int64_t{1} << 24},            // tokens per sample
+    {"embed_dim", &Transformer::e, 1, std::int64_t{1} << 20},
+    {"num_heads", &Transformer::h, 1, std::int64_t{1} << 16},
+    {"depth", &Transformer::depth, 1, std::int64_t{1} << 16},           // transformer blocks
+    {"ffn_dim", &Transformer::f, 1, std::int64_t{1} << 22},
+    {"vocab_size", &Transformer::vocab_size, 0, std::int64_t{1} << 24},  // tokens; 0: none
+}};
+// moe.experts, moe.shared_experts and moe.every at most this; moe.ffn_dim as ffn_dim.
+inline constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;
+// The smallest capacity factor (the largest is moe.experts: beyond it an expert's capacity
+// exceeds every routed token).
+inline constexpr double kMinCapacityFactor = 1e-3;
+
+// Empty when every key of `m` is in its range and the model's parameter and activation counts
+// fit int64 with headroom for any batch and split; otherwise what is wrong, naming the key
+// ("depth must be at most 65536, got 9223372036854775807").
+std::string model_limits_error(const Transformer& m);
 
 }  // namespace perfsweep

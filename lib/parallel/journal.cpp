@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 namespace {
@@ -69,6 +73,57 @@ bool record_at(std::string_view data, std::size_t pos, RawRecord& r) {
   return true;
 }
 
+// A kept configuration from its bytes, decoded field by field: each enum and bool byte checked
+// before it is loaded (a byte 2 loaded as a bool, or strategy 3 indexing the plans, is undefined
+// behaviour), then every count, degree and number against its range. A record whose checksum was
+// recomputed over altered bytes is thus refused unless its every field is one the search could
+// have written.
+static_assert(std::is_standard_layout_v<Candidate> && std::is_trivially_copyable_v<Candidate>);
+static_assert(sizeof(Strategy) == 1 && sizeof(Recompute) == 1 && sizeof(ParamLayout) == 1 && sizeof(bool) == 1);
+
+bool byte_at_most(std::string_view bytes, std::size_t offset, unsigned max) {
+  return static_cast<unsigned char>(bytes[offset]) <= max;
+}
+
+bool decode_candidate(std::string_view bytes, Candidate& c) {
+  if (bytes.size() != sizeof(Candidate)) return false;
+  const bool enums_ok =
+      byte_at_most(bytes, offsetof(Candidate, layout.strategy), static_cast<unsigned>(Strategy::TwoDSeqp)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.recompute), static_cast<unsigned>(Recompute::Full)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp));
+  const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
+                               offsetof(Candidate, layout.attention.recompute),
+                               offsetof(Candidate, layout.exec.sequence_parallel),
+                               offsetof(Candidate, layout.exec.p2p_scatter_gather),
+                               offsetof(Candidate, layout.exec.sp_backward_gather),
+                               offsetof(Candidate, layout.exec.dp_after_backward),
+                               offsetof(Candidate, layout.exec.fused_elementwise)};
+  if (!enums_ok) return false;
+  for (const std::size_t offset : bools) {
+    if (!byte_at_most(bytes, offset, 1)) return false;
+  }
+  std::memcpy(&c, bytes.data(), sizeof c);
+  const Layout& l = c.layout;
+  const TensorSplit& t = l.tensor;
+  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.nv1, t.nv2, t.ep, t.nv_ep, l.nv_dp, l.nv_pp,
+                                    l.exec.interleave, l.exec.ep}) {
+    if (degree < 1 || degree > kMaxGpuCount) return false;
+  }
+  if (l.mbs < 1 || l.mbs > kMaxGlobalBatch || t.nb < 1 || t.nb > kMaxSummaBlocks) return false;
+  if (l.exec.zero < 0 || l.exec.zero > 3) return false;
+  std::int64_t gpus = 1;
+  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2}) {
+    if (__builtin_mul_overflow(gpus, degree, &gpus) || gpus > kMaxGpuCount) return false;
+  }
+  // Published numbers: finite and non-negative (times, memory, FLOPs, fractions), throughput > 0.
+  if (!(std::isfinite(c.throughput) && c.throughput > 0 && std::isfinite(c.mem) && c.mem >= 0)) return false;
+  for (const TotalsField& f : kTotalsFields) {
+    const double v = c.totals.*(f.member);
+    if (!(std::isfinite(v) && v >= 0)) return false;
+  }
+  return true;
+}
+
 bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size_t top_n, std::size_t& target,
                    TargetResult& r) {
   std::size_t q = 0;
@@ -82,7 +137,8 @@ bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size
     TopN top(top_n);
     for (std::uint64_t k = 0; k < count; ++k) {
       Candidate c;
-      if (!get(payload, q, c)) return false;
+      if (payload.size() - q < sizeof c || !decode_candidate(payload.substr(q, sizeof c), c)) return false;
+      q += sizeof c;
       top.push(c);
     }
     r.tops.push_back(std::move(top));
@@ -198,13 +254,28 @@ Journal::Journal(const std::string& path, const std::string& fingerprint, Journa
   const std::string_view view(data);
   std::size_t pos = sizeof kMagic;
   std::uint64_t len = 0, sum = 0;
+  if (data.empty()) {
+    throw InputError(path + ": the journal is empty (its run was stopped before it wrote its header, e.g. on a full "
+                            "disk); nothing of it can be resumed: rerun with --restart");
+  }
+  if (data.size() < sizeof kMagic && std::memcmp(data.data(), kMagic, data.size()) == 0) {
+    throw InputError(path + ": the journal is truncated within its header (" + std::to_string(data.size()) +
+                     " bytes); nothing of it can be resumed: rerun with --restart");
+  }
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) {
     throw InputError(path + ": not a journal of this perfsweep version; remove it or run with --restart");
   }
-  if (!get(view, pos, len) || len > data.size() - pos) throw InputError(path + ": truncated journal header");
+  if (!get(view, pos, len) || len > data.size() - pos) {
+    throw InputError(path + ": the journal is truncated within its header (" + std::to_string(data.size()) +
+                     " bytes); nothing of it can be resumed: rerun with --restart");
+  }
   const std::string theirs = data.substr(pos, static_cast<std::size_t>(len));
   pos += static_cast<std::size_t>(len);
-  if (!get(view, pos, sum) || sum != fnv1a(theirs)) throw InputError(path + ": corrupt journal header");
+  if (!get(view, pos, sum)) {
+    throw InputError(path + ": the journal is truncated within its header (" + std::to_string(data.size()) +
+                     " bytes); nothing of it can be resumed: rerun with --restart");
+  }
+  if (sum != fnv1a(theirs)) throw InputError(path + ": corrupt journal header; rerun with --restart");
   if (theirs != fingerprint) {
     throw InputError(path + ": this journal was written by a run with other inputs or another perfsweep version\n"
                      "  journal: " + theirs + "\n  this run: " + fingerprint +

@@ -309,7 +309,14 @@ TEST(ClusterRuns, MalformedRowsNameFileLineAndColumn) {
   EXPECT_EQ(row_error(RunSet::Vtrain, "vtrain.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,32,1,3566.5\r\n"),
             ":2: column '# GPUs': is not tp x dp x pp = 32");
   EXPECT_EQ(row_error(RunSet::Vtrain, "vtime.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,64,1,-3\r\n"),
-            ":2: column 'iteration time (ms)': expected a positive number, got '-3'");
+            ":2: column 'iteration time (ms)': expected a positive number (at least 1e-12), got '-3'");
+  // A denormal is no measured time: relative errors divide by it.
+  EXPECT_EQ(row_error(RunSet::Vtrain, "vtime.csv", vtrain_header + "3.6,64,512,8,3072,32,30,2048,1,64,1,5e-324\r\n"),
+            ":2: column 'iteration time (ms)': expected a positive number (at least 1e-12), got '5e-324'");
+  // Degrees whose product overflows int64 are refused before they are multiplied.
+  EXPECT_EQ(row_error(RunSet::Vtrain, "vgpus.csv",
+                      vtrain_header + "3.6,64,512,8,3072,32,30,2048,1048576,1048576,1048576,3566.5\r\n"),
+            ":2: column '# GPUs': tp x dp x pp exceeds 1073741824");
 
   // nanotron: columns found by name in any order; a successful run needs its throughput.
   const std::string nano_header =

@@ -193,7 +193,7 @@ TEST(LayerMeasurements, ErrorsNameFileEntryAndField) {
   m = read_error("missing_cfg_field.json");
   EXPECT_TRUE(has(m, {"missing_cfg_field.json", "configs[1] (c02)", "cfg.e", "missing"})) << m;
   m = read_error("wrong_type.json");
-  EXPECT_TRUE(has(m, {"wrong_type.json", "configs[1] (c02)", "cfg.b", "positive integer", "four"})) << m;
+  EXPECT_TRUE(has(m, {"wrong_type.json", "configs[1] (c02)", "cfg.b", "an integer in [1, 1073741824]", "four"})) << m;
   m = read_error("wrong_type_time.json");
   EXPECT_TRUE(has(m, {"wrong_type_time.json", "configs[1] (c02)", "layers.fc2[1]", "fast"})) << m;
   m = read_error("negative_time.json");

@@ -363,10 +363,29 @@ TEST_F(InputsTest, ModelsTooLargeForInt64AreRejected) {
   const fs::path attention = model_with("seq_len: 4194304\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n");
   EXPECT_NE(input_error([&] { load_model(attention); }).find("too large for exact integer arithmetic"),
             std::string::npos);
-  // 2^20 * l * f with l = 1, f = 2^44 is 2^64.
+  // Each key within its declared range (model/transformer.hpp kModelKeyLimits).
   const fs::path linear = model_with("seq_len: 1\nembed_dim: 64\nnum_heads: 1\ndepth: 1\nffn_dim: 17592186044416\n");
-  EXPECT_NE(input_error([&] { load_model(linear); }).find("too large for exact integer arithmetic"),
+  EXPECT_NE(input_error([&] { load_model(linear); }).find("ffn_dim must be in [1, 4194304], got 17592186044416"),
             std::string::npos);
+  EXPECT_NE(input_error([&] { load_model(model_with("seq_len: 8\nembed_dim: 1000000000\nnum_heads: 1\ndepth: 1\n")); })
+                .find("embed_dim must be in [1, 1048576], got 1000000000"),
+            std::string::npos);
+  EXPECT_NE(input_error([&] { load_model(model_with("seq_len: 8\nembed_dim: 64\nnum_heads: 1\n"
+                                                    "depth: 9223372036854775807\n")); })
+                .find("depth must be in [1, 65536], got 9223372036854775807"),
+            std::string::npos);
+  // 2^20 * depth * 3 e f (experts + 1) with every key in range: 2^16 blocks of 2^16 experts of
+  // 2^20 x 2^22 overflow, so the product is refused.
+  const fs::path experts = model_with("seq_len: 8\nembed_dim: 1048576\nnum_heads: 1\ndepth: 65536\n"
+                                      "ffn_dim: 4194304\nmoe: {experts: 65536, top_k: 1}\n");
+  EXPECT_NE(input_error([&] { load_model(experts); }).find("too large for exact integer arithmetic"), std::string::npos);
+  // A capacity factor beyond the experts, or a denormal one, is refused.
+  for (const char* cf : {"1073741825", "4.9e-324"}) {
+    const fs::path moe = model_with(std::string("seq_len: 8\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n"
+                                                "moe: {experts: 8, top_k: 2, capacity_factor: ") + cf + "}\n");
+    EXPECT_NE(input_error([&] { load_model(moe); }).find("moe.capacity_factor must be in [0.001, 8]"), std::string::npos)
+        << cf;
+  }
   // Just below both bounds.
   EXPECT_NO_THROW(load_model(model_with("seq_len: 2097152\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n")));
 }

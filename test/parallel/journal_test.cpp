@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "parallel/journal.hpp"
 
 namespace perfsweep {
@@ -214,6 +218,78 @@ TEST_F(JournalTest, OneRunPerOutput) {
   first.remove();
   EXPECT_FALSE(fs::exists(lock_path));
   RunLock third(lock_path);  // free again
+}
+
+// The journal of one record with the byte at `offset` of its first kept configuration set to
+// `value` and the record's checksum recomputed, as a hostile or buggy writer would.
+void alter_first_candidate(const std::string& path, const std::string& fp, std::size_t offset,
+                           const void* value, std::size_t size) {
+  std::string data = bytes_of(path);
+  const std::size_t record = 8 + 8 + fp.size() + 8;               // magic, length, fingerprint, hash
+  const std::size_t payload = record + 4 + 8 + 8;                 // record magic, fingerprint hash, length
+  const std::size_t first = payload + 8 + sizeof(SearchCounters) + 8 + 8;  // id, counters, tops, count
+  data.replace(first + offset, size, static_cast<const char*>(value), size);
+  std::uint64_t length = 0;
+  std::memcpy(&length, data.data() + record + 12, sizeof length);
+  const std::uint64_t sum = fnv1a(data.substr(record + 4, 8) +
+                                  std::string(data, payload, static_cast<std::size_t>(length)));
+  data.replace(payload + static_cast<std::size_t>(length), 8, reinterpret_cast<const char*>(&sum), 8);
+  write_bytes(path, data);
+}
+
+TEST_F(JournalTest, RecordsWithAnInvalidFieldAreDroppedEvenWithAValidChecksum) {
+  const unsigned char strategy = 3, flag = 2;
+  const std::int64_t zero_dp = 0;
+  const double nan = std::nan(""), negative = -1.0;
+  const struct {
+    const char* what;
+    std::size_t offset;
+    const void* value;
+    std::size_t size;
+  } cases[] = {
+      {"strategy 3", offsetof(Candidate, layout.strategy), &strategy, 1},
+      {"bool byte 2", offsetof(Candidate, layout.attention.flash), &flag, 1},
+      {"dp 0", offsetof(Candidate, layout.dp), &zero_dp, sizeof zero_dp},
+      {"NaN throughput", offsetof(Candidate, throughput), &nan, sizeof nan},
+      {"negative step time", offsetof(Candidate, totals.t), &negative, sizeof negative},
+  };
+  for (const auto& c : cases) {
+    fs::remove(path_);
+    write_journal("run A", 1);
+    alter_first_candidate(path_, "run A", c.offset, c.value, c.size);
+    JournalScan scan;
+    EXPECT_TRUE(resume("run A", &scan).empty()) << c.what;
+    EXPECT_EQ(scan.damaged, 1u) << c.what;
+  }
+  // The same alteration to a value the search could have written is accepted: the checksum
+  // was recomputed correctly, so the cases above were refused for their field alone.
+  fs::remove(path_);
+  write_journal("run A", 1);
+  const double other = 123.5;
+  alter_first_candidate(path_, "run A", offsetof(Candidate, throughput), &other, sizeof other);
+  JournalScan scan;
+  const auto done = resume("run A", &scan);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(scan.damaged, 0u);
+}
+
+TEST_F(JournalTest, AnEmptyOrTruncatedJournalSaysSoAndWhatToRun) {
+  for (const std::size_t size : {std::size_t{0}, std::size_t{5}, std::size_t{12}}) {
+    write_journal("run A", 1);
+    std::string data = bytes_of(path_);
+    write_bytes(path_, data.substr(0, size));
+    std::string message;
+    try {
+      resume("run A");
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(size == 0 ? "the journal is empty" : "the journal is truncated within its header"),
+              std::string::npos)
+        << size << ": " << message;
+    EXPECT_NE(message.find("rerun with --restart"), std::string::npos) << message;
+    fs::remove(path_);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#include "model/transformer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace perfsweep {
+
+namespace {
+
+std::string out_of_range(const char* key, std::int64_t min, std::int64_t max, std::int64_t v) {
+  return std::string(key) + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+         std::to_string(v);
+}
+
+}  // namespace
+
+std::string model_limits_error(const Transformer& m) {
+  for (const ModelKeyLimit& k : kModelKeyLimits) {
+    const std::int64_t v = m.*(k.member);
+    if (v < k.min || v > k.max) return out_of_range(k.name, k.min, k.max, v);
+  }
+  if (m.kv_heads < 0 || m.kv_heads > m.h) return out_of_range("num_kv_heads", 1, m.h, m.kv_heads);
+  const MoeOptions& o = m.moe;
+  if (m.is_moe()) {
+    if (o.experts > kMaxExperts) return out_of_range("moe.experts", 1, kMaxExperts, o.experts);
+    if (o.top_k < 1 || o.top_k > o.experts) return out_of_range("moe.top_k", 1, o.experts, o.top_k);
+    if (o.ffn_dim < 1 || o.ffn_dim > kModelKeyLimits[4].max) {
+      return out_of_range("moe.ffn_dim", 1, kModelKeyLimits[4].max, o.ffn_dim);
+    }
+    if (o.every < 1 || o.every > kMaxExperts) return out_of_range("moe.every", 1, kMaxExperts, o.every);
+    if (o.shared_experts < 0 || o.shared_experts > kMaxExperts) {
+      return out_of_range("moe.shared_experts", 0, kMaxExperts, o.shared_experts);
+    }
+    if (!(o.capacity_factor >= kMinCapacityFactor && o.capacity_factor <= static_cast<double>(o.experts))) {
+      char text[160];
+      std::snprintf(text, sizeof text, "moe.capacity_factor must be in [%g, %lld] (moe.experts), got %.17g",
+                    kMinCapacityFactor, static_cast<long long>(o.experts), o.capacity_factor);
+      return text;
+    }
+  }
+  // An upper bound on the parameters (every expert as wide as the widest MLP, gated) and on one
+  // block's largest activation per sample, in double so the bound itself cannot overflow. With
+  // 2^20 of headroom (micro-batch, bytes per element, experts routed, SUMMA blocks) each must stay
+  // below 2^63; a bound is not a count, so this refuses nothing near a real model.
+  const double e = static_cast<double>(m.e);
+  const double widest_mlp = 3.0 * e * static_cast<double>(std::max(m.f, o.ffn_dim));
+  const double experts = static_cast<double>(o.experts + o.shared_experts + 1);
+  const double per_block = 4.0 * e * e + e * static_cast<double>(o.experts) + experts * widest_mlp + 8.0 * e;
+  const double parameters = static_cast<double>(m.depth) * per_block +
+                            2.0 * e * static_cast<double>(m.vocab_size + m.l);
+  const double l = static_cast<double>(m.l);
+  const double activations = l * std::max({l * static_cast<double>(m.h), 3.0 * e, 2.0 * static_cast<double>(m.f),
+                                           2.0 * static_cast<double>(o.ffn_dim), static_cast<double>(m.vocab_size)}) *
+                             std::max(1.0, static_cast<double>(o.top_k) * o.capacity_factor);
+  constexpr double kHeadroom = 1048576.0;
+  constexpr double kLimit = 9.223372036854775808e18;  // 2^63
+  if (parameters * kHeadroom >= kLimit || activations * kHeadroom >= kLimit) {
+    return "the model is too large for exact integer arithmetic (seq_len=" + std::to_string(m.l) +
+           ", embed_dim=" + std::to_string(m.e) + ", num_heads=" + std::to_string(m.h) + ", depth=" +
+           std::to_string(m.depth) + ", ffn_dim=" + std::to_string(m.f) +
+           (m.is_moe() ? ", moe.experts=" + std::to_string(o.experts) : std::string()) + ")";
+  }
+  return {};
+}
+
+}  // namespace perfsweep
