@@ -10,6 +10,7 @@
 #include "common/exit_codes.hpp"
 #include "core/limits.hpp"
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -85,6 +86,10 @@ int main(int argc, char** argv) {
             for (std::int64_t nvs : c.nvs) {
               p.system = base;
               p.system.nvlink_size = nvs;
+              p.runtime = choose_runtime(exec.runtime, base, p.model);
+              ExecutionChoices choices_run = parse_execution_choices(exec);
+              check_runtime_choices(p.runtime, p.strategy, choices_run);
+              p.exec = choices_run;
               Searcher searcher(p);
               SearchCounters counters;
               for (std::int64_t n = n_min; n <= kMaxBenchGpus; n *= 2) searcher.run_all(n, counters);
