@@ -8,6 +8,7 @@
 #include "common/attention_options.hpp"
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
+#include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -24,6 +25,7 @@ struct Options {
   std::string model = "gpt3_1T", system = "A100", strat = "1d";
   std::optional<std::int64_t> nvs;
   std::int64_t global_batch = 4096;
+  std::int64_t seq_len = 0;  // 0: the model's
   std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
@@ -33,7 +35,7 @@ struct Options {
 };
 
 int run(const Options& o) {
-  Transformer model = load_model_named(o.model);
+  Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
   if (o.nvs) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
@@ -115,7 +117,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"estimate: time, FLOPs, memory and communication of one parallel configuration of a transformer"};
   Options o;
-  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path to a model YAML")->capture_default_str();
+  cli::add_model_flags(app, o.model, o.seq_len);
   app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path to a system YAML/JSON")
       ->capture_default_str();
   app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
