@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     cli::use_stderr_log("configs", o.verbosity);
     cli::log_start(argc, argv, 1);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return cli::exit_for(app, e) == 0 ? 0 : 2;
   }
   try {
     return run(o);

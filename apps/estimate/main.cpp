@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return cli::exit_for(app, e) == 0 ? 0 : 2;
   }
   cli::use_stderr_log("estimate", o.verbosity);
   cli::log_start(argc, argv, 1);

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
     run_resumable_sweep(o, MPI_COMM_WORLD, thread_level);
   } catch (const CLI::ParseError& e) {
-    code = (rank == 0 ? app.exit(e) : e.get_exit_code()) == 0 ? 0 : 2;
+    code = (rank == 0 ? cli::exit_for(app, e) : e.get_exit_code()) == 0 ? 0 : 2;
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "sweep: error: %s\n", e.what());
     code = 2;
