@@ -5,7 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/build_info.hpp"
 
@@ -28,6 +31,60 @@ inline void use_stderr_log(const char* tool, const Verbosity& v) {
   spdlog::set_default_logger(spdlog::stderr_color_mt(tool));
   spdlog::set_pattern("[%l] %v");
   spdlog::set_level(v.quiet ? spdlog::level::warn : v.verbose ? spdlog::level::debug : spdlog::level::info);
+}
+
+// Edit distance (insertions, deletions, substitutions) between two flags.
+inline std::size_t flag_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The flag of `app` (or of its subcommands) nearest to `unknown`: one it begins, else one within
+// a third of its length in edits; empty when none is near.
+inline std::string nearest_flag(const CLI::App& app, const std::string& unknown) {
+  const std::string given = unknown.substr(0, unknown.find('='));
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, given.size() / 3) + 1;
+  auto consider = [&](const CLI::App& a) {
+    for (const CLI::Option* o : a.get_options()) {
+      for (const std::string& name : o->get_lnames()) {
+        const std::string flag = "--" + name;
+        const std::size_t d = flag.starts_with(given) ? 0 : flag_distance(given, flag);
+        if (d < best_distance) {
+          best_distance = d;
+          best = flag;
+        }
+      }
+    }
+  };
+  consider(app);
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) consider(*sub);
+  return best;
+}
+
+// CLI11's message and exit code for a bad command line, after a hint for each unknown flag
+// ("did you mean --global-batch-size?").
+inline int exit_for(CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::string tool = app.get_name().substr(app.get_name().rfind('/') + 1);
+    for (const std::string& arg : app.remaining()) {
+      if (!arg.starts_with("--")) continue;
+      if (const std::string flag = nearest_flag(app, arg); !flag.empty()) {
+        std::fprintf(stderr, "%s: error: unknown flag %s; did you mean %s?\n", tool.c_str(), arg.c_str(), flag.c_str());
+      }
+    }
+  }
+  return app.exit(e);
 }
 
 inline void log_start(int argc, char** argv, int n_ranks) {

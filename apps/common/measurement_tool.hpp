@@ -27,7 +27,7 @@ int run_tool(CLI::App& app, int argc, char** argv, const cli::Verbosity& verbosi
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
+    const int code = cli::exit_for(app, e);
     return code == 0 ? 0 : 2;
   }
   spdlog::set_level(verbosity.quiet     ? spdlog::level::warn

@@ -15,6 +15,7 @@
 #include "common/attention_options.hpp"
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
+#include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
@@ -36,6 +37,7 @@ struct Options {
   std::int64_t n_gpus = 0;
   cli::Verbosity verbosity;
   std::int64_t global_batch = 4096;
+  std::int64_t seq_len = 0;  // 0: the model's
   std::string tp, tp1, tp2, pp, dp, mbs, nb;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
@@ -170,7 +172,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
 int run(const Options& o) {
   check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
-  const Transformer model = load_model_named(o.model);
+  const Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
   if (o.nvs) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
@@ -258,7 +260,7 @@ int main(int argc, char** argv) {
       "configs: chosen parallel configurations at a fixed GPU count, side by side: time per iteration by component "
       "and memory (the reference's plots_sweep_parallel_configs notebook)"};
   Options o;
-  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path")->capture_default_str();
+  cli::add_model_flags(app, o.model, o.seq_len);
   app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path")->capture_default_str();
   app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
   app.add_option("--strat", o.strat, "1d, 2d (SUMMA) or 2d-seqp (context parallel)")->capture_default_str();
@@ -305,7 +307,7 @@ int main(int argc, char** argv) {
     cli::use_stderr_log("configs", o.verbosity);
     cli::log_start(argc, argv, 1);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return cli::exit_for(app, e) == 0 ? 0 : 2;
   }
   try {
     return run(o);

@@ -9,6 +9,7 @@
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
+#include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
@@ -27,6 +28,7 @@ struct Options {
   std::string model = "gpt3_1T", system = "A100", strat = "1d";
   std::optional<std::int64_t> nvs;
   std::int64_t global_batch = 4096;
+  std::int64_t seq_len = 0;  // 0: the model's
   std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
   std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
   AttentionOptions attention;
@@ -36,7 +38,7 @@ struct Options {
 };
 
 int run(const Options& o) {
-  Transformer model = load_model_named(o.model);
+  Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
   if (o.nvs) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
@@ -125,7 +127,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"estimate: time, FLOPs, memory and communication of one parallel configuration of a transformer"};
   Options o;
-  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path to a model YAML")->capture_default_str();
+  cli::add_model_flags(app, o.model, o.seq_len);
   app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path to a system YAML/JSON")
       ->capture_default_str();
   app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
@@ -164,7 +166,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return cli::exit_for(app, e) == 0 ? 0 : 2;
   }
   cli::use_stderr_log("estimate", o.verbosity);
   cli::log_start(argc, argv, 1);

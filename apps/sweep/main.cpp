@@ -12,6 +12,7 @@
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include "common/execution_options.hpp"
+#include "common/model_flags.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   CLI::App app{"sweep: fastest parallel configurations per system and GPU count (MPI-parallel, HDF5 output)"};
   SweepOptions o;
   cli::Verbosity verbosity;
-  app.add_option("--model", o.model, "model name (models/NAME.yaml) or path")->capture_default_str();
+  cli::add_model_flags(app, o.model, o.seq_len);
   app.add_option("--strat", o.strat, "tensor-parallel strategy: 1d, 2d (SUMMA), 2d-seqp (context parallel; 2d-seq accepted)")
       ->capture_default_str();
   app.add_option("--systems", o.systems_file, "YAML list of systems and NVLink sizes (default: sweeps/paper.yaml, the paper's nine)");
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
     run_resumable_sweep(o, MPI_COMM_WORLD, thread_level);
   } catch (const CLI::ParseError& e) {
-    code = (rank == 0 ? app.exit(e) : e.get_exit_code()) == 0 ? 0 : 2;
+    code = (rank == 0 ? cli::exit_for(app, e) : e.get_exit_code()) == 0 ? 0 : 2;
   } catch (...) {
     const cli::ErrorExit e = cli::current_error_exit();
     if (!e.typed) {

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "config/calibration_file.hpp"
+#include "config/hf_config.hpp"
 #include "config/kernels_file.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -332,16 +333,11 @@ System load_system(const fs::path& file) {
 namespace {
 // The model options beyond the reference's shape (model/transformer.hpp), each checked here.
 void load_model_options(const Mapping& m, Transformer& t) {
-  if (auto n = m.find("num_kv_heads")) {
-    t.kv_heads = m.positive_integer("num_kv_heads", *n);
-    if (t.h % t.kv_heads != 0) {
-      throw InputError(m.file() + ": num_kv_heads=" + std::to_string(t.kv_heads) + " does not divide num_heads=" +
-                       std::to_string(t.h));
-    }
-  }
+  if (auto n = m.find("num_kv_heads")) t.kv_heads = m.positive_integer("num_kv_heads", *n);
   if (auto n = m.find("mlp")) t.mlp = static_cast<MlpKind>(m.choice("mlp", *n, {"gelu", "swiglu"}));
   if (auto n = m.find("norm")) t.norm = static_cast<NormKind>(m.choice("norm", *n, {"layernorm", "rmsnorm"}));
   if (auto n = m.find("bias")) t.bias = m.boolean("bias", *n);
+  if (auto n = m.find("qkv_bias")) t.qkv_bias = m.boolean("qkv_bias", *n);
   if (auto n = m.find("causal")) t.causal = m.boolean("causal", *n);
   if (auto n = m.find("dropout")) {
     t.dropout = m.number("dropout", *n);
@@ -383,17 +379,13 @@ void load_model_options(const Mapping& m, Transformer& t) {
     }
     if (o.experts == 0) throw InputError(m.file() + ": missing key 'moe.experts'");
     if (o.top_k == 0) throw InputError(m.file() + ": missing key 'moe.top_k'");
-    if (o.top_k > o.experts) {
-      throw InputError(m.file() + ": moe.top_k=" + std::to_string(o.top_k) + " exceeds moe.experts=" +
-                       std::to_string(o.experts));
-    }
   }
 }
 }  // namespace
 
 Transformer load_model(const fs::path& file) {
   const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples",
-                         "num_kv_heads", "mlp", "norm", "bias", "dropout", "causal", "vocab_size", "tie_embeddings",
+                         "num_kv_heads", "mlp", "norm", "bias", "qkv_bias", "dropout", "causal", "vocab_size", "tie_embeddings",
                          "learned_positions", "logits_dtype", "moe"});
   Transformer t;
   t.name = default_name(file);
@@ -402,10 +394,6 @@ Transformer load_model(const fs::path& file) {
   t.e = m.positive_integer("embed_dim", m.require("embed_dim"));
   t.h = m.positive_integer("num_heads", m.require("num_heads"));
   t.depth = m.positive_integer("depth", m.require("depth"));
-  if (t.e % t.h != 0) {
-    throw InputError(m.file() + ": num_heads=" + std::to_string(t.h) + " does not divide embed_dim=" +
-                     std::to_string(t.e));
-  }
   if (auto n = m.find("ffn_dim")) {
     t.f = m.positive_integer("ffn_dim", *n);
   } else if (__builtin_mul_overflow(t.e, std::int64_t{4}, &t.f)) {
@@ -416,8 +404,25 @@ Transformer load_model(const fs::path& file) {
     if (!(t.dataset_samples > 0)) throw InputError(m.file() + ": dataset_samples must be > 0, got " + Mapping::shown(*n));
   }
   load_model_options(m, t);
-  if (const std::string error = model_limits_error(t); !error.empty()) throw InputError(m.file() + ": " + error);
+  check_model(t, m.file());
   return t;
+}
+
+void check_model(const Transformer& model, const std::string& where) {
+  if (model.e % model.h != 0) {
+    throw InputError(where + ": num_heads=" + std::to_string(model.h) + " does not divide embed_dim=" +
+                     std::to_string(model.e));
+  }
+  if (model.h % model.kv() != 0) {
+    throw InputError(where + ": num_kv_heads=" + std::to_string(model.kv()) + " does not divide num_heads=" +
+                     std::to_string(model.h));
+  }
+  if (model.moe.top_k > model.moe.experts) {
+    throw InputError(where + ": moe.top_k=" + std::to_string(model.moe.top_k) + " exceeds moe.experts=" +
+                     std::to_string(model.moe.experts));
+  }
+  if (model.qkv_bias && model.bias) throw InputError(where + ": qkv_bias: true needs bias: false (bias: true has it)");
+  if (const std::string error = model_limits_error(model); !error.empty()) throw InputError(where + ": " + error);
 }
 
 fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
@@ -450,8 +455,30 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
 
 System load_system_named(const std::string& name_or_path) { return load_system(resolve_input(name_or_path, "systems")); }
 
-Transformer load_model_named(const std::string& name_or_path) {
-  return load_model(resolve_input(name_or_path, "models"));
+Transformer load_model_named(const std::string& name_or_path) { return read_model(name_or_path).model; }
+
+ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
+  std::error_code ec;
+  fs::path file(name_or_path);
+  if (fs::is_directory(file, ec)) {
+    file /= "config.json";
+    if (!fs::is_regular_file(file, ec)) throw InputError(name_or_path + ": a folder without config.json");
+  } else {
+    file = resolve_input(name_or_path, "models");
+  }
+  ModelInput in;
+  if (is_hf_config(file)) {
+    HfModel hf = load_hf_config(file);
+    in.model = std::move(hf.model);
+    in.warnings = std::move(hf.warnings);
+  } else {
+    in.model = load_model(file);
+  }
+  if (seq_len > 0) {
+    in.model.l = seq_len;
+    check_model(in.model, file.string() + " with --seq-len " + std::to_string(seq_len));
+  }
+  return in;
 }
 
 std::string system_key_range(const SystemKey& k) {
@@ -527,6 +554,7 @@ std::string model_to_yaml(const Transformer& model) {
   if (model.mlp != reference.mlp) out += "mlp: swiglu\n";
   if (model.norm != reference.norm) out += "norm: rmsnorm\n";
   if (model.bias != reference.bias) out += "bias: false\n";
+  if (model.qkv_bias) out += "qkv_bias: true\n";
   if (model.dropout != reference.dropout) out += "dropout: " + format_double(model.dropout) + "\n";
   if (model.causal != reference.causal) out += "causal: true\n";
   if (model.vocab_size > 0) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/system.hpp"
 #include "model/transformer.hpp"
@@ -34,7 +35,24 @@ Transformer load_model(const std::filesystem::path& file);
 std::filesystem::path resolve_input(const std::string& name_or_path, std::string_view kind);
 
 System load_system_named(const std::string& name_or_path);
+// read_model's model, without its warnings (tools log them through read_model).
 Transformer load_model_named(const std::string& name_or_path);
+
+// A model as a tool reads it, and what its file held that the model cannot express.
+struct ModelInput {
+  Transformer model;
+  std::vector<std::string> warnings;  // one line each, naming the file and the key
+};
+
+// `name_or_path`: a model name (as load_model_named), a model YAML, a Hugging Face config.json or
+// a folder holding one (config/hf_config.hpp). seq_len > 0 replaces the file's sequence length
+// (--seq-len), checked as the file's would be.
+ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len = 0);
+
+// The checks every model passes, whatever its file: num_heads divides embed_dim, num_kv_heads
+// divides num_heads, moe.top_k <= moe.experts, qkv_bias without bias, and shapes small enough for
+// the cost model's int64 counts. Errors start with `where`.
+void check_model(const Transformer& model, const std::string& where);
 
 // A system key's accepted range as messages print it: "[0.001, 1e+09] GB/s", "(0, 1]".
 std::string system_key_range(const SystemKey& key);

@@ -122,8 +122,10 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       // Megatron's fused kernels add a bias inside the next layer's kernel (x.fused_elementwise).
       LayerCost c = y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
                                                  : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
-      c.fused_away =
-          x.fused_elementwise && (y.operand == Operand::Residual ? m.has_dropout() : m.mlp != MlpKind::SwiGlu);
+      // fc1's bias goes into the bias-GeLU kernel; the qkv bias has no kernel to go into.
+      c.fused_away = x.fused_elementwise && (y.operand == Operand::Residual
+                                                 ? m.has_dropout()
+                                                 : y.sublayer == Sublayer::Mlp && m.mlp != MlpKind::SwiGlu);
       return c;
     }
     case Role::Activation:
@@ -297,6 +299,10 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   add({"dpr2", Mlp, Dropout, Operand::Residual, 0, e});
   add({"ln1", Mlp, Norm, Operand::Residual, 0, e, true});
   add({"qkv", Attention, QkvProjection, Operand::Hidden, e, (m.h + 2 * m.kv()) * m.head_dim()});
+  // Qwen2's bias on q, k and v alone, added after the GEMM as Megatron's ColumnParallelLinear
+  // adds it (output + bias). A model with `bias: true` keeps the reference's block, whose qkv
+  // has no bias layer (its parameters are counted all the same).
+  if (m.qkv_bias && !m.bias) out.push_back({"qkv-bias", Attention, Bias, Operand::Hidden, 0, (m.h + 2 * m.kv()) * m.head_dim()});
   if (attention.flash) {
     add({"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0});
   } else {

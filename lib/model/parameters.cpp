@@ -15,7 +15,7 @@ I mlp_parameters(const Transformer& m, I f) {
 
 I attention_parameters(const Transformer& m) {
   const I qkv = (m.h + 2 * m.kv()) * m.head_dim();
-  return m.e * qkv + m.e * m.e + (m.bias ? qkv + m.e : 0);
+  return m.e * qkv + m.e * m.e + (m.bias ? qkv + m.e : 0) + (m.qkv_bias ? qkv : 0);
 }
 }  // namespace
 

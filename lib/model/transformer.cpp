@@ -50,9 +50,11 @@ std::string model_limits_error(const Transformer& m) {
   const double parameters = static_cast<double>(m.depth) * per_block +
                             2.0 * e * static_cast<double>(m.vocab_size + m.l);
   const double l = static_cast<double>(m.l);
-  const double activations = l * std::max({l * static_cast<double>(m.h), 3.0 * e, 2.0 * static_cast<double>(m.f),
-                                           2.0 * static_cast<double>(o.ffn_dim), static_cast<double>(m.vocab_size)}) *
-                             std::max(1.0, static_cast<double>(o.top_k) * o.capacity_factor);
+  // Routing multiplies the experts' tokens only, not the attention scores or the logits.
+  const double routed = std::max(2.0 * static_cast<double>(m.f), 2.0 * static_cast<double>(o.ffn_dim)) *
+                        std::max(1.0, static_cast<double>(o.top_k) * o.capacity_factor);
+  const double activations =
+      l * std::max({l * static_cast<double>(m.h), 3.0 * e, routed, static_cast<double>(m.vocab_size)});
   constexpr double kHeadroom = 1048576.0;
   constexpr double kLimit = 9.223372036854775808e18;  // 2^63
   if (parameters * kHeadroom >= kLimit || activations * kHeadroom >= kLimit) {

@@ -47,6 +47,9 @@ struct Transformer {
   MlpKind mlp = MlpKind::Gelu;
   NormKind norm = NormKind::LayerNorm;
   bool bias = true;        // projections' bias adds (and a LayerNorm's shift)
+  // With bias false: a bias on the q, k and v projections only (Qwen2's attention, as
+  // transformers' modeling_qwen2.py builds q_proj/k_proj/v_proj with bias=True and o_proj without).
+  bool qkv_bias = false;
   double dropout = 0.1;    // probability; only 0 versus > 0 changes costs (0: no dropout layers)
   bool causal = false;     // causal flash attention skips the masked half of the score matrix
 
@@ -63,7 +66,7 @@ struct Transformer {
   // Whether any option departs from the reference's block (reports add the model's section then).
   bool extends_reference() const {
     const Transformer r;
-    return kv_heads > 0 || mlp != r.mlp || norm != r.norm || bias != r.bias || dropout != r.dropout ||
+    return kv_heads > 0 || mlp != r.mlp || norm != r.norm || bias != r.bias || qkv_bias || dropout != r.dropout ||
            causal != r.causal || vocab_size > 0 || is_moe();
   }
 };

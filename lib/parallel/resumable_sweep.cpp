@@ -140,7 +140,9 @@ SweepPlan plan_sweep(const SweepOptions& o) {
   if (!(o.max_output_gb > 0)) throw InputError("--max-output-gb must be > 0, got " + std::to_string(o.max_output_gb));
   if (o.resume && o.restart) throw InputError("--resume and --restart exclude each other: continue the journal, or discard it");
   plan.strategy = parse_strategy(o.strat);
-  plan.model = load_model_named(o.model);
+  ModelInput model = read_model(o.model, o.seq_len);
+  for (const std::string& w : model.warnings) spdlog::warn("{}", w);
+  plan.model = std::move(model.model);
   plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);
   const std::string model_part = file_name_part(plan.model.name);
   const std::string strat_part(strategy_name(plan.strategy));

@@ -19,6 +19,7 @@ namespace perfsweep {
 
 struct SweepOptions {
   std::string model = "gpt3_1T";
+  std::int64_t seq_len = 0;  // > 0 replaces the model's sequence length
   std::string strat = "1d";
   std::string systems_file;  // YAML list of systems (default sweeps/paper.yaml)
   std::string system;        // or one system

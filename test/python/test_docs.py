@@ -8,7 +8,8 @@ Code blocks (fenced, or indented by four spaces after a blank line) are classifi
           cmake, pvpython, xvfb-run, jupyter-nbconvert, VAR=...): run with bash in WORK/<doc>, a
           scratch directory holding links to the repository's inputs (scripts, sweeps, systems,
           models, test) and to BIN_DIR as build/bin; docs/ and outputs/ are fresh there, so the
-          commands cannot overwrite the repository's figures. A doc's blocks run in order and
+          commands cannot overwrite the repository's figures (python/ and pyproject.toml are
+          linked too, for `pip install .`). A doc's blocks run in order and
           share that directory and one shell environment.
   python  a block with `import`: run with /usr/bin/python3 in the same directory.
   yaml    a block that parses as a YAML mapping or list (sweep and system files): parsed.
@@ -32,7 +33,7 @@ import yaml
 COMMAND = re.compile(r'^(build/bin/|scripts/|bash |/usr/bin/python3 |mpirun |cmake |pvpython |xvfb-run |'
                      r'jupyter-nbconvert |[A-Z_]+=\S* )')
 MARK = re.compile(r'<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->')
-LINKS = ('scripts', 'sweeps', 'systems', 'models', 'test')
+LINKS = ('scripts', 'sweeps', 'systems', 'models', 'test', 'python', 'pyproject.toml')
 TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench'
 INLINE = re.compile(r'`((?:' + TOOLS + r')(?: [a-z][a-z-]*)?(?: -[-a-z0-9]+(?: [^\s`-][^\s`]*)?){3,})`')
 
