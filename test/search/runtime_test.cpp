@@ -1,0 +1,125 @@
+// Runtimes (model/runtime.hpp, runtimes/*.yaml): Megatron's activation accounting against
+// Korthikanti et al. 2022 Table 2, the reference runtime file against the built-in, ZeRO-3's
+// per-micro-batch gathers, the search against estimate under a runtime, and the loader's errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
+#include "core/error.hpp"
+#include "model/step.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+namespace {
+
+const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
+
+Layout one_d(std::int64_t tp, std::int64_t dp, std::int64_t pp) {
+  Layout c;
+  c.tensor.tp1 = tp;
+  c.dp = dp;
+  c.pp = pp;
+  return c;
+}
+
+// Table 2 (Korthikanti et al. 2022, arXiv 2205.05198): bytes per layer sbh (34/t) with tensor and
+// sequence parallelism, sbh (10 + 24/t) with tensor parallelism alone, flash attention keeping no
+// scores (the 5as/h term gone) but an fp32 log-sum-exp per head and token (4 a/t bytes).
+TEST(Runtime, MegatronActivationsAreTable2) {
+  const Transformer m = load_model(kRoot / "models" / "gpt3_1T.yaml");
+  ASSERT_EQ(m.e, 25600);
+  ASSERT_EQ(m.l, 2048);
+  Layout c = one_d(4, 1, 1);
+  const double sbh = 2048.0 * 25600.0;
+  const double lse = 2048.0 * 4.0 * 160.0 / 4.0;
+  BlockActivations a = megatron_block_activations(m, c);
+  EXPECT_NEAR((a.sa + a.mlp) * 1e9, sbh * 34.0 / 4.0 + lse, 1e-3);
+  c.exec.sequence_parallel = false;
+  a = megatron_block_activations(m, c);
+  EXPECT_NEAR((a.sa + a.mlp) * 1e9, sbh * (10.0 + 24.0 / 4.0) + lse, 1e-3);
+  // Full recomputation keeps the block's input alone: 2 sbh / t with sequence parallelism.
+  c.exec.sequence_parallel = true;
+  c.exec.recompute = Recompute::Full;
+  a = megatron_block_activations(m, c);
+  EXPECT_NEAR((a.sa + a.mlp) * 1e9, sbh * 2.0 / 4.0, 1e-3);
+}
+
+TEST(Runtime, ReferenceFileIsTheBuiltIn) {
+  const Runtime rt = load_runtime(kRoot / "runtimes" / "reference.yaml");
+  EXPECT_TRUE(rt.is_reference());
+  const System s = load_system(kRoot / "systems" / "A100.yaml");
+  const Transformer m = load_model(kRoot / "models" / "gpt3_1T.yaml");
+  const Layout c = one_d(8, 32, 16);
+  const Evaluation a = evaluate(s, m, c, 4096), b = evaluate(s, m, rt, c, 4096);
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  EXPECT_EQ(a.fits, b.fits);
+}
+
+// DeepSpeed's ZeRO-3 gathers and reduces every micro-batch: four times the micro-batches, four
+// times the data-parallel communication; Megatron's distributed optimizer (ZeRO-1) once a step.
+TEST(Runtime, ZeroThreeGathersPerMicroBatch) {
+  const System s = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  Layout c = one_d(1, 64, 1);
+  c.exec.zero = 3;
+  const Runtime ds = load_runtime_named("deepspeed");
+  const double t8 = evaluate(s, m, ds, c, 64 * 8).totals.t_dp_comm;
+  const double t32 = evaluate(s, m, ds, c, 64 * 32).totals.t_dp_comm;
+  EXPECT_NEAR(t32 / t8, 4.0, 1e-12);
+  c.exec.zero = 1;
+  const Runtime mg = load_runtime_named("megatron");
+  EXPECT_EQ(evaluate(s, m, mg, c, 64 * 8).totals.t_dp_comm, evaluate(s, m, mg, c, 64 * 32).totals.t_dp_comm);
+}
+
+// The search's best configuration under a runtime is what estimate composes for its layout.
+TEST(Runtime, SearchAgreesWithEstimate) {
+  SearchProblem p;
+  p.model = load_model(kRoot / "models" / "llama3_8b.yaml");
+  p.system = load_system(kRoot / "systems" / "H100.yaml");
+  p.global_batch = 256;
+  p.runtime = load_runtime_named("megatron");
+  p.exec.zero = {0, 1};
+  p.exec.recompute = {Recompute::None, Recompute::Full};
+  Searcher searcher(p);
+  SearchCounters counters;
+  const TopN top = searcher.run_all(64, counters);
+  ASSERT_FALSE(top.items().empty());
+  for (const Candidate& best : top.items()) {
+    const Evaluation ev = evaluate(p.system, p.model, p.runtime, best.layout, p.global_batch);
+    EXPECT_EQ(ev.totals.t, best.totals.t);
+    EXPECT_EQ(ev.totals.mem, best.totals.mem);
+    EXPECT_TRUE(ev.fits);
+    EXPECT_GT(ev.totals.t_optimizer, 0);
+  }
+}
+
+TEST(Runtime, LoaderErrorsNameFileAndKey) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_runtime_test";
+  std::filesystem::create_directories(dir);
+  auto fails_with = [&](const std::string& text, const std::string& expected) {
+    const auto file = dir / "bad.yaml";
+    std::ofstream(file) << text;
+    try {
+      load_runtime(file);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(expected), std::string::npos) << what;
+    }
+  };
+  fails_with("name: x\nbogus: 1\n", "unknown key 'bogus'");
+  fails_with("name: x\ntp_comm_overlap: 2\n", "tp_comm_overlap: must be in [0, 1], got 2");
+  fails_with("name: x\noptimizer_bytes: [1, 2]\n", "optimizer_bytes: expected a single value, got a list");
+  fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
+  fails_with("name: x\nstates: {weights: 0}\n", "states.weights");
+  fails_with("name: reference\nallocator_reserve: 0.1\n", "needs another name");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace perfsweep
