@@ -442,10 +442,13 @@ void add_sums(ModuleSums& x, const ModuleSums& y) {
 // The data-parallel all-gather and reduce-scatter of a stage's extra weights (embedding, LM
 // head). The embedding's gradient is the last of the backward on the first stage, so nothing
 // hides it: counted exposed on both stages.
-double extra_dp_seconds(const System& s, double weights_gb, I group, I fast) {
+double extra_dp_seconds(const System& s, double weights_gb, I group, I fast, const DataParallelTraffic& traffic = {}) {
   if (weights_gb <= 0 || group <= 1) return 0;
-  return collective_seconds(s, CommType::AllGather, weights_gb, group, fast) +
-         collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);
+  const double gather = collective_seconds(s, CommType::AllGather, weights_gb, group, fast);
+  const double reduce = collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);
+  if (traffic.gather_repeats == 1 && traffic.reduce_repeats == 1) [[likely]] return gather + reduce;
+  // the runtime's cadence: FSDP and ZeRO-3 gather and reduce the end stages' layers every micro-batch
+  return gather * D(traffic.gather_repeats) + reduce * D(traffic.reduce_repeats);
 }
 
 // Megatron's embedding group: with tied embeddings on several stages, the first and last stage
@@ -664,18 +667,18 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   // the embedding group's all-reduce, in the gradients' dtype (the layout's reduce scale)
   const double t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
   const double t_dp_first =
-      out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast) + t_tied;
+      out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast, traffic) + t_tied;
   out.model.embedding_mem = first_sums.weights_mem * (2 + 6 / D(c.dp * seqp));
   out.model.logits_mem = ends.logits_gb;
   if (c.pp == 1) {
     add_sums(first_sums, last_sums);
-    const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast);
+    const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast, traffic);
     const StageRuntime only =
         reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, ends.logits_gb, micro_batches);
     out.totals =
         stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec, only);
   } else {
-    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast) + t_tied;
+    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast, traffic) + t_tied;
     const StageRuntime first_rt =
         reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, 0, micro_batches);
     const StageRuntime last_rt =
