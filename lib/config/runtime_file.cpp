@@ -58,7 +58,7 @@ inline constexpr StateKey kStateKeys[] = {
     {"zero_gather_buffer", &StateBytes::zero_gather_buffer},
 };
 constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
-                                      "zero_reduce", "activations", "stages"};
+                                      "zero_reduce", "activations"};
 
 class Reader {
  public:
@@ -183,8 +183,6 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.zero_gather = static_cast<Cadence>(choice("zero_gather", {"step", "micro_batch"}, 0));
   rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", {"step", "micro_batch"}, 0));
   rt.activations = static_cast<ActivationAccounting>(choice("activations", {"reference", "megatron"}, 0));
-  rt.stages = static_cast<StagePartition>(choice("stages", {"even", "balanced", "nanotron"}, 0));
-  if (rt.stages != StagePartition::Even) r.fail("stages", "only 'even' is costed by this version");
   if (rt.name == "reference") {
     // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
     Runtime plain;
@@ -224,12 +222,7 @@ Runtime choose_runtime(const std::string& given, const System& system, const Tra
   return load_runtime_named(default_runtime_name(given, system, model));
 }
 
-std::string runtime_hash_hex(const Runtime& rt) {
-  if (rt.content_hash == 0) return "";
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rt.content_hash));
-  return buf;
-}
+std::string runtime_hash_hex(const Runtime& rt) { return rt.content_hash == 0 ? "" : hex64(rt.content_hash); }
 
 std::string runtime_label(const Runtime& rt) {
   if (rt.is_reference()) return "reference (built-in)";

@@ -17,11 +17,14 @@ inline std::uint64_t fnv1a(std::string_view bytes) {
   return h;
 }
 
-// As 16 lower-case hex digits.
-inline std::string fnv1a_hex(std::string_view bytes) {
+// 16 lower-case hex digits of a 64-bit value (hashes as outputs print them).
+inline std::string hex64(std::uint64_t v) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
+
+// FNV-1a of the bytes, as 16 lower-case hex digits.
+inline std::string fnv1a_hex(std::string_view bytes) { return hex64(fnv1a(bytes)); }
 
 }  // namespace perfsweep

@@ -1,5 +1,7 @@
 #include "io/report.hpp"
 
+#include "core/hash.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -210,12 +212,10 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
     }
   }
   w.end_object();
-  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+  if (ev.under_runtime()) {
     w.key("runtime").begin_object();
     w.key("name").value(std::string_view(ev.runtime));
-    char hash[20];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(ev.runtime_hash));
-    w.key("fnv1a").value(std::string_view(hash));
+    w.key("fnv1a").value(hex64(ev.runtime_hash));
     w.end_object();
   }
   w.key("system").begin_object();
@@ -253,7 +253,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   w.end_object();
   w.key("totals").begin_object();
   for (const TotalsField& f : kTotalsFields) w.key(f.name).value(ev.totals.*f.member);
-  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+  if (ev.under_runtime()) {
     for (const TotalsField& f : kRuntimeTotalsFields) w.key(f.name).value(ev.totals.*f.member);
   }
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
@@ -326,7 +326,7 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
   std::ostringstream o;
   o << "quantity,value,unit\n";
   for (const TotalsField& f : kTotalsFields) o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
-  if (ev.runtime != "reference" || ev.runtime_hash != 0) {
+  if (ev.under_runtime()) {
     for (const TotalsField& f : kRuntimeTotalsFields) {
       o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
     }
@@ -389,7 +389,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   if (!(layout.exec == Execution{})) {
     o << "execution: " << execution_text(layout.exec) << "\n";
   }
-  const bool runtime = ev.runtime != "reference" || ev.runtime_hash != 0;
+  const bool runtime = ev.under_runtime();
   if (runtime) o << "runtime: " << ev.runtime << " (docs/runtimes.md)\n";
   o << "\n";
 

@@ -45,14 +45,6 @@ enum class ActivationAccounting : std::uint8_t {
   Megatron,   // Megatron-LM's (Korthikanti et al. 2022, Table 2 generalized to GQA, SwiGLU)
 };
 
-// How a pipeline's layers are split over its stages.
-enum class StagePartition : std::uint8_t {
-  Even,      // depth / pp blocks each; pp must divide the depth (the reference)
-  Balanced,  // any pp: the blocks spread so that the slowest stage (with the embedding on the
-             // first and the LM head and loss on the last) is as fast as it can be
-  Nanotron,  // nanotron's split: by cumulative cost with the embedding and head counted as blocks
-};
-
 struct Runtime {
   std::string name = "reference";
   std::string file;              // the file it was loaded from ("" for the built-in reference)
@@ -93,8 +85,6 @@ struct Runtime {
   double host_block_s = 0;
   double host_block_per_tp_s = 0;
   double host_block_per_tp_domain_s = 0;
-  // Eager launches: each layer pass costs the kernel calibration's isolated_call_s on the host.
-  bool eager_launch = false;
 
   // Memory the framework can allocate: the vendor's capacity read as GiB, less the CUDA context
   // (driver_reserve_gib), and the caching allocator's reserve on top of the peak. The reference
@@ -106,8 +96,6 @@ struct Runtime {
   // buffers) and the optimizer step's (bytes per parameter of the shard), counted at the peak.
   double loss_transient_logits = 0;
   double optimizer_transient_bytes = 0;
-
-  StagePartition stages = StagePartition::Even;
 
   // What the framework can run: bit s of strategies for Strategy s (1d, 2d, 2d-seqp), bit z of
   // zero_stages for ZeRO stage z. A search tries only these; estimate refuses others.
@@ -131,9 +119,5 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
 
 // The bytes per parameter a layout keeps under a runtime.
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec);
-
-const char* cadence_name(Cadence c);                   // "step", "micro_batch"
-const char* activation_accounting_name(ActivationAccounting a);  // "reference", "megatron"
-const char* stage_partition_name(StagePartition p);    // "even", "balanced", "nanotron"
 
 }  // namespace perfsweep

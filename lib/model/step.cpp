@@ -442,7 +442,7 @@ void add_sums(ModuleSums& x, const ModuleSums& y) {
 // The data-parallel all-gather and reduce-scatter of a stage's extra weights (embedding, LM
 // head). The embedding's gradient is the last of the backward on the first stage, so nothing
 // hides it: counted exposed on both stages.
-double extra_dp_seconds(const System& s, double weights_gb, I group, I fast, const DataParallelTraffic& traffic = {}) {
+double extra_dp_seconds(const System& s, double weights_gb, I group, I fast, const DataParallelTraffic& traffic) {
   if (weights_gb <= 0 || group <= 1) return 0;
   const double gather = collective_seconds(s, CommType::AllGather, weights_gb, group, fast);
   const double reduce = collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);

@@ -261,6 +261,7 @@ struct Evaluation {
   // The runtime it was composed under, for reports (reference: the built-in, hash 0).
   std::string runtime = "reference";
   std::uint64_t runtime_hash = 0;
+  bool under_runtime() const { return runtime != "reference" || runtime_hash != 0; }
 };
 
 // Checks the layout against the model (divisibility, NVLink sizes), throwing ConfigError with a

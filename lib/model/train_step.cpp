@@ -19,16 +19,6 @@ constexpr double kGB = 1e-9;
 // gradient is only added (12); zeroing writes 4.
 constexpr double kCastBytes = 6, kLinearGradBytes = 18, kFp32GradBytes = 12, kZeroBytes = 4;
 
-// A memory-bound pass over `gigabytes`: the calibration's curve of `kind` when fitted, else the
-// roofline of `fallback`.
-double stream_time(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  if (cal != nullptr && cal->stream_fitted[static_cast<std::size_t>(kind)]) {
-    return kernels::stream_seconds(*cal, kind, kernels::kFwd, gigabytes, s.hbm_bandwidth);
-  }
-  return memory_seconds(s, fallback, gigabytes);
-}
-
 // Bytes one token keeps for the backward in one block of the eager autocast stack: the block's
 // fp32 residual input (kept by the first norm), the bf16 casts of both norms' outputs (the
 // projections' inputs), the qkv projection's output (the attention's Q, K and V are views of
@@ -79,12 +69,12 @@ TrainStep train_step(const System& s, const Transformer& m, I b, I micro_batches
   TrainStepTime& t = out.time;
   t.layers = ev.totals.t;
   const double cast_elements = p.linear + (full ? p.block_linear : 0.0);
-  t.weight_casts = mb * stream_time(s, StreamKind::Cast, KernelClass::Elementwise, kCastBytes * cast_elements * kGB);
-  t.grad_accumulate = mb * stream_time(s, StreamKind::Cast, KernelClass::Elementwise,
+  t.weight_casts = mb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, kCastBytes * cast_elements * kGB);
+  t.grad_accumulate = mb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise,
                                        (kLinearGradBytes * p.linear + kFp32GradBytes * (p.total - p.linear)) * kGB);
   t.optimizer =
-      stream_time(s, StreamKind::Optimizer, KernelClass::Optimizer, kernels::kAdamwBytesPerParameter * p.total * kGB);
-  t.zero_grad = stream_time(s, StreamKind::Cast, KernelClass::Elementwise, kZeroBytes * p.total * kGB);
+      stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, kernels::kAdamwBytesPerParameter * p.total * kGB);
+  t.zero_grad = stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, kZeroBytes * p.total * kGB);
   if (const kernels::Calibration* cal = s.kernel_calibration.get()) {
     const double calls = D(m.depth * (ev.mlp.count + ev.sa.count) + ev.first_stage.count + ev.last_stage.count);
     const double rerun = full ? D(m.depth * (ev.mlp.count + ev.sa.count)) * cal->isolated_call_s[kernels::kFwd] : 0.0;
