@@ -73,7 +73,16 @@ int run(const Options& o) {
   }
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
   layout.exec = parse_execution(o.exec);
-  const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
+  if (o.train_step) {
+    // one GPU under PyTorch eager with autocast: the runtime validate train checks
+    if (gpus != 1) throw InputError("--train-step models one GPU: dp, pp and tp must be 1");
+    if (!o.exec.runtime.empty() && o.exec.runtime != kTrainStepRuntime) {
+      throw InputError("--train-step is the " + std::string(kTrainStepRuntime) + " runtime, not --runtime " +
+                       o.exec.runtime);
+    }
+    layout.exec.zero = 0;
+  }
+  const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
   spdlog::debug("runtime: {}", runtime_label(runtime));
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
@@ -105,11 +114,7 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
-  if (o.train_step) {
-    if (gpus != 1) throw InputError("--train-step models one GPU: dp, pp and tp must be 1");
-    std::cout << train_step_text(train_step(sys, model, layout.mbs, o.global_batch / layout.mbs, layout.exec.recompute),
-                                 sys, o.global_batch / layout.mbs);
-  } else if (o.json) {
+  if (o.json) {
     std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
   } else if (o.csv) {
     std::cout << estimate_csv(ev, layout);
@@ -150,13 +155,11 @@ int main(int argc, char** argv) {
   add_execution_options(app, o.exec, false);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
-  auto* totals = app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
   app.add_flag("--train-step", o.train_step,
-               "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: the layers, weight "
-               "casts, gradient accumulation, optimizer and zeroing, and the step's peak memory against the "
-               "capacity (docs/validation.md; --global-batch-size / --mbs micro-batches)")
-      ->excludes(csv)
-      ->excludes(totals);
+               "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: --runtime pytorch_amp "
+               "(its casts, gradient accumulation, optimizer, host launches and peak memory) with ZeRO 0 "
+               "(docs/validation.md; --global-batch-size / --mbs micro-batches)");
   cli::add_common_flags(app, o.verbosity);
   app.footer(
       "Flags each strategy needs: 1d --tp; 2d --tp1 --tp2 --nb; 2d-seqp --tp1 --tp2. All: --dp --pp --mbs\n"

@@ -6,26 +6,35 @@
 
 #include "calib/layer_validation.hpp"
 #include "core/error.hpp"
-#include "model/train_step.hpp"
+#include "config/runtime_file.hpp"
+#include "model/step.hpp"
 
 namespace perfsweep::calib {
 
 std::vector<TrainRow> validate_train(const System& system, const std::vector<TrainRun>& runs) {
+  const Runtime runtime = load_runtime_named(kTrainStepRuntime);
   std::vector<TrainRow> rows;
   for (const TrainRun& r : runs) {
-    const TrainStep step = train_step(system, r.model, r.b, r.micro_batches,
-                                      r.full_recompute ? Recompute::Full : Recompute::None);
+    const Evaluation ev = evaluate(system, r.model, runtime, train_layout(r), r.b * r.micro_batches);
     TrainRow row;
     row.id = r.id;
     row.oom_measured = r.oom;
     row.measured_step_s = r.step_s;
-    row.predicted_step_s = step.time.total();
+    row.predicted_step_s = ev.totals.t;
     row.measured_peak_gb = r.peak_allocated_gb;
-    row.predicted_peak_gb = step.memory.peak;
-    row.fits_predicted = step.memory.fits;
+    row.predicted_peak_gb = ev.totals.mem;
+    row.fits_predicted = ev.fits;
     rows.push_back(row);
   }
   return rows;
+}
+
+Layout train_layout(const TrainRun& run) {
+  Layout c;
+  c.mbs = run.b;
+  c.exec.zero = 0;
+  c.exec.recompute = run.full_recompute ? Recompute::Full : Recompute::None;
+  return c;
 }
 
 std::string train_csv(const std::vector<TrainRow>& rows) {

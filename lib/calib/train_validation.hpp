@@ -1,11 +1,12 @@
 #pragma once
 // Whole training steps against their measurements (`validate train`): each run of
-// validation/gpu/h100_train.json predicted by model/train_step.hpp on one GPU, and the
-// allocator's reserve fitted to part of them.
+// validation/gpu/h100_train.json predicted by the step composition (model/step.hpp: evaluate)
+// under the pytorch_amp runtime on one GPU, and the allocator's reserve fitted to part of them.
 #include <string>
 #include <vector>
 
 #include "calib/step_measurements.hpp"
+#include "model/plan.hpp"
 #include "model/system.hpp"
 
 namespace perfsweep::calib {
@@ -19,6 +20,8 @@ struct TrainRow {
 };
 
 std::vector<TrainRow> validate_train(const System& system, const std::vector<TrainRun>& runs);
+// A measured step's layout: one GPU, its micro-batch, recompute none or full, no ZeRO.
+Layout train_layout(const TrainRun& run);
 
 // CSV `id,measured_step_s,predicted_step_s,measured_peak_gb,predicted_peak_gb,oom_measured,fits_predicted`,
 // the step values empty for a run that ran out of memory.

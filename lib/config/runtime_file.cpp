@@ -45,6 +45,8 @@ inline constexpr BoolKey kBoolKeys[] = {
     {"p2p_scatter_gather", &Runtime::p2p_scatter_gather}, {"sp_backward_gather", &Runtime::sp_backward_gather},
     {"fused_elementwise", &Runtime::fused_elementwise},   {"dp_after_backward", &Runtime::dp_after_backward},
     {"flash_attention", &Runtime::flash_attention},       {"capacity_in_gib", &Runtime::capacity_in_gib},
+    {"host_kernel_calls", &Runtime::host_kernel_calls},   {"batch_resident", &Runtime::batch_resident},
+    {"allocator_reserve_from_kernels", &Runtime::allocator_reserve_from_kernels},
 };
 struct StateKey {
   const char* name;
@@ -182,7 +184,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   };
   rt.zero_gather = static_cast<Cadence>(choice("zero_gather", {"step", "micro_batch"}, 0));
   rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", {"step", "micro_batch"}, 0));
-  rt.activations = static_cast<ActivationAccounting>(choice("activations", {"reference", "megatron"}, 0));
+  rt.activations = static_cast<ActivationAccounting>(choice("activations", {"reference", "megatron", "autocast"}, 0));
   if (rt.name == "reference") {
     // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
     Runtime plain;

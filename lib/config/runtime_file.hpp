@@ -25,6 +25,10 @@ Runtime load_runtime_named(const std::string& name_or_path);
 std::string default_runtime_name(const std::string& given, const System& system, const Transformer& model);
 Runtime choose_runtime(const std::string& given, const System& system, const Transformer& model);
 
+// One GPU's whole step as PyTorch eager with bf16 autocast runs it (runtimes/pytorch_amp.yaml):
+// what `validate train` checks against the H100's measured steps and `estimate --train-step` uses.
+inline constexpr const char* kTrainStepRuntime = "pytorch_amp";
+
 // "megatron (runtimes/megatron.yaml, fnv1a 0123456789abcdef)": what outputs record.
 std::string runtime_label(const Runtime& rt);
 // The content hash as 16 hex digits ("" for the built-in reference).

@@ -488,39 +488,3 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 }
 
 }  // namespace perfsweep
-
-namespace perfsweep {
-
-std::string train_step_text(const TrainStep& step, const System& system, std::int64_t micro_batches) {
-  const TrainStepTime& t = step.time;
-  const TrainStepMemory& m = step.memory;
-  std::string out = "training step on one GPU (PyTorch eager, bf16 autocast, fused AdamW; " +
-                    std::to_string(micro_batches) + " micro-batch" + (micro_batches == 1 ? "" : "es") + ")\n";
-  char buf[160];
-  const auto row = [&](const char* name, double v, const char* unit) {
-    std::snprintf(buf, sizeof buf, "  %-34s %12.6g %s\n", name, v, unit);
-    out += buf;
-  };
-  row("layers (every micro-batch)", t.layers, "s");
-  row("weight casts to bf16", t.weight_casts, "s");
-  row("gradient accumulation", t.grad_accumulate, "s");
-  row("optimizer step (AdamW)", t.optimizer, "s");
-  row("gradient zeroing", t.zero_grad, "s");
-  row("GPU total", t.gpu(), "s");
-  row("host launches", t.host, "s");
-  row("step", t.total(), "s");
-  out += "peak memory (GB)\n";
-  row("weights, gradients, moments", m.states, "GB");
-  row("input batches", m.inputs, "GB");
-  row("bf16 weight casts", m.weight_casts, "GB");
-  row("saved activations", m.activations, "GB");
-  row("transient (logits, loss, re-run)", m.transient, "GB");
-  row("peak allocated", m.peak, "GB");
-  row("reserved by the allocator", m.reserved, "GB");
-  std::snprintf(buf, sizeof buf, "  %-34s %12.6g GB of hbm_capacity %g -> %s\n", "usable", m.usable,
-                system.hbm_capacity, m.fits ? "fits" : "does not fit");
-  out += buf;
-  return out;
-}
-
-}  // namespace perfsweep

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "model/step.hpp"
-#include "model/train_step.hpp"
 
 namespace perfsweep {
 
@@ -51,10 +50,6 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout);
 std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, const System& system);
 
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
-// One GPU's whole training step (model/train_step.hpp, `estimate --train-step`): the time's parts
-// and the peak memory's, readable.
-std::string train_step_text(const TrainStep& step, const System& system, std::int64_t micro_batches);
-
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
                           std::int64_t global_batch);
 

@@ -56,6 +56,11 @@ ModuleSums sum_module(const Module& module) {
   s.t_bwd_mem = sum([](const LayerResult& r) { return r.bwd.mem; });
   s.weights_mem = sum([](const LayerResult& r) { return r.cost.weights_mem; });
   s.activation_buffer = sum([](const LayerResult& r) { return r.cost.activation_buffer; });
+  for (std::size_t i = 0; i < n; ++i) {
+    const KernelOp op = module.layers[i].cost.op;
+    if (op == KernelOp::Gemm || op == KernelOp::Bias) s.gemm_weights_mem += module.layers[i].cost.weights_mem;
+  }
+  s.calls = static_cast<double>(n);
   return s;
 }
 

@@ -28,6 +28,8 @@ struct ModuleSums {
   double t_fwd_mem = 0, t_bwd_mem = 0;
   double weights_mem = 0;
   double activation_buffer = 0;
+  double gemm_weights_mem = 0;  // of weights_mem, the GEMMs' and their biases' (what autocast casts)
+  double calls = 0;             // layer passes the host issues, per pass (forward or backward)
 };
 
 ModuleSums sum_module(const Module& module);

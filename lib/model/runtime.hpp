@@ -43,6 +43,8 @@ enum class Cadence : std::uint8_t {
 enum class ActivationAccounting : std::uint8_t {
   Reference,  // the reference's per-layer buffers (52 sbh/t for GPT-3 with flash attention)
   Megatron,   // Megatron-LM's (Korthikanti et al. 2022, Table 2 generalized to GQA, SwiGLU)
+  Autocast,   // PyTorch eager under bf16 autocast: the tensors its autograd saves, the weight casts
+              // cached over the forward, the loss's fp32 buffers (model/autocast.hpp)
 };
 
 struct Runtime {
@@ -72,8 +74,10 @@ struct Runtime {
   ActivationAccounting activations = ActivationAccounting::Reference;
 
   // Kernels around the layers, bytes per parameter: the optimizer step (read and written over
-  // the GPU's optimizer shard), weight casts per micro-batch (over the GEMM weights), gradient
-  // accumulation per micro-batch (over the parameters), gradient zeroing per step.
+  // the GPU's optimizer shard), weight casts per micro-batch (over the GEMM weights: the forward's
+  // copy, the copy a re-run block makes again, and the backward's cast of each GEMM weight's
+  // gradient back to the parameter's type), gradient accumulation per micro-batch (over the
+  // parameters), gradient zeroing per step.
   double optimizer_bytes = 0;
   double cast_bytes = 0;
   double accumulate_bytes = 0;
@@ -85,6 +89,10 @@ struct Runtime {
   double host_block_s = 0;
   double host_block_per_tp_s = 0;
   double host_block_per_tp_domain_s = 0;
+  // Eager launch: a micro-batch keeps a stage busy at least as long as the host takes to issue
+  // its layer passes one by one (the kernel calibration's isolated_call_s, forward and backward,
+  // and a re-run forward per block with full recomputation). Without a calibration, nothing.
+  bool host_kernel_calls = false;
 
   // Memory the framework can allocate: the vendor's capacity read as GiB, less the CUDA context
   // (driver_reserve_gib), and the caching allocator's reserve on top of the peak. The reference
@@ -96,6 +104,13 @@ struct Runtime {
   // buffers) and the optimizer step's (bytes per parameter of the shard), counted at the peak.
   double loss_transient_logits = 0;
   double optimizer_transient_bytes = 0;
+  // The allocator's reserve fitted with the system's kernel calibration (validate fit-kernels
+  // --train-measurements), where it has one, instead of allocator_reserve.
+  bool allocator_reserve_from_kernels = false;
+  // Every micro-batch's inputs and targets on the GPU from the step's start (token ids and
+  // targets, int64; without a vocabulary fp32 features), as a script that moves the whole batch
+  // before the step keeps them.
+  bool batch_resident = false;
 
   // What the framework can run: bit s of strategies for Strategy s (1d, 2d, 2d-seqp), bit z of
   // zero_stages for ZeRO stage z. A search tries only these; estimate refuses others.

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "model/autocast.hpp"
 #include "model/kernel_calibration.hpp"
 #include "model/roofline.hpp"
 #include "model/parameters.hpp"
@@ -48,7 +49,8 @@ double mix(double moe, double dense, I every) { return (moe + D(every - 1) * den
 constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
     &ModuleSums::t_fwd_comm, &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp,
-    &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer};
+    &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer,
+    &ModuleSums::gemm_weights_mem, &ModuleSums::calls};
 }  // namespace
 
 BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
@@ -303,11 +305,13 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   x.t_pp_comm = t_pp_comm;
   t += t_pp_comm;
   // The host's floor: a micro-batch keeps the stage busy at least this long (the bubble's slots too).
+  // The runtime's kernels of each micro-batch (casts, accumulation) are issued by the same host.
   if (rt.floor_per_micro_batch_s > 0) [[unlikely]] {
     const double floor = rt.floor_per_micro_batch_s * nmb;
-    if (floor > t) {
-      x.t_framework = floor - t;
-      t = floor;
+    const double busy = t + rt.per_micro_batch_s * nmb;
+    if (floor > busy) {
+      x.t_framework = floor - busy;
+      t += x.t_framework;
     }
   }
   x.t_bubble = D(pp - 1) * (t / nmb);
@@ -431,12 +435,7 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
 
 namespace {
 void add_sums(ModuleSums& x, const ModuleSums& y) {
-  for (double ModuleSums::*f :
-       {&ModuleSums::flops_fwd, &ModuleSums::flops_bwd, &ModuleSums::t_fwd, &ModuleSums::t_bwd, &ModuleSums::t_fwd_comm,
-        &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp, &ModuleSums::t_fwd_mem,
-        &ModuleSums::t_bwd_mem, &ModuleSums::weights_mem, &ModuleSums::activation_buffer}) {
-    x.*f += y.*f;
-  }
+  for (double ModuleSums::*f : kSumFields) x.*f += y.*f;
 }
 
 // The data-parallel all-gather and reduce-scatter of a stage's extra weights (embedding, LM
@@ -515,52 +514,75 @@ void hide_tp_comm(ModuleSums& x, double overlap) {
 
 // What a runtime adds to a stage of depth / pp blocks and `extra` layers (embedding, LM head).
 StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
-                           const BlockSummary& block, const ModuleSums& extra, double logits_gb, I micro_batches) {
+                           const BlockSummary& block, const ModuleSums& extra, double logits_gb, I micro_batches,
+                           bool first_stage, bool last_stage) {
   StageRuntime r;
   r.bytes = rt.has_states ? &rt.states : nullptr;
   const double layers = D(m.depth / c.pp);
+  const bool full = c.exec.recompute == Recompute::Full;
   const I tp = c.tensor.tp1 * c.tensor.tp2;
   const I domain = std::max<I>(1, s.nvlink_size);
   const I tp_domains = (tp + domain - 1) / domain;
   const double per_block = rt.host_block_s + (c.pp > 1 ? D(tp) * rt.host_block_per_tp_s : 0.0) +
                            D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
   r.floor_per_micro_batch_s = layers * per_block;
-  // Parameters of the stage on this GPU, and of its optimizer shard.
+  const kernels::Calibration* cal = s.kernel_calibration.get();
+  if (rt.host_kernel_calls && cal != nullptr) {
+    // every layer pass issued alone, and with full recomputation each block's forward again
+    const double block_calls = layers * (block.mlp.calls + block.sa.calls);
+    r.floor_per_micro_batch_s += (block_calls + extra.calls) * (cal->isolated_call_s[kernels::kFwd] +
+                                                                cal->isolated_call_s[kernels::kBwd]);
+    if (full) r.floor_per_micro_batch_s += block_calls * cal->isolated_call_s[kernels::kFwd];
+  }
+  // Parameters of the stage on this GPU, of its GEMMs, and of its optimizer shard.
+  const double block_gemm_gb = block.mlp.gemm_weights_mem + block.sa.gemm_weights_mem;
   const double params = (layers * (block.mlp.weights_mem + block.sa.weights_mem) + extra.weights_mem) / s.element_size;
+  const double gemm_gb = layers * block_gemm_gb + extra.gemm_weights_mem;
+  const double gemm = gemm_gb / s.element_size;
   const double shards = D(dp_group(plan_of(c.strategy), c));
   const double opt_params = c.exec.zero >= 1 ? params / shards : params;
   const double grad_params = c.exec.zero >= 2 ? params / shards : params;
   const double nmb = D(micro_batches);
   constexpr double kGB = 1e-9;
   using kernels::StreamKind;
-  double t = 0;
+  double step = 0, micro_batch = 0;
   if (rt.optimizer_bytes > 0) {
-    t += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
+    step += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
   }
   if (rt.cast_bytes > 0) {
-    t += nmb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.cast_bytes * params * kGB);
+    const double recast = full ? layers * block_gemm_gb / s.element_size : 0.0;
+    micro_batch += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.cast_bytes * (gemm + recast) * kGB);
   }
-  if (rt.accumulate_bytes > 0) {
-    t += nmb * stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.accumulate_bytes * grad_params * kGB);
+  if (rt.accumulate_bytes > 0 || rt.cast_bytes > 0) {
+    // the GEMM weights' gradients cast back to the parameters' type, then every gradient accumulated
+    const double bytes = rt.accumulate_bytes * grad_params + rt.cast_bytes * gemm;
+    micro_batch += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, bytes * kGB);
   }
   if (rt.zero_grad_bytes > 0) {
-    t += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
+    step += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
   }
   // A run before nanotron's pipeline fix: per micro-batch slot of a pipelined multi-node job,
   // counted beside the optimizer (it does not stretch the bubble's slots, as the fit has it).
   if (rt.host_slot_pipelined_multinode_s > 0 && c.pp > 1 && c.n_gpus() > domain) {
-    t += rt.host_slot_pipelined_multinode_s * (nmb + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave)));
+    step += rt.host_slot_pipelined_multinode_s * (nmb + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave)));
   }
-  r.t_optimizer = t;
+  r.per_micro_batch_s = micro_batch;
+  r.t_optimizer = step + nmb * micro_batch;
   r.transient_gb = rt.loss_transient_logits * logits_gb + rt.optimizer_transient_bytes * opt_params * kGB;
+  if (rt.activations == ActivationAccounting::Autocast) {
+    r.transient_gb += autocast_peak_transient_gb(m, c, gemm_gb, block_gemm_gb, extra.gemm_weights_mem, last_stage);
+  }
+  if (rt.batch_resident && first_stage) r.transient_gb += resident_batch_gb(m, c, micro_batches);
   return r;
 }
 }  // namespace
 
 double memory_limit_gb(const System& s, const Runtime& rt) {
-  if (!rt.capacity_in_gib) return s.hbm_capacity / (1 + rt.allocator_reserve);
+  const kernels::Calibration* cal = s.kernel_calibration.get();
+  const double reserve = rt.allocator_reserve_from_kernels && cal != nullptr ? cal->allocator_reserve : rt.allocator_reserve;
+  if (!rt.capacity_in_gib) return s.hbm_capacity / (1 + reserve);
   constexpr double kGbPerGib = 1.073741824;
-  return (s.hbm_capacity - rt.driver_reserve_gib) * kGbPerGib / (1 + rt.allocator_reserve);
+  return (s.hbm_capacity - rt.driver_reserve_gib) * kGbPerGib / (1 + reserve);
 }
 
 double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes) {
@@ -612,6 +634,9 @@ void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   if (!rt.runs_zero(c.exec.zero)) {
     throw ConfigError("runtime " + rt.name + " does not run ZeRO stage " + std::to_string(c.exec.zero));
   }
+  if (rt.activations == ActivationAccounting::Autocast && c.exec.recompute == Recompute::Selective) {
+    throw ConfigError("runtime " + rt.name + "'s autocast accounting models recompute none or full");
+  }
   if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
     throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");
   }
@@ -636,12 +661,15 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
       const BlockActivations a = megatron_block_activations(m, c);
       adjusted.sa.activation_buffer = a.sa;
       if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
+    } else if (rt.activations == ActivationAccounting::Autocast && c.strategy == Strategy::OneD) {
+      const AutocastActivations a = autocast_block_activations(m, c);
+      adjusted.sa.activation_buffer = a.sa;
+      if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
     }
   }
   const BlockSummary& block = reference ? costed : adjusted;
   DataParallelTraffic traffic =
       reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
-  const StageRuntime inner = reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, {}, 0, micro_batches);
   if (c.exec.ep > 1) {
     traffic.expert_group = expert_dp_group(plan, c);
     traffic.expert_fast = expert_dp_group_fast(plan, c);
@@ -655,15 +683,24 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   } else {
     out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
   }
+  const bool autocast = rt.activations == ActivationAccounting::Autocast;
   if (m.vocab_size == 0) {
-    out.totals = stage_totals(block, ModuleSums{}, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
+    ModuleSums output;  // under autocast, the fp32 output the MSE loss keeps
+    if (autocast) output.activation_buffer = autocast_ends_activations(m, c);
+    const StageRuntime inner =
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, output, 0, micro_batches, true, true);
+    out.totals = stage_totals(block, output, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
                               micro_batches, micro_batches >= c.pp ? c.pp : micro_batches, c.exec, inner);
     out.totals.mem_limit = memory_limit_gb(s, rt);
     out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
     return out;
   }
   ModuleSums first_sums = ends.first;
-  const ModuleSums& last_sums = ends.last;
+  ModuleSums last_sums = ends.last;
+  if (autocast) {
+    first_sums.activation_buffer = 0;  // the embedding's output is the first block's input
+    last_sums.activation_buffer = autocast_ends_activations(m, c);
+  }
   // the embedding group's all-reduce, in the gradients' dtype (the layout's reduce scale)
   const double t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
   const double t_dp_first =
@@ -674,15 +711,15 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     add_sums(first_sums, last_sums);
     const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast, traffic);
     const StageRuntime only =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, ends.logits_gb, micro_batches);
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, ends.logits_gb, micro_batches, true, true);
     out.totals =
         stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec, only);
   } else {
     const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast, traffic) + t_tied;
     const StageRuntime first_rt =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, 0, micro_batches);
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, 0, micro_batches, true, false);
     const StageRuntime last_rt =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, last_sums, ends.logits_gb, micro_batches);
+        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, last_sums, ends.logits_gb, micro_batches, false, true);
     const Totals head = stage_totals(block, first_sums, t_dp_first, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
                                      micro_batches, std::min(micro_batches, c.pp), c.exec, first_rt);
     const Totals tail = stage_totals(block, last_sums, t_dp_last, out.pp_row.t, m.depth, c.pp, c.dp, seqp,

@@ -163,8 +163,9 @@ Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm
 struct StageRuntime {
   const StateBytes* bytes = nullptr;  // null: Execution::params
   double floor_per_micro_batch_s = 0;
-  double t_optimizer = 0;
-  double transient_gb = 0;
+  double per_micro_batch_s = 0;  // the runtime's kernels of each micro-batch (casts, accumulation)
+  double t_optimizer = 0;        // the runtime's kernels of the step, every micro-batch's included
+  double transient_gb = 0;       // memory beyond states and activations at the peak
 };
 Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
                     std::int64_t depth, std::int64_t pp, std::int64_t dp, std::int64_t seqp,

@@ -19,6 +19,7 @@ usage: test_validate_train.py VALIDATE ESTIMATE SOURCE_DIR WORK_DIR
 """
 import csv
 import io
+import json
 import os
 import statistics
 import subprocess
@@ -113,10 +114,11 @@ def main():
                   "--only", "t13"])
     t13 = list(csv.DictReader(io.StringIO(out)))[0]
     out, _ = run([estimate, "-q", "--model", os.path.join(source, "models", "llama3_2_1b.yaml"), "--system", system,
-                  "--mbs", "2", "--global-batch-size", "2", "--train-step"])
-    printed = {line[:36].strip(): float(line[36:].split()[0]) for line in out.splitlines()[1:] if line.startswith("  ")}
-    assert abs(printed["step"] / float(t13["predicted_step_s"]) - 1) < 1e-5, (printed, t13)
-    assert abs(printed["peak allocated"] / float(t13["predicted_peak_gb"]) - 1) < 1e-5, (printed, t13)
+                  "--mbs", "2", "--global-batch-size", "2", "--train-step", "--json"])
+    printed = json.loads(out)
+    assert printed["inputs"]["runtime"]["name"] == "pytorch_amp", printed["inputs"]
+    assert abs(printed["totals"]["t"] / float(t13["predicted_step_s"]) - 1) < 1e-5, (printed["totals"], t13)
+    assert abs(printed["totals"]["mem"] / float(t13["predicted_peak_gb"]) - 1) < 1e-5, (printed["totals"], t13)
 
     if not statistics.median(step) < STEP_MEDIAN:
         failures.append(f"step median {statistics.median(step):.4f} >= {STEP_MEDIAN}")
