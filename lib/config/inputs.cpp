@@ -351,9 +351,18 @@ void load_model_options(const Mapping& m, Transformer& t) {
   if (auto n = m.find("logits_dtype")) {
     t.logits_dtype = static_cast<LogitsDtype>(m.choice("logits_dtype", *n, {"fp32", "bf16"}));
   }
-  for (const char* key : {"tie_embeddings", "learned_positions", "logits_dtype"}) {
-    if (t.vocab_size == 0 && m.find(key)) {
-      throw InputError(m.file() + ": " + key + " needs a vocabulary (vocab_size > 0)");
+  // Without a vocabulary there is no embedding table, LM head or logits: these keys may only
+  // state what that means (false, the default dtype), as a written model file does.
+  if (t.vocab_size == 0) {
+    const Transformer plain;
+    for (const auto& [key, set] : {std::pair{"tie_embeddings", t.tie_embeddings},
+                                   std::pair{"learned_positions", t.learned_positions},
+                                   std::pair{"logits_dtype", t.logits_dtype != plain.logits_dtype}}) {
+      if (set) {
+        throw InputError(m.file() + ": " + key + ": " + Mapping::shown(*m.find(key)) +
+                         " needs a vocabulary (vocab_size > 0); without one it can only be absent" +
+                         (std::string_view(key) == "logits_dtype" ? " or fp32" : " or false"));
+      }
     }
   }
   if (auto n = m.find("moe")) {

@@ -455,25 +455,31 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     part("optimizer, casts, zeroing", t.t_optimizer, t.t_optimizer / t.t);
     part("host floor (framework)", t.t_framework, t.t_framework / t.t);
   }
-  o << "\nmemory per GPU (GB)\n";
+  o << "\nmemory per GPU (GB = 1e9 bytes; % of " << (runtime ? "what the runtime can allocate" : "hbm_capacity")
+    << ")\n";
+  const double limit = runtime ? t.mem_limit : system.hbm_capacity;
   auto mem = [&](const char* name, double v) {
-    std::snprintf(line, sizeof line, "  %-28s %12.4f  %6.2f %%\n", name, v, 100 * v / system.hbm_capacity);
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  %6.2f %%\n", name, v, 100 * v / limit);
     o << line;
   };
   mem("weights", t.wts_mem);
   mem("weight gradients", t.wts_grad_mem);
   mem("optimizer states", t.wts_optimizer_states_mem);
   mem("activations (1F1B)", t.acts_mem);
+  if (runtime) mem("transients, resident inputs", t.mem - (t.wts_mem + t.wts_grad_mem + t.wts_optimizer_states_mem + t.acts_mem));
   mem("total", t.mem);
-  std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "HBM capacity", system.hbm_capacity,
-                runtime ? "" : ev.fits ? "fits" : "DOES NOT FIT");
-  o << line;
   if (runtime) {
-    // GB are 1e9 bytes; the runtime reads the capacity as GiB and keeps the driver's and allocator's share.
-    std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "usable by the runtime (GB)", t.mem_limit,
-                  ev.fits ? "fits" : "DOES NOT FIT");
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  (hbm_capacity %g read as %s)\n", "HBM capacity", ev.capacity_gb,
+                  system.hbm_capacity, ev.capacity_in_gib ? "GiB" : "GB");
     o << line;
+    // the driver's and CUDA context's share and the caching allocator's reserve taken off
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", ("usable by " + ev.runtime).c_str(), t.mem_limit,
+                  ev.fits ? "fits" : "DOES NOT FIT");
+  } else {
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  -> %s\n", "HBM capacity (as given)", system.hbm_capacity,
+                  ev.fits ? "fits" : "DOES NOT FIT");
   }
+  o << line;
   const ModelTotals& mt = ev.model;
   o << "\nmodel: " << fmt("%.6g", mt.params) << " parameters (" << fmt("%.6g", mt.active_params)
     << " active per token), " << fmt("%.6g", mt.params_per_gpu) << " per GPU\n";

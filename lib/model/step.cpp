@@ -14,6 +14,7 @@ namespace perfsweep {
 namespace {
 using I = std::int64_t;
 constexpr double D(I v) { return static_cast<double>(v); }
+constexpr double kGbPerGib = 1.073741824;
 
 // DP and PP rows carry only communication; their compute and memory fields are zero.
 LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommType bwd_type, I group, I fast) {
@@ -581,7 +582,6 @@ double memory_limit_gb(const System& s, const Runtime& rt) {
   const kernels::Calibration* cal = s.kernel_calibration.get();
   const double reserve = rt.allocator_reserve_from_kernels && cal != nullptr ? cal->allocator_reserve : rt.allocator_reserve;
   if (!rt.capacity_in_gib) return s.hbm_capacity / (1 + reserve);
-  constexpr double kGbPerGib = 1.073741824;
   return (s.hbm_capacity - rt.driver_reserve_gib) * kGbPerGib / (1 + reserve);
 }
 
@@ -765,6 +765,8 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
+  ev.capacity_in_gib = rt.capacity_in_gib;
+  ev.capacity_gb = rt.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;
   return ev;
 }
 

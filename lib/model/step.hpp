@@ -262,6 +262,10 @@ struct Evaluation {
   // The runtime it was composed under, for reports (reference: the built-in, hash 0).
   std::string runtime = "reference";
   std::uint64_t runtime_hash = 0;
+  // The GPU's memory in GB as the runtime reads hbm_capacity (GiB where it says so, else the
+  // number as given), before the driver's and the allocator's shares (totals.mem_limit is after).
+  double capacity_gb = 0;
+  bool capacity_in_gib = false;
   bool under_runtime() const { return runtime != "reference" || runtime_hash != 0; }
 };
 

@@ -100,10 +100,20 @@ TEST(ModelOptions, BadValuesNameTheFieldAndValue) {
   EXPECT_EQ(load_error("vocab_size: -5\n"), "vocab_size must be a non-negative integer, got -5");
   EXPECT_EQ(load_error("dropout: 1\n"), "dropout must be in [0, 1), got 1");
   EXPECT_EQ(load_error("logits_dtype: fp16\nvocab_size: 10\n"), "logits_dtype must be fp32 or bf16, got fp16");
-  EXPECT_EQ(load_error("tie_embeddings: true\n"), "tie_embeddings needs a vocabulary (vocab_size > 0)");
+  EXPECT_EQ(load_error("tie_embeddings: true\n"),
+            "tie_embeddings: true needs a vocabulary (vocab_size > 0); without one it can only be absent or false");
+  EXPECT_EQ(load_error("logits_dtype: bf16\n"),
+            "logits_dtype: bf16 needs a vocabulary (vocab_size > 0); without one it can only be absent or fp32");
   EXPECT_EQ(load_error("moe: {experts: 4, top_k: 5}\n"), "moe.top_k=5 exceeds moe.experts=4");
   EXPECT_EQ(load_error("moe: {experts: 4, top_k: 2, kind: x}\n"), "unknown key 'moe.kind'");
   EXPECT_EQ(load_error("moe: {top_k: 2}\n"), "missing key 'moe.experts'");
+}
+
+// A model without a vocabulary may state the vocabulary's options as what they mean without one
+// (as a model file written with every key does).
+TEST(ModelOptions, VocabularyOptionsAtTheirDefaultsNeedNoVocabulary) {
+  EXPECT_EQ(load_error("vocab_size: 0\ntie_embeddings: false\nlearned_positions: false\nlogits_dtype: fp32\n"),
+            "(no error naming the file) ");
 }
 
 TEST(ModelOptions, DefaultsAreTheReferenceBlock) {
