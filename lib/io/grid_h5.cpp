@@ -200,7 +200,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
           }
         }
       }
-      file.close(tmp);
+      h5::write_file(file, tmp);
     });
     publish_file(xmf_tmp, xmf);
   } catch (...) {

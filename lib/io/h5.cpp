@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace perfsweep::h5 {
 namespace {
@@ -93,11 +94,21 @@ Handle create_file(const std::string& path) {
   errno = 0;
   Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), "create file access list"), H5Pclose);
   check_status(H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG), "set close degree");
-  // Built in memory and written to disk once on close (checked): a hardware sweep's file holds
-  // tens of thousands of small datasets, which the default driver writes piece by piece.
-  check_status(H5Pset_fapl_core(fapl.id(), 16 << 20, 1), "set the in-memory driver");
+  // Built in memory (growing by 1 MiB) and written to disk once by write_file: a hardware sweep's
+  // file holds tens of thousands of small datasets, which the default driver writes piece by piece.
+  check_status(H5Pset_fapl_core(fapl.id(), 1 << 20, 0), "set the in-memory driver");
   Handle fcpl = untimed(H5P_FILE_CREATE);  // the root group's
   return {check(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), "create " + path), H5Fclose};
+}
+
+void write_file(Handle& file, const std::string& path) {
+  check_status(H5Fflush(file.id(), H5F_SCOPE_GLOBAL), "flush " + path);
+  const ssize_t size = H5Fget_file_image(file.id(), nullptr, 0);
+  check_status(size < 0 ? -1 : 0, "size the image of " + path);
+  std::string image(static_cast<std::size_t>(size), '\0');
+  check_status(H5Fget_file_image(file.id(), image.data(), image.size()) != size ? -1 : 0, "copy the image of " + path);
+  file.close(path);
+  write_new_file(path, image);
 }
 
 Handle open_file(const std::string& path, bool writable) {

@@ -32,8 +32,12 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
-// Creates a new file (fails if `path` exists). Closing it closes every object still open in it.
+// Creates a new file in memory, named `path`; nothing is written until write_file. Closing it
+// closes every object still open in it.
 Handle create_file(const std::string& path);
+// Writes the file built in memory to `path` (which must not exist) at its exact size, then closes
+// it: an output needs no more disk than its bytes.
+void write_file(Handle& file, const std::string& path);
 Handle open_file(const std::string& path, bool writable = false);
 // An object creation property list (file, group, dataset) without modification times, so the
 // same results give the same file, byte for byte.

@@ -174,7 +174,7 @@ void write_sweep_file(const std::string& path, const RunMetadata& meta, const st
                              targets[t].problem.runtime);
       }
     }
-    file.close(tmp);
+    h5::write_file(file, tmp);
   });
 }
 

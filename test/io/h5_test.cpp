@@ -43,7 +43,7 @@ TEST_F(H5Test, RoundTrip) {
     h5::dataset(g.id(), "empty", std::vector<double>{}).close("empty");
     h5::text(g.id(), "model.yaml", "name: gpt3\nseq_len: 2048\n");
     g.close("group");
-    file.close(path);
+    h5::write_file(file, path);
   }
   h5::Handle file = h5::open_file(path);
   h5::Handle g = h5::open_group(file.id(), "group");
@@ -75,12 +75,17 @@ TEST_F(H5Test, FailuresAreTypedAndNamed) {
     EXPECT_THROW(h5::read_doubles(g.id(), "missing"), H5Error);
     EXPECT_THROW(h5::read_string_attr(g.id(), "missing"), H5Error);
     g.close("g");
-    file.close(path);
+    h5::write_file(file, path);
   }
-  EXPECT_THROW(h5::create_file(path), H5Error);  // never truncates an existing file
+  {
+    h5::Handle again = h5::create_file(path);
+    EXPECT_THROW(h5::write_file(again, path), IoError);  // never truncates an existing file
+  }
   EXPECT_THROW(h5::open_file((dir_ / "absent.h5").string()), H5Error);
   try {
-    h5::create_file((dir_ / "no" / "such" / "dir.h5").string());
+    const std::string missing = (dir_ / "no" / "such" / "dir.h5").string();
+    h5::Handle file = h5::create_file(missing);
+    h5::write_file(file, missing);
     FAIL() << "created a file in a missing directory";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("dir.h5"), std::string::npos) << e.what();
