@@ -1,6 +1,7 @@
 // estimate: the cost of one parallel configuration, layer by layer (the reference's stats
 // notebook as a command).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -34,6 +35,7 @@ struct Options {
   AttentionOptions attention;
   ExecutionFlags exec;
   bool json = false, csv = false, csv_totals = false, train_step = false;
+  double tokens = 0, gpu_hour_cost = 0;
   cli::Verbosity verbosity;
 };
 
@@ -114,6 +116,10 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
+  for (const auto& [flag, v] : {std::pair{"--tokens", o.tokens}, std::pair{"--gpu-hour-cost", o.gpu_hour_cost}}) {
+    if (!std::isfinite(v)) throw InputError(std::string(flag) + " must be a finite number, got " + std::to_string(v));
+  }
+  ev.budget = training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.tokens, o.gpu_hour_cost);
   if (o.json) {
     std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
   } else if (o.csv) {
@@ -153,6 +159,10 @@ int main(int argc, char** argv) {
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
+  app.add_option("--tokens", o.tokens, "tokens to train on, e.g. 15e12: prints the days, steps and GPU-hours")
+      ->check(CLI::Range(0.0, 1e18));
+  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "price of one GPU-hour: with --tokens, prints the cost")
+      ->check(CLI::Range(0.0, 1e9));
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
   app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);

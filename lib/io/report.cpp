@@ -165,6 +165,29 @@ void module_json(JsonWriter& w, const char* key, const Module& m, const Layout& 
 }  // namespace
 
 namespace {
+struct EfficiencyField {
+  const char* name;
+  double Efficiency::*member;
+  const char* unit;
+};
+constexpr EfficiencyField kEfficiencyFields[] = {
+    {"tokens_per_s", &Efficiency::tokens_per_s, "tokens/s"},
+    {"tokens_per_s_per_gpu", &Efficiency::tokens_per_s_per_gpu, "tokens/s"},
+    {"model_flops_per_token", &Efficiency::model_flops_per_token, "FLOP"},
+    {"model_tflops_per_gpu", &Efficiency::model_tflops_per_gpu, "TFLOP/s"},
+    {"mfu", &Efficiency::mfu, "1"},
+};
+struct BudgetField {
+  const char* name;
+  double TrainingBudget::*member;
+  const char* unit;
+};
+constexpr BudgetField kBudgetFields[] = {
+    {"tokens", &TrainingBudget::tokens, "tokens"},       {"steps", &TrainingBudget::steps, "steps"},
+    {"train_seconds", &TrainingBudget::seconds, "s"},    {"train_days", &TrainingBudget::days, "days"},
+    {"gpu_hours", &TrainingBudget::gpu_hours, "GPU-h"},  {"cost", &TrainingBudget::cost, "currency"},
+};
+
 void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layout, const System& system);
 }  // namespace
 
@@ -266,6 +289,20 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   if (system.kernel_calibration) w.key("kernels").value(std::string_view(system.kernel_calibration->file));
   w.end_object();
   w.key("throughput").value(ev.throughput);
+  // Tokens, model FLOP/s and MFU (model/efficiency.hpp), beyond the reference's output (a modern
+  // model or a runtime), and a token budget's time and cost when one is asked.
+  if (ev.model_section || ev.under_runtime() || ev.budget.tokens > 0) {
+    w.key("efficiency").begin_object();
+    for (const EfficiencyField& f : kEfficiencyFields) w.key(f.name).value(ev.efficiency.*f.member);
+    w.end_object();
+  }
+  if (ev.budget.tokens > 0) {
+    w.key("training").begin_object();
+    for (const BudgetField& f : kBudgetFields) {
+      if (f.member != &TrainingBudget::cost || ev.budget.gpu_hour_cost > 0) w.key(f.name).value(ev.budget.*f.member);
+    }
+    w.end_object();
+  }
   // Execution options beyond the reference's, only when any differs from it.
   if (!(layout.exec == Execution{})) {
     const Execution& x = layout.exec;
@@ -335,6 +372,18 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
   o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
+  if (ev.model_section || ev.under_runtime() || ev.budget.tokens > 0) {
+    for (const EfficiencyField& f : kEfficiencyFields) {
+      o << f.name << ',' << format_double(ev.efficiency.*f.member) << ',' << f.unit << '\n';
+    }
+  }
+  if (ev.budget.tokens > 0) {
+    for (const BudgetField& f : kBudgetFields) {
+      if (f.member != &TrainingBudget::cost || ev.budget.gpu_hour_cost > 0) {
+        o << f.name << ',' << format_double(ev.budget.*f.member) << ',' << f.unit << '\n';
+      }
+    }
+  }
   if (ev.model_section) {
     for (const ModelTotalsField& f : kModelTotalsFields) {
       o << f.name << ',' << format_double(ev.model.*f.member) << ',' << f.unit << '\n';
@@ -441,6 +490,17 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   const Totals& t = ev.totals;
   o << "step time " << fmt("%.6g", t.t) << " s, throughput " << fmt("%.6g", ev.throughput) << " samples/s, "
     << fmt("%.6g", t.flops_per_gpu / t.t) << " TFLOP/s per GPU achieved\n";
+  const Efficiency& eff = ev.efficiency;
+  o << "tokens " << fmt("%.6g", eff.tokens_per_s) << "/s, " << fmt("%.6g", eff.tokens_per_s_per_gpu)
+    << "/s per GPU; model " << fmt("%.6g", eff.model_tflops_per_gpu) << " TFLOP/s per GPU, MFU "
+    << fmt("%.1f", 100 * eff.mfu) << "% of " << fmt("%g", system.matrix_flops_fp16)
+    << " (6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token) << " FLOP per token)\n";
+  if (const TrainingBudget& b = ev.budget; b.tokens > 0) {
+    o << "training on " << fmt("%.4g", b.tokens) << " tokens: " << fmt("%.4g", b.steps) << " steps, "
+      << fmt("%.4g", b.days) << " days, " << fmt("%.4g", b.gpu_hours) << " GPU-hours";
+    if (b.gpu_hour_cost > 0) o << ", cost " << fmt("%.4g", b.cost) << " at " << fmt("%g", b.gpu_hour_cost) << " per GPU-hour";
+    o << "\n";
+  }
   auto part = [&](const char* name, double v, double frac) {
     std::snprintf(line, sizeof line, "  %-28s %12.6g s  %6.2f %%\n", name, v, 100 * frac);
     o << line;

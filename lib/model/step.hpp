@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/efficiency.hpp"
 #include "model/plan.hpp"
 #include "model/runtime.hpp"
 
@@ -266,6 +267,10 @@ struct Evaluation {
   // number as given), before the driver's and the allocator's shares (totals.mem_limit is after).
   double capacity_gb = 0;
   bool capacity_in_gib = false;
+  // Tokens per second, model FLOP/s per GPU and MFU (model/efficiency.hpp), and, when a tool is
+  // given a token budget (--tokens), the time, GPU-hours and cost of training on it.
+  Efficiency efficiency;
+  TrainingBudget budget;
   bool under_runtime() const { return runtime != "reference" || runtime_hash != 0; }
 };
 
