@@ -57,6 +57,8 @@ int run(const Options& o) {
                        flag + "=" + std::to_string(v) + ")");
     }
   }
+  // The network as a job of this many GPUs sees it (a system's network_scaling), as the search costs it.
+  sys = at_scale(sys, gpus);
   check_count(o.mbs, kMaxGlobalBatch, "--mbs");
   Layout layout;
   layout.strategy = parse_strategy(o.strat);

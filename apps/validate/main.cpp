@@ -12,7 +12,8 @@
 //   validate megatron|vtrain|nanotron --measurements FILE [--system NAME|PATH]
 //       measured training runs against the model's prediction of each: CSV on stdout (one row per
 //       run), a summary on stderr; the system defaults to the set's cluster (selene_a100,
-//       vtrain_a100, hf_h100);
+//       vtrain_a100, hf_h100); --inputs DIR also writes each run's model, system and runtime
+//       files and DIR/commands.tsv, the estimate command of each run (calib/run_inputs.hpp);
 //   validate fit-cluster vtrain --measurements FILE [--system NAME|PATH] [--kernels FILE] --out FILE.yaml
 //       the kernel calibration with its compute and stream-launch scales fitted on the set's fit
 //       runs (docs/validation.md).
@@ -29,6 +30,7 @@
 #include "calib/layer_measurements.hpp"
 #include "calib/layer_validation.hpp"
 #include "calib/measurement_entry.hpp"
+#include "calib/run_inputs.hpp"
 #include "calib/step_kernels.hpp"
 #include "calib/step_measurements.hpp"
 #include "calib/train_validation.hpp"
@@ -129,12 +131,12 @@ int main(int argc, char** argv) {
   struct RunSetCommand {
     calib::RunSet set;
     CLI::App* cmd;
-    std::string file, system;
+    std::string file, system, inputs;
     bool unfitted = false;
   };
   std::vector<RunSetCommand> run_sets;
   for (calib::RunSet set : {calib::RunSet::Megatron, calib::RunSet::Vtrain, calib::RunSet::Nanotron}) {
-    run_sets.push_back({set, nullptr, "", "", false});
+    run_sets.push_back({set, nullptr, "", "", "", false});
   }
   for (RunSetCommand& c : run_sets) {
     c.cmd = app.add_subcommand(calib::run_set_name(c.set),
@@ -143,6 +145,10 @@ int main(int argc, char** argv) {
     c.cmd->add_option("--measurements,-m", c.file, "the set's CSV (docs/validation.md)")->required();
     c.cmd->add_option("--system", c.system,
                       std::string("system (name or YAML path; default ") + calib::default_system_file(c.set) + ")");
+    c.cmd->add_option("--inputs", c.inputs,
+                      "also write each run's model, system and runtime files into DIR and DIR/commands.tsv: per run "
+                      "the estimate command (paths relative to DIR) that reproduces its predicted step "
+                      "(docs/validation.md)");
     if (c.set == calib::RunSet::Nanotron) {
       c.cmd->add_flag("--unfitted", c.unfitted,
                       "the system as it is (default: the network the cluster measured at each job size and the "
@@ -211,6 +217,11 @@ int main(int argc, char** argv) {
             "fit runs {:.4f} -> {:.4f})\n",
             o.layer_s * 1e3, o.pipelined_layer_per_tp_s * 1e3, o.tp_domain_layer_s * 1e3, o.before_fix_slot_s * 1e3,
             fitted.overhead.runs, fitted.overhead.median_abs_before, fitted.overhead.median_abs_after);
+      }
+      if (!c.inputs.empty()) {
+        const calib::RunInputsWritten w =
+            calib::write_run_inputs(c.inputs, fitted.system, rows, fitted.overhead.overhead);
+        std::cerr << calib::run_inputs_summary(w, c.inputs);
       }
       return 0;
     }

@@ -645,15 +645,19 @@ void add_overhead(const System& system, const ClusterRun& run, RunPrediction& p,
   if (std::isfinite(p.iteration_s)) p.predicted = quantity_of_iteration(run, p.iteration_s);
 }
 
-RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network,
-                          const FrameworkOverhead& overhead) {
-  RunPrediction p;
+System with_network(const System& cluster, const ClusterNetwork* network) {
   // A multi-node job's network at the bus bandwidth its cluster reaches at that many nodes.
   System system = cluster;
   if (network != nullptr && !network->empty()) {
     system.network_scaling = std::make_shared<const NetworkScaling>(network->scaling);
   }
-  system = at_scale(system, run.layout.n_gpus());
+  return system;
+}
+
+RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network,
+                          const FrameworkOverhead& overhead) {
+  RunPrediction p;
+  const System system = at_scale(with_network(cluster, network), run.layout.n_gpus());
   // nanotron splits the layers unevenly (nanotron_stage_layers); the stage with the most
   // layers bounds the pipeline's time, so every stage is costed with that many.
   Transformer costed = run.model;
@@ -846,8 +850,10 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
       fit.overhead = fit_framework_overhead(costed, runs, predictions);
     }
     for (std::size_t i = 0; i < runs.size(); ++i) add_overhead(costed, runs[i], predictions[i], fit.overhead.overhead);
+    fit.system = with_network(costed, &fit.network);
   } else {
     for (std::size_t i = 0; i < runs.size(); ++i) predictions[i] = predict_run(costed, runs[i]);
+    fit.system = costed;
   }
   std::vector<RunResult> out;
   out.reserve(runs.size());
@@ -871,7 +877,7 @@ std::string runs_csv(RunSet set, const std::vector<RunResult>& rows) {
   const bool nanotron = set == RunSet::Nanotron;
   std::string out = "id,quantity,measured,predicted,rel_err,fit";
   out += nanotron ? ",status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb" : "";
-  out += ",note\n";
+  out += ",predicted_iteration_s,note\n";
   for (const RunResult& r : rows) {
     out += r.run.id + "," + quantity_name(r.run.quantity) + "," + cell(r.run.measured) + "," +
            cell(r.prediction.predicted) + "," + (r.has_error() ? cell(r.rel_err(), "%.6f") : "") + "," +
@@ -881,6 +887,7 @@ std::string runs_csv(RunSet set, const std::vector<RunResult>& rows) {
       out += "," + r.run.status + "," + (expressed ? (r.prediction.fits ? "1" : "0") : "") + "," +
              cell(r.run.measured_mem_gb, "%.6g") + "," + (expressed ? cell(r.prediction.predicted_mem_gb, "%.6g") : "");
     }
+    out += "," + cell(r.prediction.iteration_s, "%.17g");
     // The model's reason where it cannot express the run, quoted for CSV.
     std::string note;
     for (const char ch : r.prediction.error) {

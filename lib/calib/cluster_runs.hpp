@@ -183,6 +183,10 @@ ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<Clu
 RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr,
                           const FrameworkOverhead& overhead = {});
 
+// The system predict_run costs a run on before taking it to the job's scale (at_scale): the
+// cluster's, with `network`'s scaling in place of its own where one is given and not empty.
+System with_network(const System& cluster, const ClusterNetwork* network);
+
 // The step of a prediction (predict_run without an overhead) with a framework's overhead, and the
 // run's quantity of a step: the one place both are computed.
 double iteration_with_overhead(const System& system, const ClusterRun& run, const RunPrediction& p,
@@ -211,11 +215,14 @@ struct RunResult {
   bool has_error() const;  // both values present
 };
 
-// What a nanotron set's fit runs fitted (validate_runs).
+// What a nanotron set's fit runs fitted (validate_runs), and the system every run of a set was
+// predicted on (with_network's, before at_scale): the given one, or a nanotron set's with the
+// fitted network and compute scale.
 struct ClusterFit {
   ClusterNetwork network;
   ComputeScaleFit compute;
   OverheadFit overhead;
+  System system;
 };
 
 // Every run predicted; a nanotron set's runs on the network fitted on its fit runs
@@ -228,7 +235,9 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
                                      bool unfitted = false, ClusterFit* fit = nullptr);
 
 // CSV: id,quantity,measured,predicted,rel_err,fit and, for nanotron,
-// status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb (empty where there is no value).
+// status_measured,fits_predicted,measured_mem_gb,predicted_mem_gb, then predicted_iteration_s (the
+// predicted step as "%.17g", which estimate's --json `t` of the run's inputs repeats: validate
+// --inputs) and note (empty where there is no value).
 std::string runs_csv(RunSet set, const std::vector<RunResult>& rows);
 
 // The figures the targets are stated in, per group and over the held-out runs.

@@ -93,6 +93,12 @@ Execution parse_execution(const ExecutionFlags& f) {
   return x;
 }
 
+std::string execution_arguments(const Execution& x) {
+  return std::string("--recompute ") + recompute_name(x.recompute) + " --sp " + (x.sequence_parallel ? "on" : "off") +
+         " --zero " + std::to_string(x.zero) + " --interleave " + std::to_string(x.interleave) + " --layout " +
+         param_layout_name(x.params) + " --ep " + std::to_string(x.ep);
+}
+
 std::string execution_choices_text(const ExecutionChoices& c) {
   std::string out;
   auto list = [&out](const char* key, const auto& values, auto name) {

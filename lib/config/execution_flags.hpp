@@ -30,6 +30,12 @@ void check_execution_for_model(const ExecutionChoices& choices, const Transforme
 // One value per option (estimate, configs): InputError if a flag lists several.
 Execution parse_execution(const ExecutionFlags& flags);
 
+// The flags that parse_execution reads back to `exec`'s searched options: "--recompute full --sp
+// off --zero 0 --interleave 1 --layout megatron --ep 1". The framework mechanisms
+// (p2p_scatter_gather, sp_backward_gather, fused_elementwise, dp_after_backward) have no flag: a
+// runtime sets them (model/runtime.hpp).
+std::string execution_arguments(const Execution& exec);
+
 // "recompute=none,full sp=on zero=1 interleave=1 layout=reference" (and " ep=1,8" unless ep is 1
 // alone): for fingerprints and logs.
 std::string execution_choices_text(const ExecutionChoices& choices);

@@ -19,6 +19,7 @@
 #include "config/calibration_file.hpp"
 #include "config/hf_config.hpp"
 #include "config/kernels_file.hpp"
+#include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 
@@ -156,30 +157,6 @@ class Mapping {
   std::string file_;
   YAML::Node root_;
 };
-
-std::string format_double(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// A double-quoted YAML scalar, so that names such as "yes", "1e3" or "a: b" stay strings.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 // The name a file stands for: its stem, less the reference's "config-" prefix on .json files.
 std::string default_name(const fs::path& file) {
@@ -507,7 +484,7 @@ std::string read_text(const fs::path& file) {
 }
 
 std::string system_to_yaml(const System& system) {
-  std::string out = "name: " + quoted(system.name) + "\n";
+  std::string out = "name: " + yaml_quoted(system.name) + "\n";
   const auto line = [&out](const char* key, const std::string& value, std::string_view unit) {
     out += std::string(key) + ": " + value;
     if (!unit.empty() && unit != "1") out += "  # " + std::string(unit);
@@ -516,19 +493,19 @@ std::string system_to_yaml(const System& system) {
   for (const SystemKey& k : kSystemKeys) {
     // The reference's order puts nvlink_size before nic_factor and empirical, summa_nb after it.
     if (std::string_view(k.name) == "nic_factor") line("nvlink_size", std::to_string(system.nvlink_size), "GPUs");
-    line(k.name, format_double(system.*(k.member)), k.unit);
+    line(k.name, yaml_double(system.*(k.member)), k.unit);
     if (std::string_view(k.name) == "nic_factor") {
       line("empirical", system.empirical ? "true" : "false", "");
       line("summa_nb", std::to_string(system.summa_nb), "");
     }
   }
   if (!system.calibration_file.empty()) {
-    line("calibration", quoted(system.calibration_file), "measured collective times, relative to this file");
+    line("calibration", yaml_quoted(system.calibration_file), "measured collective times, relative to this file");
   }
   if (!system.kernels_file.empty()) {
-    line("kernels", quoted(system.kernels_file), "fitted kernel times, relative to this file");
+    line("kernels", yaml_quoted(system.kernels_file), "fitted kernel times, relative to this file");
   }
-  if (!system.runtime.empty()) line("runtime", quoted(system.runtime), "the runtime used when none is given");
+  if (!system.runtime.empty()) line("runtime", yaml_quoted(system.runtime), "the runtime used when none is given");
   if (const NetworkScaling* net = system.network_scaling.get()) {
     std::string nodes, bus;
     for (std::size_t i = 0; i < net->nodes.size(); ++i) {
@@ -537,16 +514,16 @@ std::string system_to_yaml(const System& system) {
         bus += ", ";
       }
       nodes += std::to_string(net->nodes[i]);
-      bus += format_double(net->allreduce_bus_GBps[i]);
+      bus += yaml_double(net->allreduce_bus_GBps[i]);
     }
     out += "network_scaling:\n  nodes: [" + nodes + "]\n  allreduce_bus_GBps: [" + bus + "]\n  source: " +
-           quoted(net->source) + "\n";
+           yaml_quoted(net->source) + "\n";
   }
   return out;
 }
 
 std::string model_to_yaml(const Transformer& model) {
-  std::string out = "name: " + quoted(model.name) + "\n";
+  std::string out = "name: " + yaml_quoted(model.name) + "\n";
   out += "seq_len: " + std::to_string(model.l) + "  # tokens per sample\n";
   out += "embed_dim: " + std::to_string(model.e) + "\n";
   out += "num_heads: " + std::to_string(model.h) + "\n";
@@ -554,7 +531,7 @@ std::string model_to_yaml(const Transformer& model) {
   out += "ffn_dim: " + std::to_string(model.f) + "\n";
   // 0 means "not given"; the key is optional and must be > 0 when present.
   if (model.dataset_samples > 0) {
-    out += "dataset_samples: " + format_double(model.dataset_samples) + "  # samples per training run\n";
+    out += "dataset_samples: " + yaml_double(model.dataset_samples) + "  # samples per training run\n";
   }
   // The options beyond the reference's shape, only where they differ from its block, so a
   // reference model's text (and every fingerprint made of it) stays as it was.
@@ -564,7 +541,7 @@ std::string model_to_yaml(const Transformer& model) {
   if (model.norm != reference.norm) out += "norm: rmsnorm\n";
   if (model.bias != reference.bias) out += "bias: false\n";
   if (model.qkv_bias) out += "qkv_bias: true\n";
-  if (model.dropout != reference.dropout) out += "dropout: " + format_double(model.dropout) + "\n";
+  if (model.dropout != reference.dropout) out += "dropout: " + yaml_double(model.dropout) + "\n";
   if (model.causal != reference.causal) out += "causal: true\n";
   if (model.vocab_size > 0) {
     out += "vocab_size: " + std::to_string(model.vocab_size) + "\n";
@@ -575,7 +552,7 @@ std::string model_to_yaml(const Transformer& model) {
   if (model.is_moe()) {
     const MoeOptions& o = model.moe;
     out += "moe: {experts: " + std::to_string(o.experts) + ", top_k: " + std::to_string(o.top_k) +
-           ", ffn_dim: " + std::to_string(o.ffn_dim) + ", capacity_factor: " + format_double(o.capacity_factor) +
+           ", ffn_dim: " + std::to_string(o.ffn_dim) + ", capacity_factor: " + yaml_double(o.capacity_factor) +
            ", every: " + std::to_string(o.every) + ", shared_experts: " + std::to_string(o.shared_experts) + "}\n";
   }
   return out;

@@ -83,9 +83,9 @@ class Reader {
 
 }  // namespace
 
-void save_calibration(const Calibration& cal, const std::filesystem::path& file) {
+void save_calibration(const Calibration& cal, const std::filesystem::path& file, int significant_digits) {
   YAML::Emitter out;
-  out.SetDoublePrecision(9);
+  out.SetDoublePrecision(static_cast<std::size_t>(significant_digits));
   out << YAML::Comment(
       "perfsweep kernel calibration (validate fit-kernels); model/kernel_calibration.hpp and\n"
       "docs/validation.md define each parameter. Times in seconds; efficiencies are fractions of the\n"

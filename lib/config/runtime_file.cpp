@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <string_view>
 
 #include "config/inputs.hpp"
@@ -59,6 +60,11 @@ inline constexpr StateKey kStateKeys[] = {
     {"zero_gradient_shard", &StateBytes::zero_gradient_shard},
     {"zero_gather_buffer", &StateBytes::zero_gather_buffer},
 };
+// The values of the keys that name one of a few, in the order of their masks' bits and enums.
+constexpr std::string_view kStrategyNames[] = {"1d", "2d", "2d-seqp"};        // Strategy
+constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
+constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
+constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
                                       "zero_reduce", "activations"};
 
@@ -148,7 +154,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
     }
     if (!(rt.states.weights > 0)) r.fail("states.weights", "must be > 0");
   }
-  auto list = [&](const char* key, std::initializer_list<std::string_view> names) -> std::uint8_t {
+  auto list = [&](const char* key, std::span<const std::string_view> names) -> std::uint8_t {
     const YAML::Node n = root[key];
     if (!n) return 0xFF;
     if (!n.IsSequence() || n.size() == 0) r.fail(key, "expected a non-empty list");
@@ -168,9 +174,9 @@ Runtime load_runtime(const std::filesystem::path& path) {
     }
     return mask;
   };
-  if (const std::uint8_t m = list("strategies", {"1d", "2d", "2d-seqp"}); m != 0xFF) rt.strategies = m;
-  if (const std::uint8_t m = list("zero_stages", {"0", "1", "2", "3"}); m != 0xFF) rt.zero_stages = m;
-  auto choice = [&](const char* key, std::initializer_list<std::string_view> names, int fallback) {
+  if (const std::uint8_t m = list("strategies", kStrategyNames); m != 0xFF) rt.strategies = m;
+  if (const std::uint8_t m = list("zero_stages", kZeroStageNames); m != 0xFF) rt.zero_stages = m;
+  auto choice = [&](const char* key, std::span<const std::string_view> names, int fallback) {
     if (!root[key]) return fallback;
     const std::string v = r.scalar(root[key], key);
     int i = 0;
@@ -182,9 +188,9 @@ Runtime load_runtime(const std::filesystem::path& path) {
     for (std::string_view name : names) allowed += (allowed.empty() ? "" : ", ") + std::string(name);
     r.fail(key, "expected one of " + allowed + ", got '" + v + "'");
   };
-  rt.zero_gather = static_cast<Cadence>(choice("zero_gather", {"step", "micro_batch"}, 0));
-  rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", {"step", "micro_batch"}, 0));
-  rt.activations = static_cast<ActivationAccounting>(choice("activations", {"reference", "megatron", "autocast"}, 0));
+  rt.zero_gather = static_cast<Cadence>(choice("zero_gather", kCadenceNames, 0));
+  rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", kCadenceNames, 0));
+  rt.activations = static_cast<ActivationAccounting>(choice("activations", kActivationNames, 0));
   if (rt.name == "reference") {
     // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
     Runtime plain;
@@ -206,6 +212,45 @@ Runtime load_runtime(const std::filesystem::path& path) {
     return reference_runtime();
   }
   return rt;
+}
+
+namespace {
+// The names of a mask's set bits as a YAML flow list: "[1d, 2d]".
+std::string mask_list(std::uint8_t mask, std::span<const std::string_view> names) {
+  std::string out = "[";
+  int i = 0;
+  for (std::string_view name : names) {
+    if ((mask >> i) & 1u) out += (out.size() > 1 ? ", " : "") + std::string(name);
+    ++i;
+  }
+  return out + "]";
+}
+}  // namespace
+
+std::string runtime_to_yaml(const Runtime& rt) {
+  std::string out = "name: " + yaml_quoted(rt.name) + "\n";
+  if (rt.has_states) {
+    out += "states: {";
+    for (const StateKey& k : kStateKeys) {
+      out += std::string(&k == kStateKeys ? "" : ", ") + k.name + ": " + yaml_double(rt.states.*k.member);
+    }
+    out += "}\n";
+  }
+  out += "strategies: " + mask_list(rt.strategies, kStrategyNames) + "\n";
+  out += "zero_stages: " + mask_list(rt.zero_stages, kZeroStageNames) + "\n";
+  for (const BoolKey& k : kBoolKeys) out += std::string(k.name) + ": " + (rt.*k.member ? "true" : "false") + "\n";
+  const auto named = [](std::span<const std::string_view> names, auto value) {
+    return std::string(names[static_cast<std::size_t>(value)]);
+  };
+  out += "zero_gather: " + named(kCadenceNames, rt.zero_gather) + "\n";
+  out += "zero_reduce: " + named(kCadenceNames, rt.zero_reduce) + "\n";
+  out += "activations: " + named(kActivationNames, rt.activations) + "\n";
+  for (const NumberKey& k : kNumberKeys) {
+    out += std::string(k.name) + ": " + yaml_double(rt.*k.member);
+    if (std::string_view(k.unit) != "1") out += std::string("  # ") + k.unit;
+    out += "\n";
+  }
+  return out;
 }
 
 Runtime load_runtime_named(const std::string& name_or_path) {

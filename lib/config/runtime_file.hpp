@@ -13,6 +13,11 @@ namespace perfsweep {
 
 Runtime load_runtime(const std::filesystem::path& file);
 
+// Every key of the runtime (numbers as "%.17g"), which load_runtime reads back to the same
+// runtime (its `file` and `content_hash` those of the file read). `states` is written only when
+// the runtime gives its bytes per parameter.
+std::string runtime_to_yaml(const Runtime& runtime);
+
 // `reference` is the built-in paper model (runtimes/reference.yaml states the same and loads to
 // it); another name is looked up in runtimes/ as models and systems are (resolve_input); a path
 // is loaded as it is.

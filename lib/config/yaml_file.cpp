@@ -1,6 +1,31 @@
 #include "config/yaml_file.hpp"
 
+#include <cstdio>
+
 namespace perfsweep {
+
+std::string yaml_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
 
 YAML::Node load_yaml_file(const std::filesystem::path& file) {
   const std::string f = file.string();

@@ -24,6 +24,11 @@ std::string yaml_line(const YAML::Node& n);
 // "<where> must be <what>, got a list (line 3)".
 std::string yaml_scalar(const YAML::Node& n, const std::string& where, const char* what = "a name");
 
+// Writers' scalars: a double as "%.17g" (it reads back to the same double), and a string
+// double-quoted with escapes, so that names such as "yes", "1e3" or "a: b" stay strings.
+std::string yaml_double(double v);
+std::string yaml_quoted(const std::string& s);
+
 // Runs `read`, turning a yaml-cpp exception that escaped the readers' own checks (a conversion of
 // a value of the wrong kind) into an InputError naming the file and the line.
 template <class Read>

@@ -27,10 +27,7 @@ const Runtime& reference_runtime() {
 }
 
 void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention) {
-  exec.p2p_scatter_gather = exec.p2p_scatter_gather || rt.p2p_scatter_gather;
-  exec.sp_backward_gather = exec.sp_backward_gather || rt.sp_backward_gather;
-  exec.fused_elementwise = exec.fused_elementwise || rt.fused_elementwise;
-  exec.dp_after_backward = exec.dp_after_backward || rt.dp_after_backward;
+  for (const RuntimeMechanism& m : kRuntimeMechanisms) exec.*m.exec = exec.*m.exec || rt.*m.runtime;
   if (!rt.flash_attention) attention.flash = false;
 }
 

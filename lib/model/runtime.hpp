@@ -128,6 +128,20 @@ struct Runtime {
 // The built-in reference runtime (the paper's model).
 const Runtime& reference_runtime();
 
+// The framework mechanisms on the layers that a runtime sets and a caller may set on a layout
+// too (`validate` does for the measured runs): each is on where either has it on.
+struct RuntimeMechanism {
+  const char* name;  // the runtime file's key
+  bool Runtime::*runtime;
+  bool Execution::*exec;
+};
+inline constexpr RuntimeMechanism kRuntimeMechanisms[] = {
+    {"p2p_scatter_gather", &Runtime::p2p_scatter_gather, &Execution::p2p_scatter_gather},
+    {"sp_backward_gather", &Runtime::sp_backward_gather, &Execution::sp_backward_gather},
+    {"fused_elementwise", &Runtime::fused_elementwise, &Execution::fused_elementwise},
+    {"dp_after_backward", &Runtime::dp_after_backward, &Execution::dp_after_backward},
+};
+
 // The layout's execution options with the runtime's mechanisms applied (the fields a runtime
 // decides, not searched): what compose_step and the block builders read.
 void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -242,7 +243,11 @@ TEST(ClusterRuns, PredictionRowsAndCsv) {
     }
   }
   const std::string csv = runs_csv(RunSet::Megatron, rows);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "id,quantity,measured,predicted,rel_err,fit,note");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "id,quantity,measured,predicted,rel_err,fit,predicted_iteration_s,note");
+  // The step with every digit of its double.
+  char step[40];
+  std::snprintf(step, sizeof step, ",%.17g,\n", rows.front().prediction.iteration_s);
+  EXPECT_NE(csv.find(step), std::string::npos) << step;
   EXPECT_NE(csv.find("\nnarayanan-1.7B,tflops_per_gpu,137,"), std::string::npos);
   const std::string summary = runs_summary(RunSet::Megatron, rows);
   EXPECT_EQ(summary.rfind("validate megatron\n", 0), 0u);

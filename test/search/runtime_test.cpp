@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
@@ -118,6 +120,82 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
   fails_with("name: x\nstates: {weights: 0}\n", "states.weights");
   fails_with("name: reference\nallocator_reserve: 0.1\n", "needs another name");
+  std::filesystem::remove_all(dir);
+}
+
+// Every field that changes what a runtime costs (all but file and content_hash).
+void expect_same_runtime(const Runtime& a, const Runtime& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.has_states, b.has_states);
+  EXPECT_EQ(a.states, b.states);
+  EXPECT_EQ(a.p2p_scatter_gather, b.p2p_scatter_gather);
+  EXPECT_EQ(a.sp_backward_gather, b.sp_backward_gather);
+  EXPECT_EQ(a.fused_elementwise, b.fused_elementwise);
+  EXPECT_EQ(a.dp_after_backward, b.dp_after_backward);
+  EXPECT_EQ(a.flash_attention, b.flash_attention);
+  EXPECT_EQ(a.zero_gather, b.zero_gather);
+  EXPECT_EQ(a.zero_reduce, b.zero_reduce);
+  EXPECT_EQ(a.tp_comm_overlap, b.tp_comm_overlap);
+  EXPECT_EQ(a.activations, b.activations);
+  EXPECT_EQ(a.optimizer_bytes, b.optimizer_bytes);
+  EXPECT_EQ(a.cast_bytes, b.cast_bytes);
+  EXPECT_EQ(a.accumulate_bytes, b.accumulate_bytes);
+  EXPECT_EQ(a.zero_grad_bytes, b.zero_grad_bytes);
+  EXPECT_EQ(a.host_block_s, b.host_block_s);
+  EXPECT_EQ(a.host_block_per_tp_s, b.host_block_per_tp_s);
+  EXPECT_EQ(a.host_block_per_tp_domain_s, b.host_block_per_tp_domain_s);
+  EXPECT_EQ(a.capacity_in_gib, b.capacity_in_gib);
+  EXPECT_EQ(a.driver_reserve_gib, b.driver_reserve_gib);
+  EXPECT_EQ(a.allocator_reserve, b.allocator_reserve);
+  EXPECT_EQ(a.loss_transient_logits, b.loss_transient_logits);
+  EXPECT_EQ(a.optimizer_transient_bytes, b.optimizer_transient_bytes);
+  EXPECT_EQ(a.strategies, b.strategies);
+  EXPECT_EQ(a.zero_stages, b.zero_stages);
+  EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
+}
+
+// runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
+// differs from the defaults with numbers that need all 17 digits.
+TEST(Runtime, WrittenFileReadsBackTheSame) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_runtime_write_test";
+  std::filesystem::create_directories(dir);
+  std::vector<Runtime> runtimes;
+  for (const char* name : {"megatron", "megatron_tp_overlap", "deepspeed", "fsdp", "nanotron"}) {
+    runtimes.push_back(load_runtime(kRoot / "runtimes" / (std::string(name) + ".yaml")));
+  }
+  Runtime odd;
+  odd.name = "yes";  // a YAML boolean unless quoted
+  odd.has_states = true;
+  odd.states = StateBytes{4.1, 2.2, 4.3, 0.1, 8.7, 1.9, 4.05, 2.01};
+  odd.p2p_scatter_gather = odd.sp_backward_gather = odd.fused_elementwise = odd.dp_after_backward = true;
+  odd.flash_attention = false;
+  odd.zero_gather = odd.zero_reduce = Cadence::PerMicroBatch;
+  odd.tp_comm_overlap = 1.0 / 3.0;
+  odd.activations = ActivationAccounting::Megatron;
+  odd.optimizer_bytes = 34.1;
+  odd.cast_bytes = 6.2;
+  odd.accumulate_bytes = 0.3;
+  odd.zero_grad_bytes = 4.4;
+  odd.host_block_s = 4.5e-3 / 7;
+  odd.host_block_per_tp_s = 2.25e-3 / 3;
+  odd.host_block_per_tp_domain_s = 3.25e-3 / 11;
+  odd.host_slot_pipelined_multinode_s = 0.1;
+  odd.capacity_in_gib = true;
+  odd.driver_reserve_gib = 0.82;
+  odd.allocator_reserve = 0.049;
+  odd.loss_transient_logits = 1.5;
+  odd.optimizer_transient_bytes = 12.25;
+  odd.strategies = 0x5;   // 1d and 2d-seqp
+  odd.zero_stages = 0xA;  // 1 and 3
+  runtimes.push_back(odd);
+  for (const Runtime& rt : runtimes) {
+    SCOPED_TRACE(rt.name);
+    const auto file = dir / (rt.name + ".yaml");
+    std::ofstream(file) << runtime_to_yaml(rt);
+    const Runtime back = load_runtime(file);
+    expect_same_runtime(back, rt);
+    EXPECT_EQ(runtime_to_yaml(back), runtime_to_yaml(rt));
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,157 @@
+// The inputs of measured runs as files estimate reads (calib/run_inputs.hpp): the flags of a
+// layout, the runtime with a layout's mechanisms, and the folder validate --inputs writes (files
+// once per distinct content, ids unique, no line for a run without a prediction). That estimate
+// reproduces each line's prediction bit for bit is test/python/test_validate_inputs.py.
+#include "calib/run_inputs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/execution_flags.hpp"
+#include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
+#include "model/kernel_calibration.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep::calib {
+namespace {
+
+const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
+const std::filesystem::path kData = std::filesystem::path(PERFSWEEP_TEST_DATA_DIR) / "cluster";
+
+std::vector<std::string> lines_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(RunInputs, LayoutArgumentsOneD) {
+  Layout c;
+  c.dp = 4;
+  c.pp = 2;
+  c.mbs = 1;
+  c.tensor.tp1 = 8;
+  c.tensor.nv1 = 8;
+  c.attention.flash = false;
+  c.exec.recompute = Recompute::Full;
+  c.exec.zero = 0;
+  c.exec.interleave = 2;
+  c.exec.params = ParamLayout::Megatron;
+  EXPECT_EQ(estimate_layout_arguments(c, 512),
+            "--strat 1d --dp 4 --tp 8 --pp 2 --mbs 1 --nv-tp 8 --nv-dp 1 --nv-pp 1 --global-batch-size 512 "
+            "--attention unfused --recompute full --sp on --zero 0 --interleave 2 --layout megatron --ep 1");
+}
+
+TEST(RunInputs, LayoutArgumentsTwoD) {
+  Layout c;
+  c.strategy = Strategy::TwoD;
+  c.tensor.tp1 = 2;
+  c.tensor.tp2 = 4;
+  c.tensor.nb = 4;
+  c.tensor.nv1 = 2;
+  c.tensor.nv2 = 2;
+  EXPECT_EQ(estimate_layout_arguments(c, 8),
+            "--strat 2d --dp 1 --tp1 2 --tp2 4 --pp 1 --mbs 1 --nb 4 --nv-tp1 2 --nv-tp2 2 --nv-dp 1 --nv-pp 1 "
+            "--global-batch-size 8 --attention flash --recompute none --sp on --zero 1 --interleave 1 --layout "
+            "reference --ep 1");
+}
+
+// The flags execution_arguments writes parse back to the same options.
+TEST(RunInputs, ExecutionArgumentsParseBack) {
+  Execution x;
+  x.recompute = Recompute::Selective;
+  x.sequence_parallel = false;
+  x.zero = 3;
+  x.interleave = 4;
+  x.params = ParamLayout::Amp;
+  x.ep = 8;
+  std::istringstream words(execution_arguments(x));
+  ExecutionFlags f;
+  for (std::string flag, value; words >> flag >> value;) {
+    if (flag == "--recompute") f.recompute = value;
+    else if (flag == "--sp") f.sp = value;
+    else if (flag == "--zero") f.zero = value;
+    else if (flag == "--interleave") f.interleave = value;
+    else if (flag == "--layout") f.layout = value;
+    else if (flag == "--ep") f.ep = value;
+    else ADD_FAILURE() << "unexpected flag " << flag;
+  }
+  EXPECT_EQ(parse_execution(f), x);
+}
+
+// A mechanism the layout sets moves into the runtime, named after it, and the step is the same.
+TEST(RunInputs, LayoutMechanismsMoveIntoTheRuntime) {
+  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
+  const System s = load_system(kRoot / "systems" / "selene_a100.yaml");
+  std::size_t local_ddp = 0;
+  for (const ClusterRun& r : runs) {
+    const Runtime rt = runtime_with_layout_mechanisms(r.runtime, r.layout);
+    Layout bare = r.layout;
+    for (const RuntimeMechanism& m : kRuntimeMechanisms) bare.exec.*m.exec = false;
+    if (r.layout.exec.dp_after_backward) {
+      ++local_ddp;
+      EXPECT_EQ(rt.name, "megatron_dp_after_backward");
+      EXPECT_TRUE(rt.dp_after_backward);
+    } else {
+      EXPECT_EQ(rt.name, "megatron");
+    }
+    EXPECT_EQ(evaluate(s, r.model, rt, bare, r.global_batch).totals.t,
+              evaluate(s, r.model, r.runtime, r.layout, r.global_batch).totals.t)
+        << r.id;
+  }
+  EXPECT_GT(local_ddp, 0u);
+}
+
+TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_run_inputs_test";
+  std::filesystem::remove_all(dir);
+  const System s = load_system(kRoot / "systems" / "selene_a100.yaml");
+  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
+  std::vector<RunResult> rows = validate_runs(s, runs);
+  ASSERT_EQ(rows.size(), 18u);
+  // The first run twice under one id (another line of the file), and one the model cannot express.
+  RunResult again = rows[0];
+  again.run.line = 99;
+  rows.push_back(again);
+  RunResult unexpressed = rows[1];
+  unexpressed.run.id = "unexpressed";
+  unexpressed.prediction.error = "tp does not divide the heads";
+  rows.push_back(unexpressed);
+
+  const RunInputsWritten w = write_run_inputs(dir, s, rows, {});
+  EXPECT_EQ(w.lines, 19u);
+  EXPECT_EQ(w.noted, 0u);
+  EXPECT_EQ(w.not_expressed, 1u);
+  EXPECT_EQ(w.left_out, 0u);
+  EXPECT_EQ(w.models, 14u);   // one per model size
+  EXPECT_EQ(w.runtimes, 2u);  // megatron, and with Megatron's local DDP (Narayanan's larger models)
+  const std::vector<std::string> lines = lines_of(dir / "commands.tsv");
+  ASSERT_EQ(lines.size(), 19u);
+  const std::string first = rows[0].run.id + "@" + std::to_string(rows[0].run.line) +
+                            "\testimate --system systems/selene_a100.yaml --model models/";
+  EXPECT_EQ(lines.front().rfind(first, 0), 0u) << lines.front();
+  EXPECT_EQ(lines.back().rfind(rows[0].run.id + "@99\t", 0), 0u) << lines.back();
+  for (const std::string& line : lines) EXPECT_EQ(line.find("unexpressed"), std::string::npos);
+
+  // The system reads back with its calibration beside it, every number the same.
+  const System back = load_system(dir / "systems" / "selene_a100.yaml");
+  EXPECT_EQ(back.kernels_file, "selene_a100.kernels.yaml");
+  ASSERT_NE(back.kernel_calibration, nullptr);
+  EXPECT_EQ(back.kernel_calibration->gemm[kernels::kFwd].efficiency,
+            s.kernel_calibration->gemm[kernels::kFwd].efficiency);
+  EXPECT_EQ(back.runtime, "");
+  EXPECT_EQ(back.ib_bandwidth, s.ib_bandwidth);
+  const Runtime megatron = load_runtime(dir / "runtimes" / "megatron.yaml");
+  EXPECT_FALSE(megatron.flash_attention);  // the runs' fused softmax
+  EXPECT_TRUE(load_runtime(dir / "runtimes" / "megatron_dp_after_backward.yaml").dp_after_backward);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace perfsweep::calib
