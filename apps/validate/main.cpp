@@ -7,7 +7,7 @@
 //       a kernel calibration for a system file's `kernels:` key;
 //   validate kernels --measurements FILE --system NAME|PATH [--only IDS | --except IDS]
 //       the training step's kernels (h100_kernels.json format), CSV and summary as `layers`;
-//   validate train --measurements FILE --system NAME|PATH [--only IDS | --except IDS]
+//   validate train --measurements FILE --system NAME|PATH [--only IDS | --except IDS] [--inputs DIR]
 //       whole training steps (h100_train.json format): CSV on stdout, summary on stderr;
 //   validate megatron|vtrain|nanotron --measurements FILE [--system NAME|PATH]
 //       measured training runs against the model's prediction of each: CSV on stdout (one row per
@@ -36,6 +36,7 @@
 #include "calib/train_validation.hpp"
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
+#include "config/runtime_file.hpp"
 #include "common/measurement_tool.hpp"
 #include "core/error.hpp"
 
@@ -127,6 +128,11 @@ int main(int argc, char** argv) {
                        "kernel measurements (h100_kernels.json format)", "kernel ids");
   add_selected_command(train, app.add_subcommand("train", "predict whole training steps; CSV on stdout, summary on stderr"),
                        "training steps (h100_train.json format)", "run ids");
+  std::string train_inputs_dir;
+  train.cmd->add_option("--inputs", train_inputs_dir,
+                        "also write each run's model, system and runtime files into DIR and DIR/commands.tsv: per run "
+                        "the estimate command (paths relative to DIR) that reproduces its predicted step "
+                        "(docs/validation.md)");
 
   struct RunSetCommand {
     calib::RunSet set;
@@ -242,9 +248,16 @@ int main(int argc, char** argv) {
     }
     if (train.cmd->parsed()) {
       const System system = load_system_named(train.system);
-      const auto rows = calib::validate_train(system, train.read<calib::TrainRun>(calib::read_train_measurements));
+      const auto runs = train.read<calib::TrainRun>(calib::read_train_measurements);
+      const auto rows = calib::validate_train(system, runs);
       std::cout << calib::train_csv(rows);
       std::cerr << calib::train_summary(rows);
+      if (!train_inputs_dir.empty()) {
+        const Runtime runtime = load_runtime_named(kTrainStepRuntime);
+        const calib::RunInputsWritten w =
+            calib::write_inputs(train_inputs_dir, system, calib::train_inputs(runs, runtime));
+        std::cerr << calib::run_inputs_summary(w, train_inputs_dir);
+      }
       return 0;
     }
     const System system = load_system_named(fit_system);

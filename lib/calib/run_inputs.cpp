@@ -126,40 +126,20 @@ Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& lay
   return rt;
 }
 
-RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, const std::vector<RunResult>& rows,
-                                  const FrameworkOverhead& overhead) {
+RunInputsWritten write_inputs(const fs::path& dir, const System& system, const std::vector<RunInput>& runs) {
   RunInputsWritten written;
   const std::string system_file = write_system(dir, system);
   DistinctFiles models(dir, "models"), runtimes(dir, "runtimes");
-  std::map<std::string, std::size_t> id_count;
-  for (const RunResult& r : rows) ++id_count[r.run.id];
   std::string tsv;
-  for (const RunResult& r : rows) {
-    const ClusterRun& run = r.run;
-    if (!r.prediction.error.empty()) {
-      ++written.not_expressed;
-      continue;
-    }
-    const bool nanotron = run.state_memory == StateMemory::Nanotron;
-    // nanotron's uneven stages are costed beside the composition (predict_run), which splits
-    // the layers evenly.
-    if (nanotron && run.layout.pp > 1) {
-      ++written.left_out;
-      continue;
-    }
-    const std::string model = models.file_for(run.model.name, model_to_yaml(run.model));
-    const Runtime rt = runtime_with_layout_mechanisms(run.runtime, run.layout);
+  for (const RunInput& r : runs) {
+    const std::string model = models.file_for(r.model->name, model_to_yaml(*r.model));
+    const Runtime rt = runtime_with_layout_mechanisms(*r.runtime, r.layout);
     const std::string runtime = runtimes.file_for(rt.name, runtime_to_yaml(rt));
-    std::string id = tsv_field(run.id);
-    if (id_count[run.id] > 1) {
-      id += '@';
-      id += std::to_string(run.line);
-    }
-    tsv += id + "\testimate --system " + system_file + " --model " + model + " --runtime " + runtime + " " +
-           estimate_layout_arguments(run.layout, run.global_batch);
-    if (nanotron && !overhead.empty()) {
+    tsv += tsv_field(r.id) + "\testimate --system " + system_file + " --model " + model + " --runtime " + runtime +
+           " " + estimate_layout_arguments(r.layout, r.global_batch);
+    if (!r.note.empty()) {
       tsv += '\t';
-      tsv += kOverheadNote;
+      tsv += r.note;
       ++written.noted;
     }
     tsv += "\n";
@@ -168,6 +148,39 @@ RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, con
   write_text_atomically((dir / "commands.tsv").string(), tsv);
   written.models = models.size();
   written.runtimes = runtimes.size();
+  return written;
+}
+
+RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, const std::vector<RunResult>& rows,
+                                  const FrameworkOverhead& overhead) {
+  std::map<std::string, std::size_t> id_count;
+  for (const RunResult& r : rows) ++id_count[r.run.id];
+  std::vector<RunInput> inputs;
+  std::size_t not_expressed = 0, left_out = 0;
+  for (const RunResult& r : rows) {
+    const ClusterRun& run = r.run;
+    if (!r.prediction.error.empty()) {
+      ++not_expressed;
+      continue;
+    }
+    const bool nanotron = run.state_memory == StateMemory::Nanotron;
+    // nanotron's uneven stages are costed beside the composition (predict_run), which splits
+    // the layers evenly.
+    if (nanotron && run.layout.pp > 1) {
+      ++left_out;
+      continue;
+    }
+    std::string id = run.id;
+    if (id_count[run.id] > 1) {
+      id += '@';
+      id += std::to_string(run.line);
+    }
+    inputs.push_back({std::move(id), &run.model, &run.runtime, run.layout, run.global_batch,
+                      nanotron && !overhead.empty() ? kOverheadNote : ""});
+  }
+  RunInputsWritten written = write_inputs(dir, system, inputs);
+  written.not_expressed = not_expressed;
+  written.left_out = left_out;
   return written;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The inputs behind the predictions of `validate megatron|vtrain|nanotron` as files `estimate`
-// reads (`validate ... --inputs DIR`, docs/validation.md "Seeing how a measured run was mapped"):
+// The inputs behind the predictions of `validate megatron|vtrain|nanotron|train` as files
+// `estimate` reads (`validate ... --inputs DIR`, docs/validation.md "Seeing how a measured run was mapped"):
 //   DIR/models/NAME.yaml    each run's model (config/inputs.hpp: model_to_yaml);
 //   DIR/systems/NAME.yaml   the system the runs were predicted on, before the job's scale
 //                           (estimate takes it there itself), with its kernel calibration
@@ -43,6 +43,20 @@ std::string estimate_layout_arguments(const Layout& layout, std::int64_t global_
 // estimate, whose layouts have none set, evaluates the same execution; named NAME_MECHANISM...
 // after those it turns on.
 Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& layout);
+
+// One measured run as estimate evaluates it: its id in commands.tsv, model, runtime (the
+// mechanisms its layout sets are folded in), layout and global batch, and a note where the
+// prediction adds something beside the composition ("" for none).
+struct RunInput {
+  std::string id;
+  const Transformer* model = nullptr;
+  const Runtime* runtime = nullptr;
+  Layout layout;
+  std::int64_t global_batch = 0;
+  std::string note;
+};
+// Writes DIR as above for these runs, predicted on `system`.
+RunInputsWritten write_inputs(const std::filesystem::path& dir, const System& system, const std::vector<RunInput>& runs);
 
 // Writes DIR as above for the rows of one validate_runs call: `system` is what it predicted
 // every run on (ClusterFit::system), `overhead` the framework overhead it added (nanotron).

@@ -37,18 +37,24 @@ Layout train_layout(const TrainRun& run) {
   return c;
 }
 
+std::vector<RunInput> train_inputs(const std::vector<TrainRun>& runs, const Runtime& runtime) {
+  std::vector<RunInput> out;
+  for (const TrainRun& r : runs) out.push_back({r.id, &r.model, &runtime, train_layout(r), r.b * r.micro_batches, ""});
+  return out;
+}
+
 std::string train_csv(const std::vector<TrainRow>& rows) {
   std::string out = "id,measured_step_s,predicted_step_s,measured_peak_gb,predicted_peak_gb,oom_measured,fits_predicted\n";
   char buf[200];
   for (const TrainRow& r : rows) {
     out += r.id + ",";
     if (!r.oom_measured) {
-      std::snprintf(buf, sizeof buf, "%.6g,%.6g", r.measured_step_s, r.predicted_step_s);
+      std::snprintf(buf, sizeof buf, "%.6g,%.17g", r.measured_step_s, r.predicted_step_s);
       out += buf;
     } else {
       out += ",";
     }
-    std::snprintf(buf, sizeof buf, ",%.6g,%.6g,%s,%s\n", r.measured_peak_gb, r.predicted_peak_gb,
+    std::snprintf(buf, sizeof buf, ",%.6g,%.17g,%s,%s\n", r.measured_peak_gb, r.predicted_peak_gb,
                   r.oom_measured ? "true" : "false", r.fits_predicted ? "true" : "false");
     out += buf;
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "calib/run_inputs.hpp"
 #include "calib/step_measurements.hpp"
 #include "model/plan.hpp"
 #include "model/system.hpp"
@@ -22,9 +23,12 @@ struct TrainRow {
 std::vector<TrainRow> validate_train(const System& system, const std::vector<TrainRun>& runs);
 // A measured step's layout: one GPU, its micro-batch, recompute none or full, no ZeRO.
 Layout train_layout(const TrainRun& run);
+// The runs as estimate evaluates them under `runtime` (the pytorch_amp runtime validate_train
+// uses), for write_inputs (`validate train --inputs DIR`).
+std::vector<RunInput> train_inputs(const std::vector<TrainRun>& runs, const Runtime& runtime);
 
 // CSV `id,measured_step_s,predicted_step_s,measured_peak_gb,predicted_peak_gb,oom_measured,fits_predicted`,
-// the step values empty for a run that ran out of memory.
+// the step values empty for a run that ran out of memory; predictions with 17 significant digits.
 std::string train_csv(const std::vector<TrainRow>& rows);
 // count, median, p90 and max |relative error| of the step time and the peak memory (runs that
 // did not run out of memory), and how many runs fits_predicted gets right (fits = no OOM).
