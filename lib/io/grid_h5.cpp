@@ -191,7 +191,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
         for (std::size_t t = 0; t < targets.size(); ++t) {
           const bool is_base = t >= n_points;
           h5::Handle g = is_base ? h5::create_group(file.id(), "base") : h5::create_group(points.id(), std::to_string(t));
-          write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops,
+          write_target_group(g.id(), targets[t].problem.system, meta, results[t].tops,
                              targets[t].problem.runtime);
           if (!is_base) {
             h5::attr(g.id(), "index", static_cast<std::int64_t>(t));

@@ -491,10 +491,11 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   o << "step time " << fmt("%.6g", t.t) << " s, throughput " << fmt("%.6g", ev.throughput) << " samples/s, "
     << fmt("%.6g", t.flops_per_gpu / t.t) << " TFLOP/s per GPU achieved\n";
   const Efficiency& eff = ev.efficiency;
-  o << "tokens " << fmt("%.6g", eff.tokens_per_s) << "/s, " << fmt("%.6g", eff.tokens_per_s_per_gpu)
-    << "/s per GPU; model " << fmt("%.6g", eff.model_tflops_per_gpu) << " TFLOP/s per GPU, MFU "
-    << fmt("%.1f", 100 * eff.mfu) << "% of " << fmt("%g", system.matrix_flops_fp16)
-    << " (6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token) << " FLOP per token)\n";
+  o << "tokens " << fmt("%.6g", eff.tokens_per_s) << "/s (" << fmt("%.6g", eff.tokens_per_s_per_gpu)
+    << "/s per GPU); model " << fmt("%.4g", eff.model_tflops_per_gpu) << " TFLOP/s per GPU, MFU "
+    << fmt("%.1f", 100 * eff.mfu) << "% of " << fmt("%g", system.matrix_flops_fp16) << "\n";
+  o << "  (model FLOPs per token 6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token)
+    << ", as PaLM counts them)\n";
   if (const TrainingBudget& b = ev.budget; b.tokens > 0) {
     o << "training on " << fmt("%.4g", b.tokens) << " tokens: " << fmt("%.4g", b.steps) << " steps, "
       << fmt("%.4g", b.days) << " days, " << fmt("%.4g", b.gpu_hours) << " GPU-hours";
@@ -545,12 +546,40 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     << " active per token), " << fmt("%.6g", mt.params_per_gpu) << " per GPU\n";
   if (model.vocab_size > 0) {
     o << "  embedding (weights, gradients, optimizer states) " << fmt("%.4f", mt.embedding_mem)
-      << " GB per GPU on stage 0; logits of one micro-batch " << fmt("%.4f", mt.logits_mem) << " GB on stage "
+      << " GB per GPU on stage 0;\n  logits of one micro-batch " << fmt("%.4f", mt.logits_mem) << " GB on stage "
       << layout.pp - 1 << "\n";
     o << "  stage " << mt.time_stage << " bounds the time, stage " << mt.memory_stage << " the memory (of "
       << layout.pp << ")\n";
   }
   return o.str();
+}
+
+std::string configuration_summary(const Layout& layout, const Totals& t, const Transformer& model,
+                                  const System& system, std::int64_t global_batch) {
+  std::string out = plan_of(layout.strategy).name;
+  auto keys = config_keys(layout);
+  for (const auto& kv : nv_keys(layout)) keys.push_back(kv);
+  for (const auto& [key, value] : keys) {
+    out += ' ';
+    out += key;
+    out += '=';
+    out += std::to_string(value);
+  }
+  out += ' ';
+  out += execution_text(layout.exec);
+  const Efficiency e = efficiency(model, system, layout.n_gpus(), global_batch, t.t);
+  const double limit = t.mem_limit > 0 ? t.mem_limit : system.hbm_capacity;
+  out += "; step " + fmt("%.4g", t.t) + " s (compute " + fmt("%.1f", 100 * t.comp_frac) + "%, memory " +
+         fmt("%.1f", 100 * t.mem_frac) + "%, tp comm " + fmt("%.1f", 100 * t.tp_comm_frac) + "%, dp comm " +
+         fmt("%.1f", 100 * t.dp_comm_frac) + "%, pp comm " + fmt("%.1f", 100 * t.pp_comm_frac) + "%, bubble " +
+         fmt("%.1f", 100 * t.bubble_frac) + "%";
+  if (t.t_optimizer > 0 || t.t_framework > 0) {
+    out += ", optimizer " + fmt("%.1f", 100 * t.t_optimizer / t.t) + "%, host floor " +
+           fmt("%.1f", 100 * t.t_framework / t.t) + "%";
+  }
+  out += "), " + fmt("%.4g", e.tokens_per_s_per_gpu) + " tokens/s per GPU, MFU " + fmt("%.1f", 100 * e.mfu) +
+         "%; memory " + fmt("%.1f", t.mem) + " of " + fmt("%.1f", limit) + " GB";
+  return out;
 }
 
 }  // namespace perfsweep

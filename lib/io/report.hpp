@@ -49,6 +49,11 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout);
 // the JSON).
 std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, const System& system);
 
+// One line for a search's best configuration, whole: every degree and placement, the execution
+// options, the step time and its parts, tokens/s per GPU and MFU, the memory against its limit.
+std::string configuration_summary(const Layout& layout, const Totals& totals, const Transformer& model,
+                                  const System& system, std::int64_t global_batch);
+
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
                           std::int64_t global_batch);

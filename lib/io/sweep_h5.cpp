@@ -45,8 +45,10 @@ void write_run_metadata(hid_t file, const RunMetadata& m) {
   h5::Handle systems = h5::create_group(prov.id(), "systems");
 }
 
-void write_target_group(hid_t group, const System& sys, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
-                        const std::vector<TopN>& tops, const Runtime& runtime) {
+void write_target_group(hid_t group, const System& sys, const RunMetadata& meta, const std::vector<TopN>& tops,
+                        const Runtime& runtime) {
+  const Strategy strategy = meta.strategy;
+  const std::vector<std::int64_t>& n_gpus = meta.n_gpus;
   h5::attr(group, "name", std::string_view(sys.name));
   h5::attr(group, "nvs", sys.nvlink_size);
   for (const SystemKey& f : kSystemKeys) h5::attr(group, f.name, sys.*f.member);
@@ -142,6 +144,17 @@ void write_target_group(hid_t group, const System& sys, Strategy strategy, const
       for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
       h5::dataset(top.id(), f.name, col, f.unit);
     }
+    // Tokens, model FLOP/s and MFU (model/efficiency.hpp; PaLM's 6N + 12 L e T per token).
+    std::vector<double> tokens, tflops, mfu;
+    for (const Candidate* c : rows) {
+      const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t);
+      tokens.push_back(e.tokens_per_s_per_gpu);
+      tflops.push_back(e.model_tflops_per_gpu);
+      mfu.push_back(e.mfu);
+    }
+    h5::dataset(top.id(), "tokens_per_s_per_gpu", tokens, "tokens/s");
+    h5::dataset(top.id(), "model_tflops_per_gpu", tflops, "TFLOP/s");
+    h5::dataset(top.id(), "mfu", mfu, "1");
   }
   const auto nv_names = nv_keys(probe);
   for (std::size_t k = 0; k < nv_names.size(); ++k) {
@@ -170,7 +183,7 @@ void write_sweep_file(const std::string& path, const RunMetadata& meta, const st
       for (std::size_t t = 0; t < targets.size(); ++t) {
         h5::text(systems.id(), targets[t].group + ".yaml", system_yaml[t]);
         h5::Handle g = h5::create_group(file.id(), targets[t].group);
-        write_target_group(g.id(), targets[t].problem.system, meta.strategy, meta.n_gpus, results[t].tops,
+        write_target_group(g.id(), targets[t].problem.system, meta, results[t].tops,
                              targets[t].problem.runtime);
       }
     }

@@ -40,8 +40,9 @@ struct RunMetadata {
 void write_run_metadata(hid_t file, const RunMetadata& meta);
 
 // One system (or sweep point): attributes, the npy lists and the top/ table.
-void write_target_group(hid_t group, const System& system, Strategy strategy, const std::vector<std::int64_t>& n_gpus,
-                        const std::vector<TopN>& tops,
+// Under a runtime, also the runtime's totals and the efficiency columns (tokens/s per GPU, model
+// TFLOP/s per GPU, MFU) of the run's model and global batch.
+void write_target_group(hid_t group, const System& system, const RunMetadata& meta, const std::vector<TopN>& tops,
                         const Runtime& runtime = reference_runtime());
 
 // The whole file of a plain sweep, published atomically (core/files.hpp): on failure (H5Error,

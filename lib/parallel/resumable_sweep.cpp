@@ -298,6 +298,13 @@ void log_summary(const SweepPlan& plan, const SweepRun& sweep) {
       spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
                    plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
                    plan.n_gpus.back());
+      // the fastest configuration at the largest GPU count that has one, whole
+      std::size_t last = tops.size() - 1;
+      while (tops[last].items().empty()) --last;
+      const Candidate& best = tops[last].items().front();
+      const SearchProblem& problem = plan.targets[t].problem;
+      spdlog::info("{}: best at {} GPUs: {}", plan.targets[t].group, plan.n_gpus[last],
+                   configuration_summary(best.layout, best.totals, problem.model, problem.system, problem.global_batch));
     }
   }
 }
