@@ -11,6 +11,9 @@
 
 namespace perfsweep::cli {
 
+// The system estimate and configs use when none is given (sweep's default is the paper's nine).
+inline constexpr const char* kDefaultSystem = "A100";
+
 inline void add_model_flags(CLI::App& app, std::string& model, std::int64_t& seq_len) {
   app.add_option("--model", model,
                  "model: a name (models/NAME.yaml), a model YAML, or a Hugging Face config.json or the folder "

@@ -32,7 +32,7 @@ using namespace perfsweep;
 namespace {
 
 struct Options {
-  std::string model = "gpt3_1T", system = "B200", strat = "1d";
+  std::string model = "gpt3_1T", system = cli::kDefaultSystem, strat = "1d";
   std::optional<std::int64_t> nvs;
   std::int64_t n_gpus = 0;
   cli::Verbosity verbosity;

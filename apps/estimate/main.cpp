@@ -26,7 +26,7 @@ using namespace perfsweep;
 namespace {
 
 struct Options {
-  std::string model = "gpt3_1T", system = "A100", strat = "1d";
+  std::string model = "gpt3_1T", system = cli::kDefaultSystem, strat = "1d";
   std::optional<std::int64_t> nvs;
   std::int64_t global_batch = 4096;
   std::int64_t seq_len = 0;  // 0: the model's
