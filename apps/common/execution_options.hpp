@@ -38,4 +38,16 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "megatron for a model with options beyond the paper's, else reference (docs/runtimes.md)");
 }
 
+// The pipeline's partition (`estimate`, `configs`: one layout's, not a search dimension).
+inline void add_stage_options(CLI::App& app, ExecutionFlags& f) {
+  app.add_option("--first-stage-blocks", f.first_stage_blocks,
+                 "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the "
+                 "stages not given share the rest evenly), or auto: the partition that balances the slowest "
+                 "stage (docs/models.md); 0: not given")
+      ->capture_default_str();
+  app.add_option("--last-stage-blocks", f.last_stage_blocks,
+                 "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given")
+      ->capture_default_str();
+}
+
 }  // namespace perfsweep

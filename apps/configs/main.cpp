@@ -132,16 +132,23 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
 }
 
 // Aligned, for people: one line per configuration, times in seconds per iteration.
-std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys) {
+std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys, std::int64_t depth) {
   const bool one_d = strategy == Strategy::OneD;
   std::ostringstream out;
   char line[512];
-  if (!rows.empty() && !(rows.front().layout.exec == Execution{})) {
-    out << "execution: " << execution_text(rows.front().layout.exec) << "\n";  // one value per option: every row's
+  // one value per option, every row's; the stages' blocks (given, or balanced for each row) in a column
+  const bool partitioned = std::any_of(rows.begin(), rows.end(), [](const ConfigRow& r) {
+    return r.layout.exec.first_stage_blocks != 0 || r.layout.exec.last_stage_blocks != 0;
+  });
+  if (!rows.empty()) {
+    Execution shared = rows.front().layout.exec;
+    shared.first_stage_blocks = shared.last_stage_blocks = 0;
+    if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
   }
-  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s\n",
+  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s%s\n",
                 "#", one_d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s", "t (s)",
-                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits");
+                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits",
+                partitioned ? "  blocks first/middle/last" : "");
   out << line;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ConfigRow& r = rows[i];
@@ -159,7 +166,13 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
                   static_cast<long long>(l.mbs), nb.c_str(), static_cast<long long>(r.micro_batches), nv.c_str(),
                   r.throughput, t.t, t.t_comp, t.t_mem, t.t_tp_comm, t.t_dp_comm, t.t_pp_comm, t.t_bubble, t.mem,
                   r.fits ? "yes" : "no");
-    out << line;
+    std::string text = line;
+    if (partitioned) {
+      const StageBlocks b = stage_blocks(depth, l.pp, l.exec);
+      text.insert(text.size() - 1, "  " + std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") +
+                                       "/" + std::to_string(b.last));
+    }
+    out << text;
   }
   std::snprintf(line, sizeof line,
                 "m-b: micro-batches per step; nv: GPUs of each group in one NVLink domain of %lld; times: seconds "
@@ -203,6 +216,7 @@ int run(const Options& o) {
   r.all_placements = o.all_placements;
   r.attention = parse_attention(o.attention.mode, o.attention.recompute, strategy);
   r.exec = parse_execution(o.exec);
+  r.balance_stages = balances_stages(o.exec);
   r.runtime = choose_runtime(o.exec.runtime, sys, model);
   {
     ExecutionChoices one;
@@ -243,7 +257,7 @@ int run(const Options& o) {
                 std::string(strategy_name(strategy)).c_str(), attention.c_str(), static_cast<long long>(o.n_gpus),
                 static_cast<long long>(o.global_batch), rows.size(),
                 by_throughput ? ", fastest first (those that fit before those that do not)" : ", in the order asked for");
-    std::cout << to_table(rows, strategy, sys);
+    std::cout << to_table(rows, strategy, sys, model.depth);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
@@ -285,6 +299,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
+  add_stage_options(app, o.exec);
   app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
   app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
   app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")

@@ -86,8 +86,19 @@ int run(const Options& o) {
     }
     layout.exec.zero = 0;
   }
+  const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
   spdlog::debug("runtime: {}", runtime_label(runtime));
+  const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
+                         o.nv_dp && o.nv_pp;
+  if (all_given) {
+    layout.tensor.nv1 = layout.strategy == Strategy::OneD ? *o.nv_tp : *o.nv_tp1;
+    layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
+    layout.nv_dp = *o.nv_dp;
+    layout.nv_pp = *o.nv_pp;
+  }
+  // --first-stage-blocks auto: balanced here for a given placement, else for each one tried.
+  if (balance) layout = with_balanced_stages(sys, model, runtime, layout, o.global_batch);
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
   {
@@ -95,14 +106,8 @@ int run(const Options& o) {
     one.zero = {layout.exec.zero};
     check_runtime_choices(runtime, layout.strategy, one);
   }
-  const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
-                         o.nv_dp && o.nv_pp;
   Evaluation ev;
   if (all_given) {
-    layout.tensor.nv1 = layout.strategy == Strategy::OneD ? *o.nv_tp : *o.nv_tp1;
-    layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
-    layout.nv_dp = *o.nv_dp;
-    layout.nv_pp = *o.nv_pp;
     ev = evaluate(sys, model, runtime, layout, o.global_batch);
   } else {
     spdlog::debug("NVLink placements not all given: choosing the fastest");
@@ -111,7 +116,7 @@ int run(const Options& o) {
     choice.nv2 = o.nv_tp2;
     choice.nv_dp = o.nv_dp;
     choice.nv_pp = o.nv_pp;
-    std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime);
+    std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime, balance);
     if (!best) {
       throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
                         std::to_string(sys.nvlink_size));
@@ -165,6 +170,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e18));
   app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "price of one GPU-hour: with --tokens, prints the cost")
       ->check(CLI::Range(0.0, 1e9));
+  add_stage_options(app, o.exec);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
   app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace perfsweep {
 namespace {
@@ -84,6 +85,10 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.params.size(), "--layout", f.layout);
   one(c.ep.size(), "--ep", f.ep);
   Execution x;
+  if (!balances_stages(f)) {
+    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
+    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+  }
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
   x.zero = c.zero.front();
@@ -96,7 +101,20 @@ Execution parse_execution(const ExecutionFlags& f) {
 std::string execution_arguments(const Execution& x) {
   return std::string("--recompute ") + recompute_name(x.recompute) + " --sp " + (x.sequence_parallel ? "on" : "off") +
          " --zero " + std::to_string(x.zero) + " --interleave " + std::to_string(x.interleave) + " --layout " +
-         param_layout_name(x.params) + " --ep " + std::to_string(x.ep);
+         param_layout_name(x.params) + " --ep " + std::to_string(x.ep) +
+         (x.first_stage_blocks > 0 ? " --first-stage-blocks " + std::to_string(x.first_stage_blocks) : "") +
+         (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "");
+}
+
+bool balances_stages(const ExecutionFlags& f) {
+  const bool first = f.first_stage_blocks == "auto", last = f.last_stage_blocks == "auto";
+  const std::string& other = first ? f.last_stage_blocks : f.first_stage_blocks;
+  if (first != last && other != "0") {
+    throw InputError(std::string(first ? "--first-stage-blocks" : "--last-stage-blocks") +
+                     " auto chooses both end stages' blocks, so " +
+                     (first ? "--last-stage-blocks " : "--first-stage-blocks ") + other + " cannot be given with it");
+  }
+  return first || last;
 }
 
 std::string execution_choices_text(const ExecutionChoices& c) {

@@ -16,6 +16,10 @@ struct ExecutionFlags {
   std::string interleave = "1";
   std::string layout = "reference";
   std::string ep = "1";
+  // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
+  // given; "auto" the partition balanced_stages chooses.
+  std::string first_stage_blocks = "0";
+  std::string last_stage_blocks = "0";
   // --runtime NAME|FILE (runtimes/); "" for the default (config/runtime_file.hpp).
   std::string runtime;
 };
@@ -27,14 +31,20 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& flags);
 // 1 for a dense model, or one not dividing a mixture-of-experts model's experts.
 void check_execution_for_model(const ExecutionChoices& choices, const Transformer& model);
 
-// One value per option (estimate, configs): InputError if a flag lists several.
+// One value per option (estimate, configs): InputError if a flag lists several. A stage's blocks
+// given as "auto" read 0 here (balances_stages says so).
 Execution parse_execution(const ExecutionFlags& flags);
 
 // The flags that parse_execution reads back to `exec`'s searched options: "--recompute full --sp
-// off --zero 0 --interleave 1 --layout megatron --ep 1". The framework mechanisms
+// off --zero 0 --interleave 1 --layout megatron --ep 1" (and the end stages' blocks where given). The framework mechanisms
 // (p2p_scatter_gather, sp_backward_gather, fused_elementwise, dp_after_backward) have no flag: a
 // runtime sets them (model/runtime.hpp).
 std::string execution_arguments(const Execution& exec);
+
+// Whether --first-stage-blocks or --last-stage-blocks is "auto" (then the other must be too, or
+// not given): the partition is balanced_stages', chosen for each layout (model/step.hpp:
+// with_balanced_stages).
+bool balances_stages(const ExecutionFlags& flags);
 
 // "recompute=none,full sp=on zero=1 interleave=1 layout=reference" (and " ep=1,8" unless ep is 1
 // alone): for fingerprints and logs.

@@ -80,6 +80,9 @@ std::string_view comm_use_name(const CommUse& u) {
 
 namespace {
 
+// Whether the layout gives a stage's blocks (Execution::first_stage_blocks, last_stage_blocks).
+bool partitioned(const Layout& c) { return c.exec.first_stage_blocks != 0 || c.exec.last_stage_blocks != 0; }
+
 // Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
 template <typename F>
 void for_each_row(const Evaluation& ev, F&& f) {
@@ -252,6 +255,10 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("global_batch_size").value(global_batch);
   for (const auto& [k, v] : config_keys(layout)) w.key(k).value(v);
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
+  if (partitioned(layout)) {
+    w.key("first_stage_blocks").value(layout.exec.first_stage_blocks);
+    w.key("last_stage_blocks").value(layout.exec.last_stage_blocks);
+  }
   w.key("placement").value(std::string_view(placement_given ? "given" : "fastest"));
   w.end_object();
   estimate_json_body(w, ev, layout, system);
@@ -313,6 +320,10 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("interleave").value(x.interleave);
     w.key("layout").value(std::string_view(param_layout_name(x.params)));
     w.key("ep").value(x.ep);
+    if (partitioned(layout)) {
+      w.key("first_stage_blocks").value(x.first_stage_blocks);
+      w.key("last_stage_blocks").value(x.last_stage_blocks);
+    }
     w.end_object();
   }
   if (ev.model_section) {
@@ -388,6 +399,12 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
     for (const ModelTotalsField& f : kModelTotalsFields) {
       o << f.name << ',' << format_double(ev.model.*f.member) << ',' << f.unit << '\n';
     }
+  }
+  if (partitioned(layout)) {
+    o << "first_stage_blocks," << layout.exec.first_stage_blocks << ",blocks\n";
+    o << "last_stage_blocks," << layout.exec.last_stage_blocks << ",blocks\n";
+  }
+  if (ev.model_section || partitioned(layout)) {
     o << "time_stage," << ev.model.time_stage << ",stage\n";
     o << "memory_stage," << ev.model.memory_stage << ",stage\n";
   }
@@ -437,6 +454,12 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {
     o << "execution: " << execution_text(layout.exec) << "\n";
+  }
+  if (partitioned(layout)) {
+    const StageBlocks b = stage_blocks(model.depth, layout.pp, layout.exec);
+    o << "pipeline stages: " << b.first << " blocks on the first, ";
+    if (layout.pp > 2) o << b.middle << " on each of the " << layout.pp - 2 << " middle ones, ";
+    o << b.last << " on the last\n";
   }
   const bool runtime = ev.under_runtime();
   if (runtime) o << "runtime: " << ev.runtime << " (docs/runtimes.md)\n";
@@ -548,6 +571,8 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     o << "  embedding (weights, gradients, optimizer states) " << fmt("%.4f", mt.embedding_mem)
       << " GB per GPU on stage 0;\n  logits of one micro-batch " << fmt("%.4f", mt.logits_mem) << " GB on stage "
       << layout.pp - 1 << "\n";
+  }
+  if (model.vocab_size > 0 || partitioned(layout)) {
     o << "  stage " << mt.time_stage << " bounds the time, stage " << mt.memory_stage << " the memory (of "
       << layout.pp << ")\n";
   }

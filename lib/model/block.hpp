@@ -92,6 +92,12 @@ struct Execution {
   // 0 shards nothing.
   std::int64_t zero = 1;
   std::int64_t interleave = 1;  // virtual pipeline stages per GPU (interleaved 1F1B)
+  // Blocks on the first and on the last pipeline stage (Megatron-LM's
+  // --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers); the stages not
+  // given share the other blocks evenly. 0: not given, so both 0 is depth / pp blocks a stage
+  // (model/plan.hpp: stage_blocks).
+  std::int64_t first_stage_blocks = 0;
+  std::int64_t last_stage_blocks = 0;
   ParamLayout params = ParamLayout::Reference;
   // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
   // (Megatron-Core draws the expert-parallel group from the data-parallel ranks); 1 otherwise.

@@ -57,9 +57,15 @@ std::string config_key_names(Strategy strategy, KeyKind kind) {
 }
 
 std::string execution_text(const Execution& x) {
-  return std::string("recompute=") + recompute_name(x.recompute) + " sp=" + (x.sequence_parallel ? "on" : "off") +
-         " zero=" + std::to_string(x.zero) + " interleave=" + std::to_string(x.interleave) +
-         " layout=" + param_layout_name(x.params) + " ep=" + std::to_string(x.ep);
+  std::string out = std::string("recompute=") + recompute_name(x.recompute) +
+                    " sp=" + (x.sequence_parallel ? "on" : "off") + " zero=" + std::to_string(x.zero) +
+                    " interleave=" + std::to_string(x.interleave) + " layout=" + param_layout_name(x.params) +
+                    " ep=" + std::to_string(x.ep);
+  if (x.first_stage_blocks != 0 || x.last_stage_blocks != 0) {
+    out += " first_stage_blocks=" + std::to_string(x.first_stage_blocks) +
+           " last_stage_blocks=" + std::to_string(x.last_stage_blocks);
+  }
+  return out;
 }
 
 }  // namespace perfsweep

@@ -81,7 +81,8 @@ inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c)
 enum class KeyKind : std::uint8_t {
   Degree,     // the reference's "config" keys: degrees, micro-batch size, SUMMA blocks
   Placement,  // NVLink placement (nv_*), reported with the stats as the reference does
-  Execution,  // execution options beyond the reference (recompute, sp, zero, interleave, layout)
+  Execution,  // execution options beyond the reference (recompute, sp, zero, interleave, layout, ep,
+              // the first and last pipeline stages' blocks)
 };
 struct ConfigKey {
   const char* name;
@@ -125,7 +126,35 @@ inline constexpr ConfigKey kConfigKeys[] = {
     {"layout", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.params)}; },
      config_key_detail::always, true},
     {"ep", KeyKind::Execution, [](const Layout& c) { return c.exec.ep; }, config_key_detail::always, true},
+    {"first_stage_blocks", KeyKind::Execution, [](const Layout& c) { return c.exec.first_stage_blocks; },
+     config_key_detail::always, true},
+    {"last_stage_blocks", KeyKind::Execution, [](const Layout& c) { return c.exec.last_stage_blocks; },
+     config_key_detail::always, true},
 };
+
+// The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
+// (with pp = 1 the one stage's, in all three).
+struct StageBlocks {
+  std::int64_t first = 0, middle = 0, last = 0;
+  // Every stage holds as many blocks (the reference's depth / pp): one stage stands for them all.
+  bool even() const { return first == middle && last == middle; }
+};
+// Megatron-LM's partition (its get_num_layers_to_build): the first and last stages hold the
+// blocks the execution gives them (Execution::first_stage_blocks, last_stage_blocks), the other
+// stages the rest in equal shares; nothing given is depth / pp each. It assumes a partition
+// validate_layout accepts.
+inline StageBlocks stage_blocks(std::int64_t depth, std::int64_t pp, const Execution& x) {
+  const std::int64_t given = (x.first_stage_blocks > 0 ? 1 : 0) + (x.last_stage_blocks > 0 ? 1 : 0);
+  const std::int64_t others = pp - given;
+  const std::int64_t share = others > 0 ? (depth - x.first_stage_blocks - x.last_stage_blocks) / others : 0;
+  StageBlocks b;
+  b.first = x.first_stage_blocks > 0 ? x.first_stage_blocks : share;
+  b.last = x.last_stage_blocks > 0 ? x.last_stage_blocks : share;
+  // pp <= 2 has no middle stage: it takes the first's count, so that an even split reads even
+  b.middle = pp > 2 ? share : b.first;
+  if (pp == 1) b.last = b.first;
+  return b;
+}
 
 // The execution options a search tries (each list the reference's value alone by default).
 struct ExecutionChoices {
@@ -141,7 +170,8 @@ struct ExecutionChoices {
 // Names of the execution options' values, as flags and reports spell them.
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
-// "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options.
+// "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
+// and " first_stage_blocks=7 last_stage_blocks=7" when a stage's blocks are given.
 std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);

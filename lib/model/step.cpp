@@ -229,10 +229,10 @@ std::string result_schema() {
   return out;
 }
 
-StepMemory step_memory(double weights_per_block, double activations_per_block, I depth, I pp, I dp, I seqp,
+StepMemory step_memory(double weights_per_block, double activations_per_block, I blocks, I pp, I dp, I seqp,
                        I in_flight, const Execution& exec, double extra_weights, double extra_activations,
                        double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes) {
-  const double layers = D(depth / pp);
+  const double layers = D(blocks);
   StepMemory x;
   x.weights = weights_per_block * layers;
   x.weights += extra_weights;
@@ -283,17 +283,17 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
 
 Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I depth, I pp, I dp, I seqp,
                    I micro_batches, const Execution& exec) {
-  return stage_totals(b, ModuleSums{}, t_dp_comm, t_pp_comm, depth, pp, dp, seqp, micro_batches,
+  return stage_totals(b, ModuleSums{}, t_dp_comm, t_pp_comm, depth / pp, pp, dp, seqp, micro_batches,
                       micro_batches >= pp ? pp : micro_batches, exec);
 }
 
 // The extra layers' terms are added after the reference's products, so that with none (zeros)
 // every field keeps the reference's last digit.
-Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm, double t_pp_comm, I depth, I pp,
+Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm, double t_pp_comm, I blocks, I pp,
                     I dp, I seqp, I micro_batches, I in_flight, const Execution& exec, const StageRuntime& rt) {
   const ModuleSums& m = b.mlp;
   const ModuleSums& a = b.sa;
-  const double layers = D(depth / pp);
+  const double layers = D(blocks);
   const double nmb = D(micro_batches);
   Totals x;
   x.flops_per_gpu = (m.flops_fwd + m.flops_bwd + a.flops_fwd + a.flops_bwd) * layers * nmb;
@@ -325,7 +325,7 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   x.t = t;
 
   const StepMemory mem =
-      step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, depth, pp, dp, seqp,
+      step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, blocks, pp, dp, seqp,
                   in_flight, exec, e.weights_mem, e.activation_buffer, b.expert_weights_gb, b.whole_block_weights_gb,
                   rt.bytes);
   x.wts_mem = mem.weights;
@@ -358,6 +358,37 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw ConfigError(what);
 }
 std::string str(I v) { return std::to_string(v); }
+
+// The stages' blocks of a layout with pp >= 1, or ConfigError naming the values that do not
+// partition the depth (Megatron-LM's checks of --decoder-first/last-pipeline-num-layers).
+StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
+  const I first = c.exec.first_stage_blocks, last = c.exec.last_stage_blocks;
+  require(first >= 0, "first_stage_blocks must be >= 0 (0: an even share), got " + str(first));
+  require(last >= 0, "last_stage_blocks must be >= 0 (0: an even share), got " + str(last));
+  const I pp = std::max<I>(c.pp, 1);
+  if (first == 0 && last == 0) {
+    require(m.depth % pp == 0, "pp=" + str(pp) + " does not divide depth " + str(m.depth) +
+                                   " (first_stage_blocks and last_stage_blocks split it unevenly)");
+    return stage_blocks(m.depth, pp, c.exec);
+  }
+  const std::string given = (first > 0 ? "first_stage_blocks=" + str(first) : std::string()) +
+                            (first > 0 && last > 0 ? " and " : "") +
+                            (last > 0 ? "last_stage_blocks=" + str(last) : std::string());
+  require(pp > 1, given + " needs pipeline stages (pp > 1)");
+  const I others = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+  const I rest = m.depth - first - last;
+  const std::string leave = given + (first > 0 && last > 0 ? " leave " : " leaves ") + str(rest) + " of depth " +
+                            str(m.depth) + " blocks";
+  if (others == 0) {
+    require(rest == 0, given + " must add up to depth " + str(m.depth) + " with pp=2");
+  } else {
+    require(rest >= others, leave + " for the other " + str(others) + " stages of pp=" + str(pp) +
+                                ", fewer than one each");
+    require(rest % others == 0,
+            leave + ", which the other " + str(others) + " stages of pp=" + str(pp) + " cannot share evenly");
+  }
+  return stage_blocks(m.depth, pp, c.exec);
+}
 }  // namespace
 
 void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
@@ -385,12 +416,16 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
           tp_name + "=" + str(t.tp1) + " neither divides nor is a multiple of the " + str(m.kv()) +
               " key/value heads (replicated key/value heads need tp to be a multiple of them)");
   require(c.exec.ep >= 1, "ep must be a positive integer, got " + str(c.exec.ep));
+  const StageBlocks blocks = validate_stage_blocks(m, c);
   if (m.is_moe()) {
     require(m.moe.every >= 1, "moe.every must be a positive integer, got " + str(m.moe.every));
-    // Each stage holds whole groups of `every` blocks, so every stage has the same blocks.
-    require(c.pp < 1 || m.depth % c.pp != 0 || (m.depth / c.pp) % m.moe.every == 0,
-            "moe.every=" + str(m.moe.every) + " does not divide the " + str(m.depth / std::max<I>(c.pp, 1)) +
-                " blocks of a stage (each stage holds whole groups of one MoE and every - 1 dense blocks)");
+    // Each stage holds whole groups of `every` blocks, so every stage has the same mix of blocks.
+    for (const auto& [stage, n] :
+         {std::pair{"the first", blocks.first}, {"a middle", blocks.middle}, {"the last", blocks.last}}) {
+      require(n % m.moe.every == 0, "moe.every=" + str(m.moe.every) + " does not divide the " + str(n) +
+                                        " blocks of " + (blocks.even() ? "a" : stage) +
+                                        " stage (each stage holds whole groups of one MoE and every - 1 dense blocks)");
+    }
     require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
     require(m.moe.experts % c.exec.ep == 0,
             "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts");
@@ -407,16 +442,18 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
   if (x.interleave > 1) {
     require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
-    require((m.depth / std::max<I>(c.pp, 1)) % x.interleave == 0,
-            "interleave=" + str(x.interleave) + " does not divide the " + str(m.depth / std::max<I>(c.pp, 1)) +
-                " blocks of a stage");
+    require(blocks.even(), "interleave=" + str(x.interleave) +
+                               " is modelled for an even split of the blocks only, got " + str(blocks.first) +
+                               " on the first stage, " + str(blocks.middle) + " on a middle one, " +
+                               str(blocks.last) + " on the last");
+    require(blocks.first % x.interleave == 0,
+            "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage");
   }
   if (x.interleave > 1 && c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
     const I micro_batches = global_batch / c.dp / c.mbs;
     require(micro_batches % c.pp == 0, "interleave=" + str(x.interleave) + " needs the micro-batches (" +
                                            str(micro_batches) + ") to be a multiple of pp=" + str(c.pp));
   }
-  require(m.depth % c.pp == 0, "pp=" + str(c.pp) + " does not divide depth " + str(m.depth));
   require(global_batch % c.dp == 0,
           "dp=" + str(c.dp) + " does not divide the global batch size " + str(global_batch));
   const I local_batch = global_batch / c.dp;
@@ -513,20 +550,25 @@ void hide_tp_comm(ModuleSums& x, double overlap) {
   pass(x.t_bwd, x.t_bwd_comm, x.t_bwd_comp);
 }
 
-// What a runtime adds to a stage of depth / pp blocks and `extra` layers (embedding, LM head).
-StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
-                           const BlockSummary& block, const ModuleSums& extra, double logits_gb, I micro_batches,
-                           bool first_stage, bool last_stage) {
-  StageRuntime r;
-  r.bytes = rt.has_states ? &rt.states : nullptr;
-  const double layers = D(m.depth / c.pp);
-  const bool full = c.exec.recompute == Recompute::Full;
+// The host's floor per block and micro-batch (s): the runtime's launches for one block.
+double host_floor_per_block_s(const System& s, const Runtime& rt, const Layout& c) {
   const I tp = c.tensor.tp1 * c.tensor.tp2;
   const I domain = std::max<I>(1, s.nvlink_size);
   const I tp_domains = (tp + domain - 1) / domain;
-  const double per_block = rt.host_block_s + (c.pp > 1 ? D(tp) * rt.host_block_per_tp_s : 0.0) +
-                           D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
-  r.floor_per_micro_batch_s = layers * per_block;
+  return rt.host_block_s + (c.pp > 1 ? D(tp) * rt.host_block_per_tp_s : 0.0) +
+         D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
+}
+
+// What a runtime adds to a stage of `blocks` blocks and `extra` layers (embedding, LM head).
+StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
+                           const BlockSummary& block, I blocks, const ModuleSums& extra, double logits_gb,
+                           I micro_batches, bool first_stage, bool last_stage) {
+  StageRuntime r;
+  r.bytes = rt.has_states ? &rt.states : nullptr;
+  const double layers = D(blocks);
+  const bool full = c.exec.recompute == Recompute::Full;
+  const I domain = std::max<I>(1, s.nvlink_size);
+  r.floor_per_micro_batch_s = layers * host_floor_per_block_s(s, rt, c);
   const kernels::Calibration* cal = s.kernel_calibration.get();
   if (rt.host_kernel_calls && cal != nullptr) {
     // every layer pass issued alone, and with full recomputation each block's forward again
@@ -642,6 +684,36 @@ void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   }
 }
 
+namespace {
+// The runtime's view of a block: its tensor-parallel overlap and its activation accounting.
+BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout& c, const BlockSummary& costed) {
+  BlockSummary adjusted = costed;
+  if (rt.tp_comm_overlap > 0) {
+    hide_tp_comm(adjusted.mlp, rt.tp_comm_overlap);
+    hide_tp_comm(adjusted.sa, rt.tp_comm_overlap);
+  }
+  if (rt.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
+    const BlockActivations a = megatron_block_activations(m, c);
+    adjusted.sa.activation_buffer = a.sa;
+    if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
+  } else if (rt.activations == ActivationAccounting::Autocast && c.strategy == Strategy::OneD) {
+    const AutocastActivations a = autocast_block_activations(m, c);
+    adjusted.sa.activation_buffer = a.sa;
+    if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
+  }
+  return adjusted;
+}
+
+// A pipeline stage to cost: its index, its blocks, the micro-batches whose activations it holds,
+// the layers beside its blocks (embedding, LM head), their data-parallel seconds and the tied
+// embedding's all-reduce, and the loss's logits it keeps.
+struct StagePlan {
+  I index = 0, blocks = 0, in_flight = 1;
+  const ModuleSums* extra = nullptr;
+  double extra_dp_s = 0, tied_s = 0, logits_gb = 0;
+};
+}  // namespace
+
 StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
                        const BlockSummary& costed, I global_batch, const StageEndSums& ends) {
   const StrategyPlan& plan = plan_of(c.strategy);
@@ -649,24 +721,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   const I seqp = optimizer_shards_beyond_dp(plan, c);
   const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
   const bool reference = rt.is_reference();
-  // The runtime's view of the block: its tensor-parallel overlap and its activation accounting.
   BlockSummary adjusted;
-  if (!reference) [[unlikely]] {
-    adjusted = costed;
-    if (rt.tp_comm_overlap > 0) {
-      hide_tp_comm(adjusted.mlp, rt.tp_comm_overlap);
-      hide_tp_comm(adjusted.sa, rt.tp_comm_overlap);
-    }
-    if (rt.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
-      const BlockActivations a = megatron_block_activations(m, c);
-      adjusted.sa.activation_buffer = a.sa;
-      if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
-    } else if (rt.activations == ActivationAccounting::Autocast && c.strategy == Strategy::OneD) {
-      const AutocastActivations a = autocast_block_activations(m, c);
-      adjusted.sa.activation_buffer = a.sa;
-      if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
-    }
-  }
+  if (!reference) [[unlikely]] adjusted = runtime_view(m, rt, c, costed);
   const BlockSummary& block = reference ? costed : adjusted;
   DataParallelTraffic traffic =
       reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
@@ -674,8 +730,10 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.expert_group = expert_dp_group(plan, c);
     traffic.expert_fast = expert_dp_group_fast(plan, c);
   }
+  const StageBlocks blocks = stage_blocks(m.depth, c.pp, c.exec);
+  const bool even = blocks.even();
   StepCosts out;
-  out.dp_row = data_parallel(s, block, m.depth / c.pp, group, group_fast, !c.exec.dp_after_backward, traffic);
+  out.dp_row = data_parallel(s, block, blocks.first, group, group_fast, !c.exec.dp_after_backward, traffic);
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
@@ -683,54 +741,163 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   } else {
     out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
   }
-  const bool autocast = rt.activations == ActivationAccounting::Autocast;
-  if (m.vocab_size == 0) {
-    ModuleSums output;  // under autocast, the fp32 output the MSE loss keeps
-    if (autocast) output.activation_buffer = autocast_ends_activations(m, c);
-    const StageRuntime inner =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, output, 0, micro_batches, true, true);
-    out.totals = stage_totals(block, output, out.dp_row.t, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
-                              micro_batches, micro_batches >= c.pp ? c.pp : micro_batches, c.exec, inner);
-    out.totals.mem_limit = memory_limit_gb(s, rt);
-    out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
-    return out;
-  }
-  ModuleSums first_sums = ends.first;
-  ModuleSums last_sums = ends.last;
-  if (autocast) {
+  // The stages that can bound the step: the first; a middle one when the split is uneven (with an
+  // even split it is never slower or fuller than the first); the last with a vocabulary (its LM
+  // head) or an uneven split. Without a vocabulary the ends' sums are zero. With pp = 1 the one
+  // stage runs both ends.
+  const bool vocab = m.vocab_size > 0;
+  ModuleSums first_sums = ends.first, last_sums = ends.last;
+  if (rt.activations == ActivationAccounting::Autocast) [[unlikely]] {
     first_sums.activation_buffer = 0;  // the embedding's output is the first block's input
-    last_sums.activation_buffer = autocast_ends_activations(m, c);
+    last_sums.activation_buffer = autocast_ends_activations(m, c);  // the final norm's (or the MSE's) tensors
   }
+  if (c.pp == 1) add_sums(first_sums, last_sums);
   // the embedding group's all-reduce, in the gradients' dtype (the layout's reduce scale)
-  const double t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
-  const double t_dp_first =
-      out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast, traffic) + t_tied;
-  out.model.embedding_mem = first_sums.weights_mem * (2 + 6 / D(c.dp * seqp));
-  out.model.logits_mem = ends.logits_gb;
-  if (c.pp == 1) {
-    add_sums(first_sums, last_sums);
-    const double t_dp = out.dp_row.t + extra_dp_seconds(s, first_sums.weights_mem, group, group_fast, traffic);
-    const StageRuntime only =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, ends.logits_gb, micro_batches, true, true);
-    out.totals =
-        stage_totals(block, first_sums, t_dp, out.pp_row.t, m.depth, 1, c.dp, seqp, micro_batches, 1, c.exec, only);
+  double t_tied = 0;
+  if (vocab) {
+    t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
+    out.model.embedding_mem = ends.first.weights_mem * (2 + 6 / D(c.dp * seqp));
+    out.model.logits_mem = ends.logits_gb;
+  }
+  auto plan_stage = [&](I index, I stage_blocks_count, I in_flight, const ModuleSums& extra, double tied_s,
+                        double logits_gb) {
+    const double extra_dp_s = vocab ? extra_dp_seconds(s, extra.weights_mem, group, group_fast, traffic) : 0.0;
+    return StagePlan{index, stage_blocks_count, in_flight, &extra, extra_dp_s, tied_s, logits_gb};
+  };
+  auto cost_stage = [&](const StagePlan& x, const LayerResult& dp_row) {
+    const double t_dp = dp_row.t + x.extra_dp_s + x.tied_s;
+    const StageRuntime stage_rt =
+        reference ? StageRuntime{}
+                  : stage_runtime(s, m, rt, c, block, x.blocks, *x.extra, x.logits_gb, micro_batches, x.index == 0,
+                                  x.index == c.pp - 1);
+    return stage_totals(block, *x.extra, t_dp, out.pp_row.t, x.blocks, c.pp, c.dp, seqp, micro_batches, x.in_flight,
+                        c.exec, stage_rt);
+  };
+  const StagePlan head = c.pp == 1 ? plan_stage(0, blocks.first, 1, first_sums, 0, ends.logits_gb)
+                                   : plan_stage(0, blocks.first, std::min(micro_batches, c.pp), first_sums, t_tied, 0);
+  if (c.pp == 1 || (even && !vocab)) {
+    out.totals = cost_stage(head, out.dp_row);
+  } else if (even) {
+    const Totals first = cost_stage(head, out.dp_row);
+    const Totals last = cost_stage(plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb), out.dp_row);
+    const bool last_slower = last.t > first.t, last_fuller = last.mem > first.mem;
+    out.totals = merge_stages(last_slower ? last : first, last_fuller ? last : first);
+    out.model.time_stage = last_slower ? c.pp - 1 : 0;
+    out.model.memory_stage = last_fuller ? c.pp - 1 : 0;
   } else {
-    const double t_dp_last = out.dp_row.t + extra_dp_seconds(s, last_sums.weights_mem, group, group_fast, traffic) + t_tied;
-    const StageRuntime first_rt =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, first_sums, 0, micro_batches, true, false);
-    const StageRuntime last_rt =
-        reference ? StageRuntime{} : stage_runtime(s, m, rt, c, block, last_sums, ends.logits_gb, micro_batches, false, true);
-    const Totals head = stage_totals(block, first_sums, t_dp_first, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
-                                     micro_batches, std::min(micro_batches, c.pp), c.exec, first_rt);
-    const Totals tail = stage_totals(block, last_sums, t_dp_last, out.pp_row.t, m.depth, c.pp, c.dp, seqp,
-                                     micro_batches, 1, c.exec, last_rt);
-    const bool tail_slower = tail.t > head.t, tail_fuller = tail.mem > head.mem;
-    out.totals = merge_stages(tail_slower ? tail : head, tail_fuller ? tail : head);
-    out.model.time_stage = tail_slower ? c.pp - 1 : 0;
-    out.model.memory_stage = tail_fuller ? c.pp - 1 : 0;
+    // each stage's data-parallel reduction over its own blocks' weights
+    auto dp_of = [&](I stage_blocks_count) {
+      return data_parallel(s, block, stage_blocks_count, group, group_fast, !c.exec.dp_after_backward, traffic);
+    };
+    const ModuleSums none;
+    const StagePlan plans[] = {head, plan_stage(1, blocks.middle, std::min(micro_batches, c.pp - 1), none, 0, 0),
+                               plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb)};
+    const LayerResult rows[] = {out.dp_row, c.pp > 2 ? dp_of(blocks.middle) : out.dp_row, dp_of(blocks.last)};
+    Totals totals[3];
+    std::size_t slowest = 0, fullest = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (k == 1 && c.pp == 2) continue;  // no middle stage
+      totals[k] = cost_stage(plans[k], rows[k]);
+      if (totals[k].t > totals[slowest].t) slowest = k;
+      if (totals[k].mem > totals[fullest].mem) fullest = k;
+    }
+    out.totals = merge_stages(totals[slowest], totals[fullest]);
+    out.model.time_stage = plans[slowest].index;
+    out.model.memory_stage = plans[fullest].index;
+    out.dp_row = rows[slowest];
   }
   out.totals.mem_limit = memory_limit_gb(s, rt);
   out.model.params_per_gpu = out.totals.wts_mem / s.element_size;
+  return out;
+}
+
+StageBlocks balanced_stages(I depth, I pp, I every, double block_s, double block_floor_s, double first_extra_s,
+                            double last_extra_s) {
+  if (pp < 2 || every < 1 || depth % every != 0 || depth / every < pp) {
+    throw ConfigError("no partition of depth " + std::to_string(depth) + " over pp=" + std::to_string(pp) +
+                      " stages gives each stage at least one block" +
+                      (every > 1 ? " in whole groups of moe.every=" + std::to_string(every) : std::string()));
+  }
+  // A stage's time per micro-batch: its blocks' and end layers', at least the host's floor for its blocks.
+  auto stage_s = [&](I groups, double extra_s) {
+    const double b = D(groups * every);
+    return std::max(b * block_s + extra_s, b * block_floor_s);
+  };
+  const I groups = depth / every, middles = pp - 2;
+  StageBlocks best;
+  double best_s = 0;
+  for (I middle = middles > 0 ? 1 : 0;; ++middle) {
+    const I end_groups = groups - middles * middle;  // the first and last stages' together
+    if (end_groups < 2) break;
+    const double middle_s = middles > 0 ? stage_s(middle, 0) : 0.0;
+    auto slowest_s = [&](I first) {
+      return std::max({stage_s(first, first_extra_s), middle_s, stage_s(end_groups - first, last_extra_s)});
+    };
+    // The first stage's time grows with its share and the last's shrinks: the slowest stage is
+    // least where the first overtakes the last, or one group before.
+    I lo = 1, hi = end_groups - 1;
+    while (lo < hi) {
+      const I first = lo + (hi - lo) / 2;
+      if (stage_s(first, first_extra_s) >= stage_s(end_groups - first, last_extra_s)) {
+        hi = first;
+      } else {
+        lo = first + 1;
+      }
+    }
+    if (lo > 1 && slowest_s(lo - 1) <= slowest_s(lo)) --lo;
+    const double t = slowest_s(lo);
+    // the fewest groups on the first stage that keep that time: the last stage's is then at most t
+    I fewest = 1;
+    for (I hi_first = lo; fewest < hi_first;) {
+      const I first = fewest + (hi_first - fewest) / 2;
+      if (stage_s(end_groups - first, last_extra_s) <= t) {
+        hi_first = first;
+      } else {
+        fewest = first + 1;
+      }
+    }
+    const I first = fewest * every, last = (end_groups - fewest) * every;
+    const bool fewer_on_ends = first < best.first || (first == best.first && last < best.last);
+    if (best.first == 0 || t < best_s || (t == best_s && fewer_on_ends)) {
+      best = {first, (middles > 0 ? middle * every : first), last};
+      best_s = t;
+    }
+    if (middles == 0) break;
+  }
+  return best;
+}
+
+StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
+                            const BlockSummary& block, const StageEndSums& ends) {
+  const bool reference = rt.is_reference();
+  const BlockSummary view = reference ? block : runtime_view(m, rt, c, block);
+  const double floor_s = reference ? 0 : host_floor_per_block_s(s, rt, c);
+  return balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1,
+                         view.mlp.t_fwd + view.mlp.t_bwd + view.sa.t_fwd + view.sa.t_bwd, floor_s,
+                         ends.first.t_fwd + ends.first.t_bwd, ends.last.t_fwd + ends.last.t_bwd);
+}
+
+Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            I global_batch) {
+  Layout out = layout;
+  out.exec.first_stage_blocks = 0;
+  out.exec.last_stage_blocks = 0;
+  if (layout.pp < 2 || layout.exec.interleave > 1) return out;
+  // A partition of the blocks alone lets the rest of the layout be checked and its block costed.
+  const I every = m.is_moe() ? m.moe.every : 1;
+  const StageBlocks by_count = balanced_stages(m.depth, layout.pp, every, 1, 0, 0, 0);
+  Layout c = out;
+  c.exec.first_stage_blocks = by_count.first;
+  c.exec.last_stage_blocks = by_count.last;
+  apply_runtime(rt, c.exec, c.attention);
+  validate_layout(s, m, c, global_batch);
+  validate_runtime_layout(rt, c);
+  Module mlp, sa;
+  const BlockSummary block =
+      cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp, sa);
+  const StageBlocks balanced = balanced_stages(s, m, rt, c, block, stage_end_sums(s, m, c));
+  out.exec.first_stage_blocks = balanced.first;
+  out.exec.last_stage_blocks = balanced.last;
   return out;
 }
 

@@ -128,7 +128,7 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
     {"mem_limit", &Totals::mem_limit, "GB"},
 }};
 
-// Memory per GPU (GB) of a stage of depth/pp blocks: weights, their gradients, fp32 master
+// Memory per GPU (GB) of a stage of `blocks` blocks: weights, their gradients, fp32 master
 // weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
 // ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
 // pp) on the first stage; interleaved, the first stage holds pp (1 + (pp - 1) / (pp V))
@@ -141,7 +141,7 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
-StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t depth, std::int64_t pp,
+StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t blocks, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
                        double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,
                        double whole_block_weights = 0, const StateBytes* bytes = nullptr);
@@ -157,8 +157,9 @@ Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm
                    std::int64_t dp, std::int64_t seqp, std::int64_t micro_batches, const Execution& exec = {});
 
 // The totals of one pipeline stage that runs `extra` layers (summed, one micro-batch) beside its
-// depth / pp blocks and holds the activations of `in_flight` micro-batches. With no extra
-// layers and in_flight = min(micro_batches, pp) it is step_totals, to the last bit.
+// `blocks` blocks and holds the activations of `in_flight` micro-batches; its bubble is pp - 1 of
+// its own micro-batch slots. With blocks = depth / pp, no extra layers and in_flight =
+// min(micro_batches, pp) it is step_totals, to the last bit.
 // What a runtime adds to a stage: its bytes per parameter, the host's floor per micro-batch, the
 // kernels around the layers and the peak's transients (all zero under the reference runtime).
 struct StageRuntime {
@@ -169,7 +170,7 @@ struct StageRuntime {
   double transient_gb = 0;       // memory beyond states and activations at the peak
 };
 Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
-                    std::int64_t depth, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
+                    std::int64_t blocks, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
                     std::int64_t micro_batches, std::int64_t in_flight, const Execution& exec = {},
                     const StageRuntime& runtime = {});
 
@@ -198,8 +199,10 @@ struct ModelTotals {
   double params_per_gpu = 0;  // weights held by one GPU of the stage that bounds memory
   double embedding_mem = 0;   // GB per GPU: the input embedding's weights, gradients and optimizer states
   double logits_mem = 0;      // GB per GPU: the loss's logits of one micro-batch (b l V / tp elements)
-  std::int64_t time_stage = 0;    // the pipeline stage (0-based) whose time decides the step
-  std::int64_t memory_stage = 0;  // the stage with the most memory, which decides whether it fits
+  // The pipeline stage (0-based) whose time decides the step, and the one with the most memory,
+  // which decides whether it fits; the middle stages of an uneven partition read 1 (all alike).
+  std::int64_t time_stage = 0;
+  std::int64_t memory_stage = 0;
 };
 
 struct ModelTotalsField {
@@ -241,12 +244,36 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
 
 // The one composition of a step from a block's summary, used by evaluate and the search. With a
 // vocabulary, the end stages (`ends`: stage_end_sums of this layout) add their layers; the
-// slowest stage decides the time fields of the totals, the fullest the memory fields.
+// slowest stage decides the time fields of the totals, the fullest the memory fields. With an
+// uneven partition (stage_blocks) the first stage (its blocks, the embedding, min(micro-batches,
+// pp) micro-batches in flight), a middle one (min(micro-batches, pp - 1) in flight) and the last
+// (its blocks, the LM head and loss, one in flight) are costed, each with the data-parallel
+// reduction of its own weights.
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
                        std::int64_t global_batch, const StageEndSums& ends = {});
 // The same under a runtime (the layout's execution options with apply_runtime already applied).
 StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                        const BlockSummary& block, std::int64_t global_batch, const StageEndSums& ends = {});
+
+// The partition of the model's blocks over the layout's pp > 1 stages that a search or
+// `estimate --first-stage-blocks auto` takes: the first and last stages hold at least one block,
+// the pp - 2 middle ones equally many, each a multiple of moe.every, and the slowest stage takes
+// the least time per micro-batch. A stage's time is estimated from its blocks (`block`, with the
+// runtime's tensor-parallel overlap and host floor per block) and its end layers (`ends`), so no
+// block is costed again. Ties go to fewer blocks on the first stage (which holds the most
+// micro-batches' activations), then on the last. ConfigError when no such partition exists
+// (depth < pp, or moe.every not dividing the depth).
+StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            const BlockSummary& block, const StageEndSums& ends);
+// The same from the times alone (seconds per micro-batch): a block's, its host floor, and the end
+// layers' on the first and last stage; `every`: a stage's blocks come in groups of that many.
+StageBlocks balanced_stages(std::int64_t depth, std::int64_t pp, std::int64_t every, double block_s,
+                            double block_floor_s, double first_extra_s, double last_extra_s);
+
+// The layout with the partition balanced_stages chooses for its block under the runtime (with
+// pp = 1 or interleaving, the even split); ConfigError as validate_layout gives it.
+Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            std::int64_t global_batch);
 
 // Everything about one configuration: the per-layer tables, DP and PP rows and totals.
 struct Evaluation {

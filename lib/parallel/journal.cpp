@@ -111,6 +111,10 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   }
   if (l.mbs < 1 || l.mbs > kMaxGlobalBatch || t.nb < 1 || t.nb > kMaxSummaBlocks) return false;
   if (l.exec.zero < 0 || l.exec.zero > 3) return false;
+  // a stage's blocks: 0 (an even share) or a count within the bounds of the degrees
+  for (const std::int64_t blocks : {l.exec.first_stage_blocks, l.exec.last_stage_blocks}) {
+    if (blocks < 0 || blocks > kMaxGpuCount) return false;
+  }
   std::int64_t gpus = 1;
   for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2}) {
     if (__builtin_mul_overflow(gpus, degree, &gpus) || gpus > kMaxGpuCount) return false;

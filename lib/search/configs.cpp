@@ -41,10 +41,11 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
 
 std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
                                          std::int64_t global_batch, const PlacementChoice& choice,
-                                         const Runtime& runtime) {
+                                         const Runtime& runtime, bool balance_stages) {
   std::optional<Evaluation> best;
   Layout best_layout = layout;
-  for_each_placement(sys, model, layout, choice, [&](const Layout& c) {
+  for_each_placement(sys, model, layout, choice, [&](const Layout& placed) {
+    const Layout c = balance_stages ? with_balanced_stages(sys, model, runtime, placed, global_batch) : placed;
     Evaluation ev = evaluate(sys, model, runtime, c, global_batch);
     if (!best || ev.throughput > best->throughput) {
       best = std::move(ev);
@@ -167,6 +168,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           c.attention = r.attention;
           c.exec = r.exec;
           try {
+            if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
             validate_layout(sys, model, c, global_batch);
           } catch (const ConfigError& e) {
             reject(e.what());
@@ -174,11 +176,13 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           }
           if (r.all_placements) {
             std::size_t before = out.rows.size();
-            for_each_placement(sys, model, c, choice, [&](const Layout& placed) {
+            for_each_placement(sys, model, c, choice, [&](const Layout& given) {
+              const Layout placed =
+                  r.balance_stages ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
               out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
             });
             if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
-          } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime)) {
+          } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, r.balance_stages)) {
             out.rows.push_back(make_row(c, *ev, global_batch));
           } else {
             reject("no NVLink placement of the search matches the given --nv-* values");

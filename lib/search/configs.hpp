@@ -27,10 +27,12 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f);
 
 // The fastest of those (ties: the first, as the search keeps it), or nullopt when none is left.
-// `layout` receives the chosen placement and block count.
+// `layout` receives the chosen placement and block count. balance_stages: each placement with
+// the partition of the blocks over the stages that balances its slowest stage
+// (with_balanced_stages), as the search chooses it.
 std::optional<Evaluation> best_placement(const System& sys, const Transformer& model, Layout& layout,
                                          std::int64_t global_batch, const PlacementChoice& choice,
-                                         const Runtime& runtime = reference_runtime());
+                                         const Runtime& runtime = reference_runtime(), bool balance_stages = false);
 
 // The micro-batch sizes the reference's search tries (micro_batch_size_candidates in
 // execution.py): divisors of the local batch whose tokens (mbs x l) split evenly over the GPUs
@@ -49,6 +51,7 @@ struct ConfigRanges {
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
   AttentionMode attention;       // the reference's search: flash attention
   Execution exec;                // execution options of every row (the reference's by default)
+  bool balance_stages = false;   // each row's partition of the blocks: with_balanced_stages (else exec's)
   Runtime runtime;               // how the framework executes them (the reference's by default)
 };
 

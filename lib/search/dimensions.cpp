@@ -10,14 +10,18 @@ using I = std::int64_t;
 
 // Pipeline depths dividing both the GPUs left after tensor parallelism and the model depth
 // (execute_*: pp over the divisors of min(n / tp, depth)); dp = n / (tp pp) must divide the batch.
-// With MoE every `every` > 1 blocks, a stage holds whole groups of every blocks.
+// With MoE every `every` > 1 blocks, a stage holds whole groups of every blocks. Under a runtime
+// beyond the reference, also the depths dividing the GPUs alone that leave each stage a group of
+// blocks: their stages hold the partition balanced_stages chooses (the leaf sets it).
 void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const Transformer& m = x.problem.model;
   const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2, depth = m.depth, G = x.problem.global_batch;
   const I every = m.is_moe() ? m.moe.every : 1;
-  const I max_pp = std::min(n / tp, depth);
+  const bool uneven = !x.problem.runtime.is_reference() && depth % every == 0;
+  const I max_pp = std::min(n / tp, uneven ? depth / every : depth);
   for (I pp = 1; pp <= max_pp; ++pp) {
-    if (max_pp % pp || n % (tp * pp) || depth % pp || (depth / pp) % every) continue;
+    if (n % (tp * pp)) continue;
+    if (!splits_evenly(m, pp) && !(uneven && pp > 1)) continue;
     const I dp = n / (tp * pp);
     if (dp > G || G % dp) {
       ++x.counters.pipelines_rejected_dp;
@@ -70,12 +74,15 @@ void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vect
   }
 }
 
-// Interleaved 1F1B needs pipeline stages, V dividing a stage's blocks and the micro-batches a
-// multiple of pp (Megatron-LM's schedule).
+// Interleaved 1F1B needs pipeline stages split evenly, V dividing a stage's blocks and the
+// micro-batches a multiple of pp (Megatron-LM's schedule).
 void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
   for (I v : x.problem.exec.interleave) {
-    if (v > 1 && (c.pp == 1 || (x.problem.model.depth / c.pp) % v || micro_batches % c.pp)) continue;
+    if (v > 1 && (c.pp == 1 || !splits_evenly(x.problem.model, c.pp) || (x.problem.model.depth / c.pp) % v ||
+                  micro_batches % c.pp)) {
+      continue;
+    }
     out.push_back({{v}});
   }
 }
@@ -102,6 +109,8 @@ constexpr SearchDimension kDimensions[] = {
      [](Layout& c, const Choice& v) {
        c.pp = v.v[0];
        c.dp = v.v[1];
+       c.exec.first_stage_blocks = 0;  // an even split; the leaf balances an uneven one
+       c.exec.last_stage_blocks = 0;
      }},
     {"mbs", true, 1u << 0, micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
     {"nb", true, 0, summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},

@@ -43,4 +43,13 @@ struct SearchDimension {
 // pp (with dp = n / (tp pp)), mbs, nb (2d SUMMA blocks), NVLink placement.
 std::span<const SearchDimension> search_dimensions();
 
+// Whether pp stages split the model's blocks evenly (with MoE every `every` > 1 blocks, in whole
+// groups of every blocks), as the reference's search requires. Under a runtime beyond the
+// reference the search also tries the other pipeline depths, with the partition balanced_stages
+// chooses at each leaf.
+inline bool splits_evenly(const Transformer& m, std::int64_t pp) {
+  const std::int64_t every = m.is_moe() ? m.moe.every : 1;
+  return m.depth % pp == 0 && (m.depth / pp) % every == 0;
+}
+
 }  // namespace perfsweep

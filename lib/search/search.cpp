@@ -293,20 +293,37 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     return leaves;
   };
 
+  // Whether the layout's pp splits the blocks evenly, worked out again only when pp changes.
+  std::int64_t checked_pp = 0;
+  bool even_split = true;
+  auto splits_evenly_now = [&]() {
+    if (c.pp != checked_pp) {
+      checked_pp = c.pp;
+      even_split = splits_evenly(p.model, c.pp);
+    }
+    return even_split;
+  };
+
   // Whether the blocks alone fit the largest capacity (a stage's embedding or LM head only adds
-  // memory, so this never drops a configuration that fits).
+  // memory, so this never drops a configuration that fits). An uneven split, not chosen yet,
+  // has a stage of at least its share of the blocks (in whole groups of moe.every), which holds
+  // at least one micro-batch's activations.
+  const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto fits_largest = [&]() {
     const BlockMemory& mem =
         cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel},
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
-    const std::int64_t in_flight = std::min(micro_batches, c.pp);
+    const bool even = splits_evenly_now();
+    const std::int64_t groups = p.model.depth / every;
+    const std::int64_t blocks = even ? p.model.depth / c.pp : (groups + c.pp - 1) / c.pp * every;
+    const std::int64_t in_flight = even ? std::min(micro_batches, c.pp) : 1;
     double activations = mem.activations();
     if (!reference && p.runtime.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
       const BlockActivations a = megatron_block_activations(p.model, c);
       activations = a.sa + (p.model.is_moe() ? mem.mlp_activations : a.mlp);
     }
-    return !(step_memory(mem.weights(), activations, p.model.depth, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
+    return !(step_memory(mem.weights(), activations, blocks, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
                          mem.expert_weights, mem.whole_block_weights, runtime_bytes)
                  .total > largest_capacity);
   };
@@ -319,6 +336,11 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
       ++shared.module_evaluations;
       return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};
     });
+    if (!splits_evenly_now()) [[unlikely]] {
+      const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, costed.block, costed.ends);
+      c.exec.first_stage_blocks = stages.first;
+      c.exec.last_stage_blocks = stages.last;
+    }
     const Totals totals = compose_step(sys, p.model, p.runtime, c, costed.block, p.global_batch, costed.ends).totals;
     cand.throughput = static_cast<double>(p.global_batch) / totals.t;
     cand.mem = totals.mem;

@@ -1,6 +1,6 @@
 #pragma once
-// The made-up system of the hand-derived model tests: round parameters, so that every expected
-// time can be worked out on paper.
+// The made-up system (and model) of the hand-derived model tests: round parameters, so that every
+// expected time can be worked out on paper.
 //   tensor cores 100 TFLOP/s, vector units 10 TFLOP/s (80 and 8 achieved at the reference's 80%),
 //   20 us per kernel launch; HBM 1000 GB/s, 80 GB;
 //   NVLink 100 GB/s x eff 0.5 = 50 GB/s per GPU, 1e-6 s per ring step, 4 GPUs per domain;
@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "model/system.hpp"
+#include "model/transformer.hpp"
 
 namespace perfsweep::test {
 
@@ -28,6 +29,12 @@ inline System round_system() {
   s.nic_factor = 1;
   s.nvlink_size = 4;
   return s;
+}
+
+// The made-up model of the layout checks: 16 heads of 64 over e = 1024, f = 4096, 2048 tokens,
+// 8 blocks.
+inline Transformer small_model() {
+  return {.name = "small", .l = 2048, .e = 1024, .h = 16, .depth = 8, .f = 4096, .moe = {}};
 }
 
 // The message of the ConfigError that f() throws, or "" if it throws none.

@@ -16,6 +16,7 @@ namespace {
 
 using test::config_error;
 using test::round_system;
+using test::small_model;
 
 // One layer: MLP weights 6 GB, attention 2 GB; forward compute 0.06 + 0.04 = 0.1 s, backward
 // 0.15 + 0.05 = 0.2 s; 10 GB sent between pipeline stages.
@@ -194,17 +195,6 @@ TEST(StepTotals, NoPipelineNoBubble) {
 }
 
 // A small model whose every degree check can be hit: 16 heads, e = 1024, 8 blocks.
-Transformer small_model() {
-  Transformer m;
-  m.name = "small";
-  m.l = 2048;
-  m.e = 1024;
-  m.h = 16;
-  m.depth = 8;
-  m.f = 4096;
-  return m;
-}
-
 std::string layout_error(const Layout& l, std::int64_t global_batch = 64, const Transformer& m = small_model()) {
   return config_error([&] { validate_layout(round_system(), m, l, global_batch); });
 }
@@ -234,7 +224,8 @@ TEST(ValidateLayout, NamesTheBadDegree) {
   Transformer odd_e = small_model();
   odd_e.e = 1000;
   EXPECT_EQ(layout_error(one_d(1, 16, 1, 1), 64, odd_e), "tp=16 does not divide embed_dim 1000");
-  EXPECT_EQ(layout_error(one_d(1, 1, 3, 1)), "pp=3 does not divide depth 8");
+  EXPECT_EQ(layout_error(one_d(1, 1, 3, 1)),
+            "pp=3 does not divide depth 8 (first_stage_blocks and last_stage_blocks split it unevenly)");
   EXPECT_EQ(layout_error(one_d(3, 1, 1, 1)), "dp=3 does not divide the global batch size 64");
   EXPECT_EQ(layout_error(one_d(2, 1, 1, 3)), "mbs=3 does not divide the local batch size 32");
 }
@@ -319,8 +310,8 @@ TEST(ExecutionMemory, ParameterLayouts) {
 TEST(ExecutionMemory, InterleavedFirstStageActivations) {
   Execution x;
   x.interleave = 2;
-  EXPECT_EQ(step_memory(0, 1, 8, 4, 1, 1, 4, x).activations, 2.0 * 4 * 1.375);
-  EXPECT_EQ(step_memory(0, 1, 8, 4, 1, 1, 4, {}).activations, 2.0 * 4);
+  EXPECT_EQ(step_memory(0, 1, 2, 4, 1, 1, 4, x).activations, 2.0 * 4 * 1.375);
+  EXPECT_EQ(step_memory(0, 1, 2, 4, 1, 1, 4, {}).activations, 2.0 * 4);
 }
 
 // The bubble of interleaved 1F1B is (p - 1) / (V m) of the work: exactly 1/V of 1F1B's.

@@ -1,6 +1,11 @@
 // Runtimes (model/runtime.hpp, runtimes/*.yaml): Megatron's activation accounting against
 // Korthikanti et al. 2022 Table 2, the reference runtime file against the built-in, ZeRO-3's
 // per-micro-batch gathers, the search against estimate under a runtime, and the loader's errors.
+// Uneven pipeline stages through evaluate and the search: an explicit even split is the default
+// bit for bit (reference and Megatron runtimes), Llama 3 405B's 7 + 14 x 8 + 7 split costs its
+// fullest stage, and under a runtime beyond the reference the search tries the pipeline depths
+// that do not divide the model's, each with its balanced partition, whose every ranked
+// configuration is what evaluate gives.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +18,7 @@
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
 #include "model/step.hpp"
+#include "search/dimensions.hpp"
 #include "search/search.hpp"
 
 namespace perfsweep {
@@ -77,26 +83,38 @@ TEST(Runtime, ZeroThreeGathersPerMicroBatch) {
   EXPECT_EQ(evaluate(s, m, mg, c, 64 * 8).totals.t_dp_comm, evaluate(s, m, mg, c, 64 * 32).totals.t_dp_comm);
 }
 
-// The search's best configuration under a runtime is what estimate composes for its layout.
-TEST(Runtime, SearchAgreesWithEstimate) {
+// A search of a shipped model on H100s under Megatron's runtime.
+SearchProblem megatron_search(const char* model, std::int64_t global_batch) {
   SearchProblem p;
-  p.model = load_model(kRoot / "models" / "llama3_8b.yaml");
+  p.model = load_model(kRoot / "models" / (std::string(model) + ".yaml"));
   p.system = load_system(kRoot / "systems" / "H100.yaml");
-  p.global_batch = 256;
+  p.global_batch = global_batch;
   p.runtime = load_runtime_named("megatron");
-  p.exec.zero = {0, 1};
-  p.exec.recompute = {Recompute::None, Recompute::Full};
+  return p;
+}
+
+// What the search ranks for n GPUs is what evaluate gives for each layout, bit for bit.
+TopN expect_ranked_as_evaluated(const SearchProblem& p, std::int64_t n_gpus) {
   Searcher searcher(p);
   SearchCounters counters;
-  const TopN top = searcher.run_all(64, counters);
-  ASSERT_FALSE(top.items().empty());
-  for (const Candidate& best : top.items()) {
-    const Evaluation ev = evaluate(p.system, p.model, p.runtime, best.layout, p.global_batch);
-    EXPECT_EQ(ev.totals.t, best.totals.t);
-    EXPECT_EQ(ev.totals.mem, best.totals.mem);
+  TopN top = searcher.run_all(n_gpus, counters);
+  EXPECT_FALSE(top.items().empty());
+  for (const Candidate& c : top.items()) {
+    const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
+    EXPECT_EQ(ev.throughput, c.throughput) << "pp=" << c.layout.pp;
+    for (const TotalsField& f : kTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
     EXPECT_TRUE(ev.fits);
     EXPECT_GT(ev.totals.t_optimizer, 0);
   }
+  return top;
+}
+
+// The search's best configuration under a runtime is what estimate composes for its layout.
+TEST(Runtime, SearchAgreesWithEstimate) {
+  SearchProblem p = megatron_search("llama3_8b", 256);
+  p.exec.zero = {0, 1};
+  p.exec.recompute = {Recompute::None, Recompute::Full};
+  expect_ranked_as_evaluated(p, 64);
 }
 
 TEST(Runtime, LoaderErrorsNameFileAndKey) {
@@ -197,6 +215,111 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
     EXPECT_EQ(runtime_to_yaml(back), runtime_to_yaml(rt));
   }
   std::filesystem::remove_all(dir);
+}
+
+void expect_same_step(const Evaluation& a, const Evaluation& b) {
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  for (const TotalsField& f : kRuntimeTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  for (const ModelTotalsField& f : kModelTotalsFields) EXPECT_EQ(a.model.*f.member, b.model.*f.member) << f.name;
+  EXPECT_EQ(a.model.time_stage, b.model.time_stage);
+  EXPECT_EQ(a.model.memory_stage, b.model.memory_stage);
+  EXPECT_EQ(a.throughput, b.throughput);
+}
+
+TEST(UnevenStages, ExplicitEvenSplitIsTheDefaultBitForBit) {
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
+  Layout c = one_d(8, 4, 9);  // 126 = 9 x 14
+  c.tensor.nv1 = 8;
+  Layout given = c;
+  given.exec.first_stage_blocks = 14;
+  given.exec.last_stage_blocks = 14;
+  for (const char* runtime : {"megatron", "reference"}) {
+    const Runtime rt = load_runtime_named(runtime);
+    expect_same_step(evaluate(h100, llama, rt, c, 256), evaluate(h100, llama, rt, given, 256));
+  }
+  // the paper's model without a vocabulary, under the reference
+  const System a100 = load_system(kRoot / "systems" / "A100.yaml");
+  const Transformer gpt = load_model(kRoot / "models" / "gpt3_1T.yaml");
+  Layout paper = one_d(8, 32, 16);
+  paper.tensor.nv1 = 4;
+  Layout paper_given = paper;
+  paper_given.exec.first_stage_blocks = gpt.depth / 16;
+  expect_same_step(evaluate(a100, gpt, paper, 4096), evaluate(a100, gpt, paper_given, 4096));
+}
+
+// Llama 3 405B on 16 stages (Dubey et al. 2024: one block fewer on the first and the last, which
+// hold the embedding and the LM head): the step's memory is its fullest stage's and its time
+// its slowest's, each what the stage costs.
+TEST(UnevenStages, Llama405bOnSixteenStages) {
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
+  const Runtime rt = load_runtime_named("megatron");
+  Layout c = one_d(8, 8, 16);
+  c.tensor.nv1 = 8;
+  c.exec.first_stage_blocks = 7;
+  c.exec.last_stage_blocks = 7;
+  const Evaluation ev = evaluate(h100, llama, rt, c, 512);
+  // a model of the same blocks whose every stage holds 8: the middle stages of the uneven split
+  Transformer eight = llama;
+  eight.depth = 128;
+  eight.vocab_size = 0;
+  Layout even = c;
+  even.exec.first_stage_blocks = 0;
+  even.exec.last_stage_blocks = 0;
+  const Evaluation middle = evaluate(h100, eight, rt, even, 512);
+  // 8 blocks with 15 micro-batches in flight outweigh 7 with 16 and the embedding: a middle
+  // stage's weights, gradients and optimizer states, and 15/16 of the activations of the first
+  // stage of 8 blocks
+  EXPECT_EQ(ev.model.memory_stage, 1);
+  EXPECT_EQ(ev.totals.wts_mem, middle.totals.wts_mem);
+  EXPECT_EQ(ev.totals.wts_grad_mem, middle.totals.wts_grad_mem);
+  EXPECT_EQ(ev.totals.wts_optimizer_states_mem, middle.totals.wts_optimizer_states_mem);
+  EXPECT_NEAR(ev.totals.acts_mem, middle.totals.acts_mem * 15.0 / 16.0, 1e-12 * ev.totals.acts_mem);
+  EXPECT_NEAR(ev.totals.mem, middle.totals.mem - middle.totals.acts_mem / 16.0, 1e-12 * ev.totals.mem);
+}
+
+// 126 blocks on 1024 H100s with tp 8: only pp 1 and 2 divide both 126 and the 128 GPUs left, and
+// neither fits 405B parameters; under Megatron's runtime the search runs pp 4..64 with balanced
+// partitions, and what it ranks is what evaluate gives, bit for bit.
+TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
+  SearchProblem p = megatron_search("llama3_405b", 512);
+  bool uneven = false;
+  for (const Candidate& c : expect_ranked_as_evaluated(p, 1024).items()) {
+    const Layout& l = c.layout;
+    if (!splits_evenly(p.model, l.pp)) {
+      uneven = true;
+      const StageBlocks b = stage_blocks(p.model.depth, l.pp, l.exec);
+      EXPECT_EQ(b.first + (l.pp - 2) * b.middle + b.last, p.model.depth);
+    } else {
+      EXPECT_EQ(l.exec.first_stage_blocks, 0);
+    }
+  }
+  EXPECT_TRUE(uneven);
+  // the reference's search keeps to depths dividing the model's
+  p.runtime = reference_runtime();
+  Searcher reference(p);
+  SearchCounters reference_counters;
+  for (const Candidate& c : reference.run_all(1024, reference_counters).items()) {
+    EXPECT_TRUE(splits_evenly(p.model, c.layout.pp));
+  }
+}
+
+// A stage partition given to estimate or configs through with_balanced_stages: the balanced
+// partition of Llama 3 405B on 16 stages is valid and evaluates.
+TEST(UnevenStages, BalancedLayoutEvaluates) {
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
+  const Runtime rt = load_runtime_named("megatron");
+  const Layout c = with_balanced_stages(h100, llama, rt, one_d(8, 8, 16), 512);
+  const StageBlocks b = stage_blocks(llama.depth, 16, c.exec);
+  EXPECT_EQ(b.first + 14 * b.middle + b.last, 126);
+  EXPECT_LE(b.first, b.middle);
+  EXPECT_LE(b.last, b.middle);
+  const Evaluation ev = evaluate(h100, llama, rt, c, 512);
+  EXPECT_GT(ev.throughput, 0);
+  // no pipeline: nothing to split
+  EXPECT_EQ(with_balanced_stages(h100, llama, rt, one_d(8, 8, 1), 512).exec.first_stage_blocks, 0);
 }
 
 }  // namespace

@@ -1,0 +1,200 @@
+// Uneven pipeline stages (model/plan.hpp: stage_blocks; model/step.hpp: compose_step,
+// balanced_stages): Megatron-LM's partition, hand-derived stage times and memory of a Llama 3
+// 405B-like split (126 blocks on 16 stages, 7 on each end, 8 in the middle), the balanced
+// partition, and the errors that name a bad one.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/round_system.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep {
+namespace {
+
+using test::config_error;
+using test::round_system;
+
+Execution stages(std::int64_t first, std::int64_t last) {
+  Execution x;
+  x.first_stage_blocks = first;
+  x.last_stage_blocks = last;
+  return x;
+}
+
+// "first/middle/last"
+std::string text(const StageBlocks& b) {
+  return std::to_string(b.first) + "/" + std::to_string(b.middle) + "/" + std::to_string(b.last);
+}
+
+TEST(StageBlocks, MegatronPartition) {
+  const StageBlocks llama = stage_blocks(126, 16, stages(7, 7));
+  EXPECT_EQ(text(llama), "7/8/7");
+  EXPECT_FALSE(llama.even());
+  // the stages not given share the rest: 126 - 6 = 120 over 15 stages
+  EXPECT_EQ(text(stage_blocks(126, 16, stages(6, 0))), "6/8/8");
+  EXPECT_EQ(text(stage_blocks(126, 16, stages(0, 6))), "8/8/6");
+  EXPECT_EQ(text(stage_blocks(30, 2, stages(14, 16))), "14/14/16");
+  EXPECT_FALSE(stage_blocks(30, 2, stages(14, 16)).even());
+  EXPECT_TRUE(stage_blocks(128, 16, {}).even());
+  EXPECT_TRUE(stage_blocks(128, 16, stages(8, 8)).even());
+  EXPECT_TRUE(stage_blocks(30, 2, stages(15, 0)).even());
+  EXPECT_TRUE(stage_blocks(30, 1, {}).even());
+}
+
+// A block of 1 s forward and 2 s backward per micro-batch, 1 GB of weights and 0.5 GB of
+// activations; the embedding 0.5 s and 0.5 GB, the LM head and loss 4 s and 0.5 GB. No
+// communication (dp = 1, no pipeline transfers), 32 micro-batches, the reference's bytes
+// (weights 1x, gradients 1x, optimizer states 6x of the 2-byte weights).
+BlockSummary round_block() {
+  BlockSummary b;
+  b.mlp = {.t_fwd = 1, .t_bwd = 2, .weights_mem = 1, .activation_buffer = 0.5};
+  return b;
+}
+
+StageEndSums round_ends() {
+  StageEndSums e;
+  e.first = {.t_fwd = 0.25, .t_bwd = 0.25, .weights_mem = 0.5};
+  e.last = {.t_fwd = 1, .t_bwd = 3, .weights_mem = 0.5};
+  return e;
+}
+
+Transformer llama_like() {
+  Transformer m;
+  m.depth = 126;
+  m.vocab_size = 1;  // the ends' sums are given
+  return m;
+}
+
+Layout llama_layout() {
+  Layout c;
+  c.pp = 16;
+  c.exec = stages(7, 7);
+  return c;
+}
+
+// Per micro-batch: the first stage 7 x 3 + 0.5 = 21.5 s, a middle one 8 x 3 = 24 s, the last
+// 7 x 3 + 4 = 25 s. The step is the last's: 32 x 25 + 15 x 25 (its bubble) = 1175 s.
+// Memory: the first (7 + 0.5) x 8 + 7 x 0.5 x 16 in flight = 116 GB, a middle one 8 x 8 +
+// 8 x 0.5 x 15 = 124 GB, the last (7 + 0.5) x 8 + 7 x 0.5 x 1 = 63.5 GB: the middle is fullest.
+TEST(UnevenStages, SlowestTimeFullestMemory) {
+  const StepCosts step =
+      compose_step(round_system(), llama_like(), llama_layout(), round_block(), 32, round_ends());
+  EXPECT_EQ(step.totals.t, 1175.0);
+  EXPECT_EQ(step.totals.t_bubble, 375.0);
+  EXPECT_EQ(step.model.time_stage, 15);
+  EXPECT_EQ(step.totals.mem, 124.0);
+  EXPECT_EQ(step.totals.acts_mem, 60.0);
+  EXPECT_EQ(step.totals.wts_mem, 8.0);
+  EXPECT_EQ(step.model.memory_stage, 1);
+}
+
+// Each stage as stage_totals costs it alone: the composition takes the time fields of the
+// slowest and the memory fields of the fullest, bit for bit.
+TEST(UnevenStages, EachStageAsStageTotals) {
+  const BlockSummary b = round_block();
+  const StageEndSums e = round_ends();
+  const Totals first = stage_totals(b, e.first, 0, 0, 7, 16, 1, 1, 32, 16);
+  const Totals middle = stage_totals(b, ModuleSums{}, 0, 0, 8, 16, 1, 1, 32, 15);
+  const Totals last = stage_totals(b, e.last, 0, 0, 7, 16, 1, 1, 32, 1);
+  EXPECT_EQ(first.t, 1010.5);
+  EXPECT_EQ(middle.t, 1128.0);
+  EXPECT_EQ(first.mem, 116.0);
+  EXPECT_EQ(last.mem, 63.5);
+  const Totals x = compose_step(round_system(), llama_like(), llama_layout(), b, 32, e).totals;
+  for (const TotalsField& f : kTotalsFields) {
+    const bool memory = f.member == &Totals::mem || f.member == &Totals::wts_mem ||
+                        f.member == &Totals::wts_grad_mem || f.member == &Totals::wts_optimizer_states_mem ||
+                        f.member == &Totals::acts_mem;
+    EXPECT_EQ(x.*f.member, (memory ? middle : last).*f.member) << f.name;
+  }
+}
+
+// Without a vocabulary the last stage of an uneven split can still bound the step: 10 blocks
+// there, 8 on the first (in flight 16) and 9 on the others.
+TEST(UnevenStages, WithoutVocabularyTheLastCounts) {
+  Transformer m;
+  m.depth = 144;
+  Layout c;
+  c.pp = 16;
+  c.exec = stages(8, 10);
+  const StepCosts step = compose_step(round_system(), m, c, round_block(), 32);
+  EXPECT_EQ(step.model.time_stage, 15);
+  EXPECT_EQ(step.totals.t, (32 + 15) * 30.0);
+  EXPECT_EQ(step.model.memory_stage, 1);  // 9 x 8 + 9 x 0.5 x 15 = 139.5 against 8 x 8 + 64 = 128
+  EXPECT_EQ(step.totals.mem, 139.5);
+}
+
+// Given explicitly, the even split is the default to the last bit.
+TEST(UnevenStages, ExplicitEvenSplitIsTheDefault) {
+  Transformer m = llama_like();
+  m.depth = 128;
+  Layout even;
+  even.pp = 16;
+  Layout given = even;
+  given.exec = stages(8, 8);
+  const StepCosts a = compose_step(round_system(), m, even, round_block(), 32, round_ends());
+  const StepCosts b = compose_step(round_system(), m, given, round_block(), 32, round_ends());
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  EXPECT_EQ(a.model.time_stage, b.model.time_stage);
+  EXPECT_EQ(a.model.memory_stage, b.model.memory_stage);
+}
+
+// 126 blocks of 1 s on 16 stages, 0.9 s of embedding and 1.6 s of LM head: 7 + 14 x 8 + 7, the
+// slowest stage the last at 8.6 s (8 on the first would make it 8.9 s).
+TEST(BalancedStages, LlamaPartition) {
+  EXPECT_EQ(text(balanced_stages(126, 16, 1, 1.0, 0, 0.9, 1.6)), "7/8/7");
+  // no end layers: 30 on 4 stages takes 8 blocks on the slowest at best (6 + 8 + 8 + 8,
+  // 7 + 8 + 8 + 7, 8 + 7 + 7 + 8); the fewest on the first stage win
+  EXPECT_EQ(text(balanced_stages(30, 4, 1, 1.0, 0, 0, 0)), "6/8/8");
+  // the host's floor (2 s a block) over the blocks' 1 s: 8 in the middle take 16 s, and the first
+  // stage may hold 6 (12 s) with 8 on the last (16 s)
+  EXPECT_EQ(text(balanced_stages(126, 16, 1, 1.0, 2.0, 0.9, 1.6)), "6/8/8");
+  // a heavy LM head moves blocks to the first stage: 10 blocks on 2 stages, 3.5 s of head (7 + 3:
+  // 7 s and 6.5 s; 6 + 4 would take 7.5 s); with pp = 2 the middle reads as the first
+  EXPECT_EQ(text(balanced_stages(10, 2, 1, 1.0, 0, 0, 3.5)), "7/7/3");
+  // MoE every 2 blocks: stages in whole pairs. 24 on 5 stages with a head of 2 s: 3 x 6 in the
+  // middle bound it at 6 s, and of 2 + 4 and 4 + 2 on the ends (6 s each) fewer on the first wins.
+  EXPECT_EQ(text(balanced_stages(24, 5, 2, 1.0, 0, 0, 2.0)), "2/6/4");
+  EXPECT_EQ(config_error([] { balanced_stages(10, 11, 1, 1.0, 0, 0, 0); }),
+            "no partition of depth 10 over pp=11 stages gives each stage at least one block");
+  EXPECT_EQ(config_error([] { balanced_stages(10, 4, 4, 1.0, 0, 0, 0); }),
+            "no partition of depth 10 over pp=4 stages gives each stage at least one block in whole groups of "
+            "moe.every=4");
+}
+
+std::string partition_error(std::int64_t depth, std::int64_t pp, const Execution& x) {
+  Transformer m = test::small_model();
+  m.depth = depth;
+  Layout c;
+  c.pp = pp;
+  c.exec = x;
+  return config_error([&] { validate_layout(round_system(), m, c, 64); });
+}
+
+TEST(UnevenStages, ErrorsNameThePartition) {
+  EXPECT_EQ(partition_error(126, 16, stages(7, 7)), "");
+  EXPECT_EQ(partition_error(126, 16, stages(-1, 7)), "first_stage_blocks must be >= 0 (0: an even share), got -1");
+  EXPECT_EQ(partition_error(126, 1, stages(7, 0)), "first_stage_blocks=7 needs pipeline stages (pp > 1)");
+  EXPECT_EQ(partition_error(126, 16, stages(7, 6)),
+            "first_stage_blocks=7 and last_stage_blocks=6 leave 113 of depth 126 blocks, which the other 14 "
+            "stages of pp=16 cannot share evenly");
+  EXPECT_EQ(partition_error(126, 16, stages(100, 20)),
+            "first_stage_blocks=100 and last_stage_blocks=20 leave 6 of depth 126 blocks for the other 14 stages "
+            "of pp=16, fewer than one each");
+  EXPECT_EQ(partition_error(126, 16, stages(0, 7)),
+            "last_stage_blocks=7 leaves 119 of depth 126 blocks, which the other 15 stages of pp=16 cannot share "
+            "evenly");
+  EXPECT_EQ(partition_error(30, 2, stages(14, 15)), "first_stage_blocks=14 and last_stage_blocks=15 must add up to "
+                                                     "depth 30 with pp=2");
+  EXPECT_EQ(partition_error(126, 16, {}),
+            "pp=16 does not divide depth 126 (first_stage_blocks and last_stage_blocks split it unevenly)");
+  Execution interleaved = stages(7, 7);
+  interleaved.interleave = 2;
+  EXPECT_EQ(partition_error(126, 16, interleaved),
+            "interleave=2 is modelled for an even split of the blocks only, got 7 on the first stage, 8 on a middle "
+            "one, 7 on the last");
+}
+
+}  // namespace
+}  // namespace perfsweep
