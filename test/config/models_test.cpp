@@ -3,6 +3,7 @@
 // the measured H100 runs' counts (PyTorch's sum of parameter sizes, shared validation set,
 // validation/gpu/h100_train.json `result.params`) are exact.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -79,7 +80,8 @@ TEST(ShippedModels, EveryShippedModelLoadsAndRoundTrips) {
 }
 
 std::string load_error(const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / "perfsweep_bad_model.yaml";
+  // one file per test process: ctest runs the tests of this file in parallel processes
+  const fs::path p = fs::temp_directory_path() / ("perfsweep_bad_model_" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(p) << "seq_len: 128\nembed_dim: 256\nnum_heads: 8\ndepth: 2\n" << text;
   std::string message;
   try {
