@@ -15,6 +15,7 @@
 #include "common/attention_options.hpp"
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
+#include "common/budget_options.hpp"
 #include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
@@ -23,6 +24,7 @@
 #include "core/files.hpp"
 #include "core/limits.hpp"
 #include "io/report.hpp"
+#include "model/efficiency.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
 #include "search/search.hpp"
@@ -46,6 +48,7 @@ struct Options {
   std::string sort = "auto";
   std::size_t top = 0;
   std::string output;
+  cli::BudgetOptions budget;
 };
 
 // --tp, --tp1, --tp2, --pp, --dp: "" -> {} (free); "8" or "1,2,4" -> those, each of which must
@@ -111,7 +114,22 @@ const Column kIntColumns[] = {
 
 // n_gpus, strategy, the degrees, throughput, fits, every totals key, hbm_capacity
 // (scripts/plot_configs.py reads these columns).
-std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Strategy strategy, const System& sys) {
+// Each row's tokens, model FLOP/s and MFU, and the budget's time and cost when one is asked.
+struct RowTraining {
+  Efficiency efficiency;
+  TrainingBudget budget;
+};
+RowTraining row_training(const ConfigRow& r, const Transformer& model, const System& sys, std::int64_t global_batch,
+                         const cli::BudgetOptions& b) {
+  RowTraining x;
+  x.efficiency = efficiency(model, sys, r.layout.n_gpus(), global_batch, r.totals.t);
+  x.budget = training_budget(x.efficiency, r.layout.n_gpus(), global_batch, model.l, b.tokens, b.gpu_hour_cost);
+  return x;
+}
+
+std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Strategy strategy, const System& sys,
+                   const std::vector<RowTraining>& training) {
+  const bool budget = !training.empty() && training.front().budget.tokens > 0;
   std::ostringstream out;
   out << "n_gpus,strategy";
   for (const Column& c : kIntColumns) out << ',' << c.name;
@@ -119,20 +137,29 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   for_each_config_key(Layout{}, KeyKind::Execution, [&](const char* name, std::int64_t) { out << ',' << name; });
   out << ",throughput,fits";
   for (const TotalsField& f : kTotalsFields) out << ',' << f.name;
-  out << ",hbm_capacity\n";
-  for (const ConfigRow& r : rows) {
+  out << ",hbm_capacity,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu";
+  if (budget) out << ",train_days,gpu_hours,cost";
+  out << "\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ConfigRow& r = rows[i];
+    const RowTraining& x = training[i];
     out << n_gpus << ',' << strategy_name(strategy);
     for (const Column& c : kIntColumns) out << ',' << c.get(r);
     for_each_config_key(r.layout, KeyKind::Execution, [&](const char*, std::int64_t v) { out << ',' << v; });
     out << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
     for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member));
-    out << ',' << g17(sys.hbm_capacity) << '\n';
+    out << ',' << g17(sys.hbm_capacity) << ',' << g17(x.efficiency.tokens_per_s_per_gpu) << ','
+        << g17(x.efficiency.model_tflops_per_gpu) << ',' << g17(x.efficiency.mfu);
+    if (budget) out << ',' << g17(x.budget.days) << ',' << g17(x.budget.gpu_hours) << ',' << g17(x.budget.cost);
+    out << '\n';
   }
   return out.str();
 }
 
 // Aligned, for people: one line per configuration, times in seconds per iteration.
-std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys, std::int64_t depth) {
+std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys, std::int64_t depth,
+                     const std::vector<RowTraining>& training) {
+  const bool budget = !training.empty() && training.front().budget.tokens > 0;
   const bool one_d = strategy == Strategy::OneD;
   std::ostringstream out;
   char line[512];
@@ -145,10 +172,10 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
     if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
   }
-  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s%s\n",
+  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s %6s%s%s\n",
                 "#", one_d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s", "t (s)",
-                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits",
-                partitioned ? "  blocks first/middle/last" : "");
+                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits", "MFU %",
+                budget ? "     days" : "", partitioned ? "  blocks first/middle/last" : "");
   out << line;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ConfigRow& r = rows[i];
@@ -167,6 +194,13 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
                   r.throughput, t.t, t.t_comp, t.t_mem, t.t_tp_comm, t.t_dp_comm, t.t_pp_comm, t.t_bubble, t.mem,
                   r.fits ? "yes" : "no");
     std::string text = line;
+    char extra[64];
+    std::snprintf(extra, sizeof extra, " %6.1f", 100 * training[i].efficiency.mfu);
+    text.insert(text.size() - 1, extra);
+    if (budget) {
+      std::snprintf(extra, sizeof extra, " %8.4g", training[i].budget.days);
+      text.insert(text.size() - 1, extra);
+    }
     if (partitioned) {
       const StageBlocks b = stage_blocks(depth, l.pp, l.exec);
       text.insert(text.size() - 1, "  " + std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") +
@@ -183,6 +217,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
 }
 
 int run(const Options& o) {
+  o.budget.check();
   check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
   const Transformer model = cli::read_model_logged(o.model, o.seq_len);
@@ -243,7 +278,9 @@ int run(const Options& o) {
   }
   if (o.top > 0 && rows.size() > o.top) rows.resize(o.top);
 
-  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys);
+  std::vector<RowTraining> training;
+  for (const ConfigRow& row : rows) training.push_back(row_training(row, model, sys, o.global_batch, o.budget));
+  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys, training);
   if (!o.output.empty()) {
     write_text_atomically(o.output, csv);
     spdlog::info("wrote {} configurations to {}", rows.size(), o.output);
@@ -257,7 +294,7 @@ int run(const Options& o) {
                 std::string(strategy_name(strategy)).c_str(), attention.c_str(), static_cast<long long>(o.n_gpus),
                 static_cast<long long>(o.global_batch), rows.size(),
                 by_throughput ? ", fastest first (those that fit before those that do not)" : ", in the order asked for");
-    std::cout << to_table(rows, strategy, sys, model.depth);
+    std::cout << to_table(rows, strategy, sys, model.depth, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
@@ -307,6 +344,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--top", o.top, "keep the first K rows (0: all)")->capture_default_str();
   cli::add_common_flags(app, o.verbosity);
+  o.budget.add_to(app);
   app.add_flag("--csv", o.csv, "print CSV (the columns scripts/plot_configs.py reads) instead of the table");
   app.add_option("-o,--out", o.output, "also write the CSV to this file (atomically)");
   app.footer(

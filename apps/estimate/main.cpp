@@ -1,12 +1,12 @@
 // estimate: the cost of one parallel configuration, layer by layer (the reference's stats
 // notebook as a command).
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
 #include "common/attention_options.hpp"
+#include "common/budget_options.hpp"
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
@@ -35,7 +35,7 @@ struct Options {
   AttentionOptions attention;
   ExecutionFlags exec;
   bool json = false, csv = false, csv_totals = false, train_step = false;
-  double tokens = 0, gpu_hour_cost = 0;
+  cli::BudgetOptions budget;
   cli::Verbosity verbosity;
 };
 
@@ -123,10 +123,9 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
-  for (const auto& [flag, v] : {std::pair{"--tokens", o.tokens}, std::pair{"--gpu-hour-cost", o.gpu_hour_cost}}) {
-    if (!std::isfinite(v)) throw InputError(std::string(flag) + " must be a finite number, got " + std::to_string(v));
-  }
-  ev.budget = training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.tokens, o.gpu_hour_cost);
+  o.budget.check();
+  ev.budget =
+      training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.budget.tokens, o.budget.gpu_hour_cost);
   if (o.json) {
     std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
   } else if (o.csv) {
@@ -166,10 +165,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
-  app.add_option("--tokens", o.tokens, "tokens to train on, e.g. 15e12: prints the days, steps and GPU-hours")
-      ->check(CLI::Range(0.0, 1e18));
-  app.add_option("--gpu-hour-cost", o.gpu_hour_cost, "price of one GPU-hour: with --tokens, prints the cost")
-      ->check(CLI::Range(0.0, 1e9));
+  o.budget.add_to(app);
   add_stage_options(app, o.exec);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
