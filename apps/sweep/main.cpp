@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "common/budget_options.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include "common/execution_options.hpp"
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--n-gpus", o.n_gpus, "GPU counts: a list 8,16,32 or a power-of-two range 4:16384")->capture_default_str();
   app.add_option("--top-n", o.top_n, "configurations kept per GPU count")->capture_default_str();
   add_execution_options(app, o.exec, true);
+  cli::BudgetOptions budget;
+  budget.add_to(app);
   app.add_option("--max-points", o.max_points, "refuse runs of more searches (targets x GPU counts) than this")
       ->capture_default_str();
   app.add_option("--max-output-gb", o.max_output_gb, "refuse runs whose output (or results in memory) would exceed this")
@@ -80,6 +83,9 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     app.parse(argc, argv);
+    budget.check();
+    o.tokens = budget.tokens;
+    o.gpu_hour_cost = budget.gpu_hour_cost;
     spdlog::set_pattern(rank == 0 ? "[%Y-%m-%d %H:%M:%S] [%l] %v" : "[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%l] %v");
     o.quiet = verbosity.quiet;
     o.verbose = verbosity.verbose;

@@ -145,16 +145,28 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
       h5::dataset(top.id(), f.name, col, f.unit);
     }
     // Tokens, model FLOP/s and MFU (model/efficiency.hpp; PaLM's 6N + 12 L e T per token).
-    std::vector<double> tokens, tflops, mfu;
+    // With a token budget, its days, GPU-hours and cost (when priced) per row.
+    std::vector<double> tokens, tflops, mfu, days, gpu_hours, cost;
     for (const Candidate* c : rows) {
       const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t);
       tokens.push_back(e.tokens_per_s_per_gpu);
       tflops.push_back(e.model_tflops_per_gpu);
       mfu.push_back(e.mfu);
+      const TrainingBudget b = training_budget(e, c->layout.n_gpus(), meta.global_batch, meta.model.l, meta.tokens,
+                                               meta.gpu_hour_cost);
+      days.push_back(b.days);
+      gpu_hours.push_back(b.gpu_hours);
+      cost.push_back(b.cost);
     }
     h5::dataset(top.id(), "tokens_per_s_per_gpu", tokens, "tokens/s");
     h5::dataset(top.id(), "model_tflops_per_gpu", tflops, "TFLOP/s");
     h5::dataset(top.id(), "mfu", mfu, "1");
+    if (meta.tokens > 0) {
+      h5::attr(top.id(), "tokens", meta.tokens);
+      h5::dataset(top.id(), "train_days", days, "days");
+      h5::dataset(top.id(), "gpu_hours", gpu_hours, "GPU-h");
+      if (meta.gpu_hour_cost > 0) h5::dataset(top.id(), "cost", cost, "currency");
+    }
   }
   const auto nv_names = nv_keys(probe);
   for (std::size_t k = 0; k < nv_names.size(); ++k) {

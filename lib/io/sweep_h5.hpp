@@ -35,6 +35,7 @@ struct RunMetadata {
   std::int64_t global_batch = 4096;
   std::int64_t top_n = 10;
   std::vector<std::int64_t> n_gpus;  // GPU counts searched
+  double tokens = 0, gpu_hour_cost = 0;  // a token budget (0: none asked)
 };
 
 void write_run_metadata(hid_t file, const RunMetadata& meta);

@@ -287,7 +287,7 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
   flush_stdout();
 }
 
-void log_summary(const SweepPlan& plan, const SweepRun& sweep) {
+void log_summary(const SweepPlan& plan, const SweepRun& sweep, const SweepOptions& o) {
   for (std::size_t t = 0; t < plan.targets.size(); ++t) {
     const auto& tops = sweep.results()[t].tops;
     std::size_t first = 0;
@@ -305,6 +305,16 @@ void log_summary(const SweepPlan& plan, const SweepRun& sweep) {
       const SearchProblem& problem = plan.targets[t].problem;
       spdlog::info("{}: best at {} GPUs: {}", plan.targets[t].group, plan.n_gpus[last],
                    configuration_summary(best.layout, best.totals, problem.model, problem.system, problem.global_batch));
+      if (o.tokens > 0) {
+        const Efficiency e =
+            efficiency(problem.model, problem.system, best.layout.n_gpus(), problem.global_batch, best.totals.t);
+        const TrainingBudget b = training_budget(e, best.layout.n_gpus(), problem.global_batch, problem.model.l,
+                                                 o.tokens, o.gpu_hour_cost);
+        spdlog::info("{}: training on {:.4g} tokens: {:.4g} steps, {:.4g} days, {:.4g} GPU-hours{}", plan.targets[t].group,
+                     b.tokens, b.steps, b.days, b.gpu_hours,
+                     b.gpu_hour_cost > 0 ? fmt::format(", cost {:.4g} at {:g} per GPU-hour", b.cost, b.gpu_hour_cost)
+                                         : std::string());
+      }
     }
   }
 }
@@ -439,6 +449,8 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   meta.created = now_utc();
   meta.command_line = o.command_line;
   meta.n_ranks = size;
+  meta.tokens = o.tokens;
+  meta.gpu_hour_cost = o.gpu_hour_cost;
   meta.strategy = plan.strategy;
   meta.model = plan.model;
   meta.model_yaml = model_to_yaml(plan.model);
@@ -465,7 +477,7 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
     spdlog::info("wrote {} and its ParaView sidecar (.xmf)", plan.output);
     return;
   }
-  log_summary(plan, sweep);
+  log_summary(plan, sweep, o);
   spdlog::info("wrote {}", plan.output);
 }
 

@@ -40,6 +40,9 @@ struct SweepOptions {
   // Refused before any work when exceeded: searches (targets x GPU counts) and estimated output.
   std::int64_t max_points = 1000000;
   double max_output_gb = 10.0;
+  // A token budget (--tokens, --gpu-hour-cost): its days, GPU-hours and cost for the closing
+  // summary's best configuration and, under a runtime, in every top/ row.
+  double tokens = 0, gpu_hour_cost = 0;
   std::string software_version;
   std::string command_line;
 };
