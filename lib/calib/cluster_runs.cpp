@@ -719,7 +719,6 @@ RunPrediction predict_run(const System& cluster, const ClusterRun& run, const Cl
     state_gb = params * per_param * 1e-9;
     activations_gb *= D(fullest_layers) / D(costed.depth / run.layout.pp);
   }
-  constexpr double kGbPerGib = 1.073741824;
   p.predicted_mem_gb = state_gb / kGbPerGib;
   p.peak_mem_gb = state_gb + activations_gb;
   p.fits = !(p.peak_mem_gb > system.hbm_capacity);

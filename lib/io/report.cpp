@@ -168,28 +168,25 @@ void module_json(JsonWriter& w, const char* key, const Module& m, const Layout& 
 }  // namespace
 
 namespace {
-struct EfficiencyField {
-  const char* name;
-  double Efficiency::*member;
-  const char* unit;
-};
-constexpr EfficiencyField kEfficiencyFields[] = {
+constexpr UnitField<Efficiency> kEfficiencyFields[] = {
     {"tokens_per_s", &Efficiency::tokens_per_s, "tokens/s"},
     {"tokens_per_s_per_gpu", &Efficiency::tokens_per_s_per_gpu, "tokens/s"},
     {"model_flops_per_token", &Efficiency::model_flops_per_token, "FLOP"},
     {"model_tflops_per_gpu", &Efficiency::model_tflops_per_gpu, "TFLOP/s"},
     {"mfu", &Efficiency::mfu, "1"},
 };
-struct BudgetField {
-  const char* name;
-  double TrainingBudget::*member;
-  const char* unit;
-};
-constexpr BudgetField kBudgetFields[] = {
+constexpr UnitField<TrainingBudget> kBudgetFields[] = {
     {"tokens", &TrainingBudget::tokens, "tokens"},       {"steps", &TrainingBudget::steps, "steps"},
     {"train_seconds", &TrainingBudget::seconds, "s"},    {"train_days", &TrainingBudget::days, "days"},
     {"gpu_hours", &TrainingBudget::gpu_hours, "GPU-h"},  {"cost", &TrainingBudget::cost, "currency"},
 };
+
+// Efficiency fields go beyond the reference's output: a modern model's, a runtime's, or asked for.
+bool shows_efficiency(const Evaluation& ev) { return ev.model_section || ev.under_runtime() || ev.budget.tokens > 0; }
+// The budget's fields, the cost only when priced.
+bool shows(const UnitField<TrainingBudget>& f, const TrainingBudget& b) {
+  return f.member != &TrainingBudget::cost || b.gpu_hour_cost > 0;
+}
 
 void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layout, const System& system);
 }  // namespace
@@ -298,15 +295,15 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   w.key("throughput").value(ev.throughput);
   // Tokens, model FLOP/s and MFU (model/efficiency.hpp), beyond the reference's output (a modern
   // model or a runtime), and a token budget's time and cost when one is asked.
-  if (ev.model_section || ev.under_runtime() || ev.budget.tokens > 0) {
+  if (shows_efficiency(ev)) {
     w.key("efficiency").begin_object();
-    for (const EfficiencyField& f : kEfficiencyFields) w.key(f.name).value(ev.efficiency.*f.member);
+    for (const auto& f : kEfficiencyFields) w.key(f.name).value(ev.efficiency.*f.member);
     w.end_object();
   }
   if (ev.budget.tokens > 0) {
     w.key("training").begin_object();
-    for (const BudgetField& f : kBudgetFields) {
-      if (f.member != &TrainingBudget::cost || ev.budget.gpu_hour_cost > 0) w.key(f.name).value(ev.budget.*f.member);
+    for (const auto& f : kBudgetFields) {
+      if (shows(f, ev.budget)) w.key(f.name).value(ev.budget.*f.member);
     }
     w.end_object();
   }
@@ -383,16 +380,12 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
   o << "throughput," << format_double(ev.throughput) << ",samples/s\n";
-  if (ev.model_section || ev.under_runtime() || ev.budget.tokens > 0) {
-    for (const EfficiencyField& f : kEfficiencyFields) {
-      o << f.name << ',' << format_double(ev.efficiency.*f.member) << ',' << f.unit << '\n';
-    }
+  if (shows_efficiency(ev)) {
+    for (const auto& f : kEfficiencyFields) o << f.name << ',' << format_double(ev.efficiency.*f.member) << ',' << f.unit << '\n';
   }
-  if (ev.budget.tokens > 0) {
-    for (const BudgetField& f : kBudgetFields) {
-      if (f.member != &TrainingBudget::cost || ev.budget.gpu_hour_cost > 0) {
-        o << f.name << ',' << format_double(ev.budget.*f.member) << ',' << f.unit << '\n';
-      }
+  for (const auto& f : kBudgetFields) {
+    if (ev.budget.tokens > 0 && shows(f, ev.budget)) {
+      o << f.name << ',' << format_double(ev.budget.*f.member) << ',' << f.unit << '\n';
     }
   }
   if (ev.model_section) {
@@ -519,12 +512,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     << fmt("%.1f", 100 * eff.mfu) << "% of " << fmt("%g", system.matrix_flops_fp16) << "\n";
   o << "  (model FLOPs per token 6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token)
     << ", as PaLM counts them)\n";
-  if (const TrainingBudget& b = ev.budget; b.tokens > 0) {
-    o << "training on " << fmt("%.4g", b.tokens) << " tokens: " << fmt("%.4g", b.steps) << " steps, "
-      << fmt("%.4g", b.days) << " days, " << fmt("%.4g", b.gpu_hours) << " GPU-hours";
-    if (b.gpu_hour_cost > 0) o << ", cost " << fmt("%.4g", b.cost) << " at " << fmt("%g", b.gpu_hour_cost) << " per GPU-hour";
-    o << "\n";
-  }
+  if (ev.budget.tokens > 0) o << training_budget_text(ev.budget) << "\n";
   auto part = [&](const char* name, double v, double frac) {
     std::snprintf(line, sizeof line, "  %-28s %12.6g s  %6.2f %%\n", name, v, 100 * frac);
     o << line;
@@ -579,8 +567,16 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   return o.str();
 }
 
+std::string training_budget_text(const TrainingBudget& b) {
+  std::string out = "training on " + fmt("%.4g", b.tokens) + " tokens: " + fmt("%.4g", b.steps) + " steps, " +
+                    fmt("%.4g", b.days) + " days, " + fmt("%.4g", b.gpu_hours) + " GPU-hours";
+  if (b.gpu_hour_cost > 0) out += ", cost " + fmt("%.4g", b.cost) + " at " + fmt("%g", b.gpu_hour_cost) + " per GPU-hour";
+  return out;
+}
+
 std::string configuration_summary(const Layout& layout, const Totals& t, const Transformer& model,
-                                  const System& system, std::int64_t global_batch) {
+                                  const System& system, std::int64_t global_batch, double tokens,
+                                  double gpu_hour_cost) {
   std::string out = plan_of(layout.strategy).name;
   auto keys = config_keys(layout);
   for (const auto& kv : nv_keys(layout)) keys.push_back(kv);
@@ -604,6 +600,9 @@ std::string configuration_summary(const Layout& layout, const Totals& t, const T
   }
   out += "), " + fmt("%.4g", e.tokens_per_s_per_gpu) + " tokens/s per GPU, MFU " + fmt("%.1f", 100 * e.mfu) +
          "%; memory " + fmt("%.1f", t.mem) + " of " + fmt("%.1f", limit) + " GB";
+  if (tokens > 0) {
+    out += "; " + training_budget_text(training_budget(e, layout.n_gpus(), global_batch, model.l, tokens, gpu_hour_cost));
+  }
   return out;
 }
 

@@ -49,10 +49,15 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout);
 // the JSON).
 std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, const System& system);
 
+// "training on 1.5e+13 tokens: 8.941e+05 steps, 326.2 days, 4.008e+06 GPU-hours[, cost ...]".
+std::string training_budget_text(const TrainingBudget& budget);
+
 // One line for a search's best configuration, whole: every degree and placement, the execution
-// options, the step time and its parts, tokens/s per GPU and MFU, the memory against its limit.
+// options, the step time and its parts, tokens/s per GPU and MFU, the memory against its limit,
+// and with a token budget (tokens > 0) its training_budget_text.
 std::string configuration_summary(const Layout& layout, const Totals& totals, const Transformer& model,
-                                  const System& system, std::int64_t global_batch);
+                                  const System& system, std::int64_t global_batch, double tokens = 0,
+                                  double gpu_hour_cost = 0);
 
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,

@@ -12,8 +12,8 @@ double tokens(const Transformer& m, const Layout& c) { return D(c.mbs * m.l); }
 double tensor_degree(const Layout& c) { return D(c.tensor.tp1 * c.tensor.tp2); }
 }  // namespace
 
-AutocastActivations autocast_block_activations(const Transformer& m, const Layout& c) {
-  AutocastActivations a;
+BlockActivations autocast_block_activations(const Transformer& m, const Layout& c) {
+  BlockActivations a;
   const double e = D(m.e), f = D(m.f) / tensor_degree(c);
   if (c.exec.recompute == Recompute::Full) {
     a.sa = tokens(m, c) * 4 * e * kGB;  // the checkpointed block's fp32 input
@@ -53,7 +53,7 @@ double autocast_peak_transient_gb(const Transformer& m, const Layout& c, double 
   const double loss_backward = (full ? end_casts_gb : stage_casts_gb) + (m.vocab_size > 0 ? 3 : 2) * loss_buffers;
   double peak = std::max(forward_end, loss_backward);
   if (full) {
-    const AutocastActivations saved = [&] {
+    const BlockActivations saved = [&] {
       Layout kept = c;
       kept.exec.recompute = Recompute::None;
       return autocast_block_activations(m, kept);

@@ -12,10 +12,7 @@ namespace perfsweep {
 // Saved for the backward by one block of one micro-batch, split as the block's modules (1D tensor
 // parallelism shards the heads' and the MLP's features; the residual stream is whole). Full
 // recomputation keeps only the block's fp32 input.
-struct AutocastActivations {
-  double sa = 0, mlp = 0;
-};
-AutocastActivations autocast_block_activations(const Transformer& m, const Layout& layout);
+BlockActivations autocast_block_activations(const Transformer& m, const Layout& layout);
 
 // What the model's ends keep for the backward (the last stage): the final norm's fp32 input and
 // its output's bf16 cast for the head, or without a vocabulary its fp32 output for the MSE loss.

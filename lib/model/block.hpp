@@ -181,6 +181,12 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
                       const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
                       const Execution& exec = {});
 
+// Saved activations (GB) of one block and micro-batch on one GPU, split as the block's modules,
+// as a runtime accounts them (model/step.hpp: runtime_block_activations).
+struct BlockActivations {
+  double mlp = 0, sa = 0;
+};
+
 // Weights and saved activations (GB) of the block's MLP and attention for one micro-batch on one
 // GPU: the same sums as the timed modules' (sum_module), without timing anything. They do not
 // depend on the NVLink placement, so the search checks memory once for all placements.

@@ -14,7 +14,6 @@ namespace perfsweep {
 namespace {
 using I = std::int64_t;
 constexpr double D(I v) { return static_cast<double>(v); }
-constexpr double kGbPerGib = 1.073741824;
 
 // DP and PP rows carry only communication; their compute and memory fields are zero.
 LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommType bwd_type, I group, I fast) {
@@ -669,6 +668,16 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   return a;
 }
 
+std::optional<BlockActivations> runtime_block_activations(const Transformer& m, const Runtime& rt, const Layout& c) {
+  if (c.strategy != Strategy::OneD) return std::nullopt;
+  switch (rt.activations) {
+    case ActivationAccounting::Reference: return std::nullopt;
+    case ActivationAccounting::Megatron: return megatron_block_activations(m, c);
+    case ActivationAccounting::Autocast: return autocast_block_activations(m, c);
+  }
+  return std::nullopt;
+}
+
 void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   if (!rt.runs(c.strategy)) {
     throw ConfigError("runtime " + rt.name + " does not run strategy " + plan_of(c.strategy).name);
@@ -692,14 +701,9 @@ BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout&
     hide_tp_comm(adjusted.mlp, rt.tp_comm_overlap);
     hide_tp_comm(adjusted.sa, rt.tp_comm_overlap);
   }
-  if (rt.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
-    const BlockActivations a = megatron_block_activations(m, c);
-    adjusted.sa.activation_buffer = a.sa;
-    if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
-  } else if (rt.activations == ActivationAccounting::Autocast && c.strategy == Strategy::OneD) {
-    const AutocastActivations a = autocast_block_activations(m, c);
-    adjusted.sa.activation_buffer = a.sa;
-    if (!m.is_moe()) adjusted.mlp.activation_buffer = a.mlp;
+  if (const std::optional<BlockActivations> a = runtime_block_activations(m, rt, c)) {
+    adjusted.sa.activation_buffer = a->sa;
+    if (!m.is_moe()) adjusted.mlp.activation_buffer = a->mlp;
   }
   return adjusted;
 }

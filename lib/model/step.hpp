@@ -3,6 +3,7 @@
 // the step totals (the reference's DataParallel and PipelineParallel layers and execution.totals).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/efficiency.hpp"
@@ -93,12 +94,16 @@ struct Totals {
   double mem_limit = 0;    // GB: what the runtime can allocate of the GPU, before its allocator's reserve
 };
 
-// The Totals fields in the reference's order, with their units, for writers of every format.
-struct TotalsField {
+// A named double of a result struct with its unit: what writers of every format loop over.
+template <typename T>
+struct UnitField {
   const char* name;
-  double Totals::*member;
+  double T::*member;
   const char* unit;
 };
+
+// The Totals fields in the reference's order, with their units, for writers of every format.
+using TotalsField = UnitField<Totals>;
 inline constexpr std::array<TotalsField, 19> kTotalsFields{{
     {"t", &Totals::t, "s"},
     {"flops_per_gpu", &Totals::flops_per_gpu, "TFLOP"},
@@ -185,10 +190,13 @@ double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fal
 // Megatron-LM's saved activations of one block and micro-batch (GB per GPU, runtime activations:
 // megatron), split as the block's modules: Korthikanti et al. 2022, Table 2 (34 sbh/t with
 // sequence parallelism and flash attention for GPT-3), generalized to GQA, SwiGLU and no dropout.
-struct BlockActivations {
-  double mlp = 0, sa = 0;
-};
 BlockActivations megatron_block_activations(const Transformer& m, const Layout& layout);
+
+// A block's saved activations as the runtime accounts them (megatron, autocast; 1d), or nullopt
+// where the block's own buffers (the reference's accounting) stand. An MoE block's MLP keeps its
+// own buffers either way.
+std::optional<BlockActivations> runtime_block_activations(const Transformer& m, const Runtime& rt,
+                                                          const Layout& layout);
 
 // Model quantities beside the reference's totals (units: parameters, GB). compose_step fills the
 // layout's; params and active_params depend on the model alone (count_parameters, filled by
@@ -205,11 +213,7 @@ struct ModelTotals {
   std::int64_t memory_stage = 0;
 };
 
-struct ModelTotalsField {
-  const char* name;
-  double ModelTotals::*member;
-  const char* unit;
-};
+using ModelTotalsField = UnitField<ModelTotals>;
 inline constexpr std::array<ModelTotalsField, 5> kModelTotalsFields{{
     {"params", &ModelTotals::params, "parameters"},
     {"active_params", &ModelTotals::active_params, "parameters"},

@@ -10,6 +10,9 @@
 
 namespace perfsweep {
 
+// GB (1e9 bytes) per GiB: an HBM part's vendor "GB" is GiB (an H100 80GB holds 80 GiB).
+inline constexpr double kGbPerGib = 1.073741824;
+
 namespace comm {
 struct Calibration;  // model/comm_calibration.hpp
 }

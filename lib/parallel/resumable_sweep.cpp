@@ -304,17 +304,8 @@ void log_summary(const SweepPlan& plan, const SweepRun& sweep, const SweepOption
       const Candidate& best = tops[last].items().front();
       const SearchProblem& problem = plan.targets[t].problem;
       spdlog::info("{}: best at {} GPUs: {}", plan.targets[t].group, plan.n_gpus[last],
-                   configuration_summary(best.layout, best.totals, problem.model, problem.system, problem.global_batch));
-      if (o.tokens > 0) {
-        const Efficiency e =
-            efficiency(problem.model, problem.system, best.layout.n_gpus(), problem.global_batch, best.totals.t);
-        const TrainingBudget b = training_budget(e, best.layout.n_gpus(), problem.global_batch, problem.model.l,
-                                                 o.tokens, o.gpu_hour_cost);
-        spdlog::info("{}: training on {:.4g} tokens: {:.4g} steps, {:.4g} days, {:.4g} GPU-hours{}", plan.targets[t].group,
-                     b.tokens, b.steps, b.days, b.gpu_hours,
-                     b.gpu_hour_cost > 0 ? fmt::format(", cost {:.4g} at {:g} per GPU-hour", b.cost, b.gpu_hour_cost)
-                                         : std::string());
-      }
+                   configuration_summary(best.layout, best.totals, problem.model, problem.system, problem.global_batch,
+                                         o.tokens, o.gpu_hour_cost));
     }
   }
 }

@@ -319,9 +319,10 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     const std::int64_t blocks = even ? p.model.depth / c.pp : (groups + c.pp - 1) / c.pp * every;
     const std::int64_t in_flight = even ? std::min(micro_batches, c.pp) : 1;
     double activations = mem.activations();
-    if (!reference && p.runtime.activations == ActivationAccounting::Megatron && c.strategy == Strategy::OneD) {
-      const BlockActivations a = megatron_block_activations(p.model, c);
-      activations = a.sa + (p.model.is_moe() ? mem.mlp_activations : a.mlp);
+    if (!reference) [[unlikely]] {
+      if (const std::optional<BlockActivations> a = runtime_block_activations(p.model, p.runtime, c)) {
+        activations = a->sa + (p.model.is_moe() ? mem.mlp_activations : a->mlp);
+      }
     }
     return !(step_memory(mem.weights(), activations, blocks, c.pp, c.dp, seqp, in_flight, c.exec, 0, 0,
                          mem.expert_weights, mem.whole_block_weights, runtime_bytes)
