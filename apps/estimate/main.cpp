@@ -40,6 +40,7 @@ struct Options {
 };
 
 int run(const Options& o) {
+  o.budget.check();
   Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
   if (o.nvs) {
@@ -123,7 +124,6 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
-  o.budget.check();
   ev.budget =
       training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.budget.tokens, o.budget.gpu_hour_cost);
   if (o.json) {
