@@ -32,6 +32,10 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel group its "
                  "experts are split over" + each)
       ->capture_default_str();
+  app.add_option("--precision", f.precision,
+                 "data type of the linear layers' GEMMs: bf16, or fp8 as the runtime runs it (its fp8_recipe: "
+                 "Transformer Engine's delayed or current scaling, MXFP8 block scaling; 1d only; docs/fp8.md)" + each)
+      ->capture_default_str();
   app.add_option("--runtime", f.runtime,
                  "how a training framework executes each configuration: reference (the paper's model), megatron, "
                  "deepspeed, fsdp, nanotron (runtimes/) or a runtime file; default: the system file's runtime, else "

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "model/precision.hpp"
 #include "model/roofline.hpp"
 
 namespace perfsweep::calib {
@@ -22,6 +23,14 @@ std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k)
   if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", 1, k.n, k.e, 1, 1, {NormKind::RmsNorm, false})};
   if (k.kind == "swiglu_gate") return {gated_activation(s, "swiglu_gate", k.n * k.f)};
   if (k.kind == "gemm") return {linear(s, "gemm", 1, k.n, k.k, k.m, kOneGpu)};
+  if (k.kind == "fp8_gemm") {
+    // torch._scaled_mm on operands quantized beforehand: the GEMM alone, no quantization kernels
+    LayerCost c = linear(s, "fp8_gemm", 1, k.n, k.k, k.m, kOneGpu);
+    to_fp8(s, {"fp8_gemm", Sublayer::Attention, Role::RowProjection}, Fp8Policy{Fp8Recipe::Delayed}, c);
+    c.cast_gb = {};
+    c.cast_kernels = {};
+    return {c};
+  }
   if (k.kind == "attention") {
     return {fused_la(s, "attention", k.b, k.l, k.d, k.h, 1, {k.kv, k.causal, false})};
   }
@@ -49,6 +58,8 @@ StreamKind stream_of(const KernelMeasurement& k) {
 }
 
 bool forward_only(const KernelMeasurement& k) { return k.kind == "adamw" || k.kind == "cast"; }
+// Passes measured: the FP8 GEMM's forward alone (h100_kernels.json has no backward).
+std::size_t measured_passes(const KernelMeasurement& k) { return forward_only(k) || k.kind == "fp8_gemm" ? 1 : 2; }
 
 // fit_line where the sizes spread enough to tell a launch cost from a bandwidth (the largest at
 // least kSpread times the smallest); else the launch is 0 and the fraction is the achieved
@@ -69,7 +80,7 @@ LineFit fit_spread_line(const std::vector<double>& x, const std::vector<double>&
 
 }  // namespace
 
-bool modelled_kernel(const KernelMeasurement& k) { return k.kind != "fp8_gemm"; }
+bool modelled_kernel(const KernelMeasurement&) { return true; }
 
 std::array<double, 2> predict_kernel(const System& s, const KernelMeasurement& k) {
   if (!modelled_kernel(k)) throw InputError(k.id + ": kind " + k.kind + " is not modelled");
@@ -100,7 +111,7 @@ std::vector<ValidationRow> validate_kernels(const System& s, const std::vector<K
   for (const KernelMeasurement& k : kernels) {
     if (!modelled_kernel(k)) continue;
     const std::array<double, 2> t = predict_kernel(s, k);
-    for (std::size_t p = 0; p < (forward_only(k) ? 1u : 2u); ++p) rows.push_back({k.id, k.kind, p, k.t[p], t[p]});
+    for (std::size_t p = 0; p < measured_passes(k); ++p) rows.push_back({k.id, k.kind, p, k.t[p], t[p]});
   }
   return rows;
 }
@@ -116,7 +127,10 @@ void fit_step_kernels(const System& system, kernels::Calibration& cal, const std
       std::vector<double> x, y;
       bool forward_kind = false;
       for (const KernelMeasurement& k : kernels) {
-        if (!modelled_kernel(k) || k.kind == "gemm" || k.kind == "attention" || stream_of(k) != kind) continue;
+        if (!modelled_kernel(k) || k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention" ||
+            stream_of(k) != kind) {
+          continue;
+        }
         forward_kind = forward_only(k);
         if (forward_kind) {
           if (p == kBwd) continue;
@@ -161,6 +175,35 @@ void fit_step_kernels(const System& system, kernels::Calibration& cal, const std
     }
     if (sxx > 0 && sxy > 0) a.causal_efficiency = std::min(1.0, sxx / sxy);
   }
+  fit_fp8_gemm(system, cal, kernels);
+}
+
+void fit_fp8_gemm(const System& s, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels) {
+  // The forward's efficiency by weighted least squares (weights as fit_line's), the bf16
+  // forward's tiles, depth factor and launch kept: t = alone + launch + x / efficiency, x the
+  // arithmetic at the FP8 peak and full efficiency.
+  const kernels::GemmModel& bf16 = cal.gemm[kFwd];
+  kernels::GemmModel unit = bf16;
+  unit.efficiency = 1;
+  double sxy = 0, sxx = 0;
+  for (const KernelMeasurement& k : kernels) {
+    if (k.kind != "fp8_gemm") continue;
+    const double x = kernels::gemm_compute_seconds(cal, unit, s.matrix_flops_fp8, s.flops_units, 1, k.n, k.k, k.m);
+    const double y = k.t[kFwd] - cal.isolated_call_s[kFwd] - bf16.launch_s;
+    const double w2 = std::pow(k.t[kFwd], -2 * kWeightExponent);
+    sxy += w2 * x * y;
+    sxx += w2 * x * x;
+  }
+  if (!(sxx > 0 && sxy > 0)) return;
+  if (!(s.matrix_flops_fp8 > 0)) throw InputError("fp8_gemm measurements need the system's matrix_flops_fp8");
+  cal.gemm_fp8[kFwd] = bf16;
+  cal.gemm_fp8[kFwd].efficiency = std::min(1.0, sxx / sxy);
+  // No FP8 backward measured: the backward keeps the bf16 backward's form, its efficiency in the
+  // forward's ratio of FP8 to bf16 efficiency.
+  cal.gemm_fp8[kBwd] = cal.gemm[kBwd];
+  cal.gemm_fp8[kBwd].efficiency =
+      std::min(1.0, cal.gemm[kBwd].efficiency * cal.gemm_fp8[kFwd].efficiency / bf16.efficiency);
+  cal.gemm_fp8_fitted = true;
 }
 
 }  // namespace perfsweep::calib

@@ -10,7 +10,7 @@
 
 namespace perfsweep::calib {
 
-// Whether the model predicts this kind (fp8_gemm is read but not modelled).
+// Whether the model predicts this kind (every kind of h100_kernels.json).
 bool modelled_kernel(const KernelMeasurement& k);
 
 // [forward, backward] seconds of the kernel timed alone (backward 0 where there is none).
@@ -26,5 +26,11 @@ std::vector<ValidationRow> validate_kernels(const System& system, const std::vec
 // causal_efficiency from the causal attention kernels. GEMM and other kinds are compared, not
 // fitted. Kinds with no measurement stay unfitted (the roofline times them).
 void fit_step_kernels(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels);
+
+// The FP8 GEMM model (Calibration::gemm_fp8) from the fp8_gemm measurements (forward only): the
+// bf16 forward's form (tiles, depth factor, launch) with its own efficiency of the system's
+// matrix_flops_fp8; the backward the bf16 backward's with its efficiency scaled as the
+// forward's. Without fp8_gemm measurements `cal` is unchanged. fit_step_kernels calls it last.
+void fit_fp8_gemm(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels);
 
 }  // namespace perfsweep::calib

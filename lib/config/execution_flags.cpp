@@ -59,6 +59,8 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   for (const std::string& v : split_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
   c.ep.clear();
   for (const std::string& v : split_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
+  c.precision.clear();
+  for (const std::string& v : split_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
   return c;
 }
 
@@ -84,6 +86,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.interleave.size(), "--interleave", f.interleave);
   one(c.params.size(), "--layout", f.layout);
   one(c.ep.size(), "--ep", f.ep);
+  one(c.precision.size(), "--precision", f.precision);
   Execution x;
   if (!balances_stages(f)) {
     x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
@@ -95,6 +98,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.interleave = c.interleave.front();
   x.params = c.params.front();
   x.ep = c.ep.front();
+  x.precision = c.precision.front();
   return x;
 }
 
@@ -103,7 +107,8 @@ std::string execution_arguments(const Execution& x) {
          " --zero " + std::to_string(x.zero) + " --interleave " + std::to_string(x.interleave) + " --layout " +
          param_layout_name(x.params) + " --ep " + std::to_string(x.ep) +
          (x.first_stage_blocks > 0 ? " --first-stage-blocks " + std::to_string(x.first_stage_blocks) : "") +
-         (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "");
+         (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "") +
+         (x.precision != Precision::Bf16 ? " --precision fp8" : "");
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -136,6 +141,9 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   // ep=1 alone (every dense model) is left out, so the text of a search without experts stays as
   // it was
   if (c.ep != std::vector<std::int64_t>{1}) list("ep", c.ep, [](std::int64_t v) { return std::to_string(v); });
+  if (c.precision != std::vector<Precision>{Precision::Bf16}) {
+    list("precision", c.precision, [](Precision p) { return std::string(kPrecisionNames[static_cast<std::size_t>(p)]); });
+  }
   return out;
 }
 

@@ -16,6 +16,7 @@ struct ExecutionFlags {
   std::string interleave = "1";
   std::string layout = "reference";
   std::string ep = "1";
+  std::string precision = "bf16";
   // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
   // given; "auto" the partition balanced_stages chooses.
   std::string first_stage_blocks = "0";

@@ -267,7 +267,8 @@ System load_system(const fs::path& file) {
       "hbm_capacity",   "nvlink_bandwidth",  "nvlink_eff",        "nvlink_latency",    "ib_bandwidth",
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
       "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
-      "kernels",        "runtime",           "network_scaling"};
+      "kernels",        "runtime",           "network_scaling",   "matrix_flops_fp8",  "matrix_flops_mxfp8",
+      "matrix_flops_fp4"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);

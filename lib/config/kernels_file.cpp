@@ -95,14 +95,18 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file,
   out << YAML::Key << "version" << YAML::Value << kFormatVersion;
   out << YAML::Key << "source" << YAML::Value << cal.source;
   out << YAML::Key << "sm_count" << YAML::Value << cal.sm_count;
-  out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
-  for (std::size_t p = 0; p < 2; ++p) {
-    const GemmModel& g = cal.gemm[p];
-    emit_pass(out, kPassNames[p],
-              {{"efficiency", g.efficiency}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"k_half", g.k_half},
-               {"launch_s", g.launch_s}});
-  }
-  out << YAML::EndMap;
+  const auto emit_gemm = [&out](const char* key, const std::array<GemmModel, 2>& models) {
+    out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    for (std::size_t p = 0; p < 2; ++p) {
+      const GemmModel& g = models[p];
+      emit_pass(out, kPassNames[p],
+                {{"efficiency", g.efficiency}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"k_half", g.k_half},
+                 {"launch_s", g.launch_s}});
+    }
+    out << YAML::EndMap;
+  };
+  emit_gemm("gemm", cal.gemm);
+  if (cal.gemm_fp8_fitted) emit_gemm("gemm_fp8", cal.gemm_fp8);
   out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
   for (std::size_t p = 0; p < 2; ++p) {
     const AttentionModel& a = cal.attention[p];
@@ -140,7 +144,7 @@ Calibration read_calibration(const std::filesystem::path& file) {
   const YAML::Node root = load_yaml_file(file);
   const Reader r(file.string());
   std::vector<const char*> top = {"format",    "version",         "source",
-                                  "sm_count",  "gemm",            "attention",
+                                  "sm_count",  "gemm",            "gemm_fp8",        "attention",
                                   "isolated_call_s", "residual_glue_bytes", "allocator_reserve"};
   for (const char* k : kStreamKindNames) top.push_back(k);
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
@@ -171,12 +175,20 @@ Calibration read_calibration(const std::filesystem::path& file) {
   r.keys(root["attention"], {"fwd", "bwd"}, "attention");
   r.keys(root["isolated_call_s"], {"fwd", "bwd"}, "isolated_call_s");
   r.keys(root["residual_glue_bytes"], {"fwd", "bwd"}, "residual_glue_bytes");
+  if (root["gemm_fp8"]) {
+    r.keys(root["gemm_fp8"], {"fwd", "bwd"}, "gemm_fp8");
+    cal.gemm_fp8_fitted = true;
+  }
   for (std::size_t p = 0; p < 2; ++p) {
-    const std::string at = std::string("gemm.") + kPassNames[p];
-    const YAML::Node g = root["gemm"][kPassNames[p]];
-    r.keys(g, {"efficiency", "tile_m", "tile_n", "k_half", "launch_s"}, at);
-    cal.gemm[p] = {r.number(g, kEfficiency, at), r.number(g, kTileM, at), r.number(g, kTileN, at),
-                   r.number(g, kKHalf, at), r.number(g, kLaunch, at)};
+    for (const bool fp8 : {false, true}) {
+      if (fp8 && !cal.gemm_fp8_fitted) continue;
+      const char* group = fp8 ? "gemm_fp8" : "gemm";
+      const std::string at = std::string(group) + "." + kPassNames[p];
+      const YAML::Node g = root[group][kPassNames[p]];
+      r.keys(g, {"efficiency", "tile_m", "tile_n", "k_half", "launch_s"}, at);
+      (fp8 ? cal.gemm_fp8 : cal.gemm)[p] = {r.number(g, kEfficiency, at), r.number(g, kTileM, at),
+                                            r.number(g, kTileN, at), r.number(g, kKHalf, at), r.number(g, kLaunch, at)};
+    }
     const std::string at_a = std::string("attention.") + kPassNames[p];
     const YAML::Node a = root["attention"][kPassNames[p]];
     const bool causal = a.IsMap() && a["causal_efficiency"];

@@ -49,6 +49,16 @@ inline constexpr BoolKey kBoolKeys[] = {
     {"host_kernel_calls", &Runtime::host_kernel_calls},   {"batch_resident", &Runtime::batch_resident},
     {"allocator_reserve_from_kernels", &Runtime::allocator_reserve_from_kernels},
 };
+// How the runtime runs FP8 (Fp8Policy), beside fp8_recipe.
+struct Fp8BoolKey {
+  const char* name;
+  bool Fp8Policy::*member;
+};
+inline constexpr Fp8BoolKey kFp8BoolKeys[] = {
+    {"fp8_fused_casts", &Fp8Policy::fused_casts},   {"fp8_weight_cache", &Fp8Policy::weight_cache},
+    {"fp8_weight_gather", &Fp8Policy::weight_gather}, {"fp8_lm_head", &Fp8Policy::lm_head},
+    {"fp8_saved_inputs", &Fp8Policy::saved_inputs},
+};
 struct StateKey {
   const char* name;
   double StateBytes::*member;
@@ -65,8 +75,9 @@ constexpr std::string_view kStrategyNames[] = {"1d", "2d", "2d-seqp"};        //
 constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
+constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
 constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
-                                      "zero_reduce", "activations"};
+                                      "zero_reduce", "activations", "fp8_recipe"};
 
 class Reader {
  public:
@@ -127,7 +138,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) throw InputError(r.file() + ": keys must be plain names");
     const std::string k = kv.first.Scalar();
-    bool known = names_key(kNumberKeys, k) || names_key(kBoolKeys, k);
+    bool known = names_key(kNumberKeys, k) || names_key(kBoolKeys, k) || names_key(kFp8BoolKeys, k);
     for (const char* o : kOtherKeys) known = known || k == o;
     if (!known) throw InputError(r.file() + ": unknown key '" + k + "'");
     if (!seen.insert(k).second) throw InputError(r.file() + ": duplicate key '" + k + "'");
@@ -137,6 +148,9 @@ Runtime load_runtime(const std::filesystem::path& path) {
   }
   for (const BoolKey& k : kBoolKeys) {
     if (root[k.name]) rt.*k.member = r.boolean(root[k.name], k.name);
+  }
+  for (const Fp8BoolKey& k : kFp8BoolKeys) {
+    if (root[k.name]) rt.fp8.*k.member = r.boolean(root[k.name], k.name);
   }
   if (root["name"]) rt.name = r.scalar(root["name"], "name");
   if (rt.name.empty()) r.fail("name", "must not be empty");
@@ -191,13 +205,21 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.zero_gather = static_cast<Cadence>(choice("zero_gather", kCadenceNames, 0));
   rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", kCadenceNames, 0));
   rt.activations = static_cast<ActivationAccounting>(choice("activations", kActivationNames, 0));
+  rt.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
+  if (rt.fp8.recipe == Fp8Recipe::None) {
+    for (const Fp8BoolKey& k : kFp8BoolKeys) {
+      if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
+        r.fail(k.name, "says how FP8 runs, but the runtime gives no fp8_recipe (delayed, current or mxfp8)");
+      }
+    }
+  }
   if (rt.name == "reference") {
     // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
     Runtime plain;
     plain.name = rt.name;
     plain.file = rt.file;
     plain.content_hash = rt.content_hash;
-    if (rt.has_states || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
+    if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
@@ -245,6 +267,10 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "zero_gather: " + named(kCadenceNames, rt.zero_gather) + "\n";
   out += "zero_reduce: " + named(kCadenceNames, rt.zero_reduce) + "\n";
   out += "activations: " + named(kActivationNames, rt.activations) + "\n";
+  out += "fp8_recipe: " + named(kFp8RecipeNames, rt.fp8.recipe) + "\n";
+  if (rt.fp8.recipe != Fp8Recipe::None) {
+    for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (rt.fp8.*k.member ? "true" : "false") + "\n";
+  }
   for (const NumberKey& k : kNumberKeys) {
     out += std::string(k.name) + ": " + yaml_double(rt.*k.member);
     if (std::string_view(k.unit) != "1") out += std::string("  # ") + k.unit;

@@ -133,7 +133,7 @@ constexpr PassField kPassFields[] = {{"", &PassTime::t},
                                      {"_mem", &PassTime::mem},
                                      {"", &PassTime::intensity}};
 
-void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use) {
+void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use, bool fp8) {
   const LayerCost& c = r.cost;
   w.begin_object();
   w.key("name").value(std::string_view(c.name));
@@ -153,6 +153,14 @@ void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use) {
   }
   w.key("t").value(r.t);
   if (use.collectives > 0) w.key("comm_model").value(comm_use_name(use));
+  if (fp8) {
+    // the GEMM's data type and its FP8 quantization kernels (model/precision.hpp)
+    w.key("precision").value(std::string_view(kPrecisionNames[static_cast<std::size_t>(c.precision)]));
+    w.key("cast_fwd_gb").value(c.cast_gb[kernels::kFwd]);
+    w.key("cast_bwd_gb").value(c.cast_gb[kernels::kBwd]);
+    w.key("t_fwd_cast").value(r.fwd.cast);
+    w.key("t_bwd_cast").value(r.bwd.cast);
+  }
   w.end_object();
 }
 
@@ -160,7 +168,7 @@ void module_json(JsonWriter& w, const char* key, const Module& m, const Layout& 
   w.key(key).begin_array();
   for (int i = 0; i < m.count; ++i) {
     const LayerResult& r = m.layers[static_cast<std::size_t>(i)];
-    layer_json(w, r, row_use(key, r, layout));
+    layer_json(w, r, row_use(key, r, layout), layout.exec.precision != Precision::Bf16);
   }
   w.end_array();
 }
@@ -272,10 +280,10 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   if (ev.first_stage.count > 0) module_json(w, "embed", ev.first_stage, layout);
   if (ev.last_stage.count > 0) module_json(w, "head", ev.last_stage, layout);
   w.key("dp").begin_array();
-  layer_json(w, ev.dp_row, row_use("dp", ev.dp_row, layout));
+  layer_json(w, ev.dp_row, row_use("dp", ev.dp_row, layout), false);
   w.end_array();
   w.key("pp").begin_array();
-  layer_json(w, ev.pp_row, row_use("pp", ev.pp_row, layout));
+  layer_json(w, ev.pp_row, row_use("pp", ev.pp_row, layout), false);
   w.end_array();
   w.end_object();
   w.key("totals").begin_object();
@@ -350,7 +358,10 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
   std::ostringstream o;
   o << "module,name,weights_mem,weights_grad_mem,flops_fwd,activation_buffer,comm_fwd,comm_fwd_type,flops_bwd,"
        "comm_bwd,comm_bwd_type,t_fwd,t_fwd_comm,t_fwd_comp,t_fwd_mem,intensity_fwd,t_bwd,t_bwd_comm,t_bwd_comp,"
-       "t_bwd_mem,intensity_bwd,t,comm_model\n";
+       "t_bwd_mem,intensity_bwd,t,comm_model";
+  const bool fp8 = layout.exec.precision != Precision::Bf16;
+  if (fp8) o << ",precision,cast_fwd_gb,cast_bwd_gb,t_fwd_cast,t_bwd_cast";
+  o << '\n';
   for_each_row(ev, [&](const char* module, const LayerResult& r) {
     const LayerCost& c = r.cost;
     o << module << ',' << c.name << ',' << format_double(c.weights_mem) << ',' << format_double(c.weights_grad_mem)
@@ -362,7 +373,12 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
         << format_double(p->mem) << ',' << format_double(p->intensity);
     }
     const CommUse use = row_use(module, r, layout);
-    o << ',' << format_double(r.t) << ',' << (use.collectives > 0 ? comm_use_name(use) : "") << '\n';
+    o << ',' << format_double(r.t) << ',' << (use.collectives > 0 ? comm_use_name(use) : "");
+    if (fp8) {
+      o << ',' << kPrecisionNames[static_cast<std::size_t>(c.precision)] << ',' << format_double(c.cast_gb[0]) << ','
+        << format_double(c.cast_gb[1]) << ',' << format_double(r.fwd.cast) << ',' << format_double(r.bwd.cast);
+    }
+    o << '\n';
   });
   return o.str();
 }
@@ -460,8 +476,10 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 
   // Two tables of one row per layer (costs, then times), each within 120 columns.
   char line[512];
-  std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %17s %10s %10s %11s\n", "module", "layer", "fwd TFLOP",
-                "bwd TFLOP", "HBM GB f/b", "weights GB", "acts GB", "comm GB f/b");
+  // Under fp8 precision each layer's data type and its quantization kernels' time.
+  const bool fp8 = layout.exec.precision != Precision::Bf16;
+  std::snprintf(line, sizeof line, "%-7s %-11s %10s %10s %17s %10s %10s %11s%s\n", "module", "layer", "fwd TFLOP",
+                "bwd TFLOP", "HBM GB f/b", "weights GB", "acts GB", "comm GB f/b", fp8 ? "  dtype" : "");
   o << line;
   for_each_row(ev, [&](const char* module, const LayerResult& r) {
     const LayerCost& c = r.cost;
@@ -470,26 +488,37 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     for (std::uint8_t i = 0; i < c.comm_bwd.count; ++i) comm_b += c.comm_bwd.items[i].volume_gb;
     const std::string comm = fmt("%.3g", comm_f) + "/" + fmt("%.3g", comm_b);
     const std::string hbm = fmt("%.3g", c.mem_fwd) + "/" + fmt("%.3g", c.mem_bwd);
-    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %17s %10.4g %10.4g %11s\n", module, c.name, c.flops_fwd,
-                  c.flops_bwd, hbm.c_str(), c.weights_mem, c.activation_buffer, comm.c_str());
+    const bool gemm = c.op == KernelOp::Gemm;
+    std::snprintf(line, sizeof line, "%-7s %-11s %10.4g %10.4g %17s %10.4g %10.4g %11s%s%s\n", module, c.name, c.flops_fwd,
+                  c.flops_bwd, hbm.c_str(), c.weights_mem, c.activation_buffer, comm.c_str(), fp8 && gemm ? "  " : "",
+                  fp8 && gemm ? kPrecisionNames[static_cast<std::size_t>(c.precision)] : "");
     o << line;
   });
-  o << "(HBM GB: memory traffic of the forward/backward pass)\n\n";
-  std::snprintf(line, sizeof line, "%-7s %-11s %8s %8s %11s %11s %11s %-8s %s\n", "module", "layer", "FLOP/B f",
-                "comp/mem", "t_fwd ms", "t_bwd ms", "t_comm ms", "bound", "comm model");
+  o << "(HBM GB: memory traffic of the forward/backward pass";
+  if (fp8) o << "; dtype: the GEMM's data type";
+  o << ")\n\n";
+  std::snprintf(line, sizeof line, "%-7s %-11s %8s %8s %11s %11s %11s %-8s %s%s\n", "module", "layer", "FLOP/B f",
+                "comp/mem", "t_fwd ms", "t_bwd ms", "t_comm ms", "bound", "comm model", fp8 ? "   cast ms f/b" : "");
   o << line;
   for_each_row(ev, [&](const char* module, const LayerResult& r) {
     const LayerCost& c = r.cost;
     const CommUse use = row_use(module, r, layout);
     // TFLOP / GB = 1000 FLOP per byte
     const double flop_per_byte = c.mem_fwd > 0 ? 1e3 * c.flops_fwd / c.mem_fwd : 0;
+    std::string cast = use.collectives > 0 ? std::string(comm_use_name(use)) : std::string("-");
+    if (fp8 && (r.fwd.cast > 0 || r.bwd.cast > 0)) {
+      cast.resize(std::max<std::size_t>(cast.size(), 13), ' ');
+      cast += fmt("%.3g", r.fwd.cast * 1e3) + "/" + fmt("%.3g", r.bwd.cast * 1e3);
+    }
     std::snprintf(line, sizeof line, "%-7s %-11s %8.4g %8.3g %11.4g %11.4g %11.4g %-8s %s\n", module, c.name,
                   flop_per_byte, r.fwd.intensity, r.fwd.t * 1e3, r.bwd.t * 1e3, (r.fwd.comm + r.bwd.comm) * 1e3,
-                  bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd), use.collectives > 0 ? comm_use_name(use).data() : "-");
+                  bound_by(r.fwd.t >= r.bwd.t ? r.fwd : r.bwd), cast.c_str());
     o << line;
   });
   o << "(FLOP/B f: forward arithmetic intensity, FLOP per HBM byte; comp/mem: forward compute time / memory time,\n"
-       " the reference's 'intensity'; bound: what dominates the longer pass)\n";
+       " the reference's 'intensity'; bound: what dominates the longer pass";
+  if (fp8) o << ";\n cast ms: the FP8 quantization kernels of the pass, part of its time (docs/fp8.md)";
+  o << ")\n";
   const CommUse use = total_use(ev, layout);
   if (system.calibration) {
     o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "

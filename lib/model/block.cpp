@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/precision.hpp"
 
 namespace perfsweep {
 namespace {
@@ -369,6 +370,11 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
   // attention_recompute); flash attention already recomputes inside its kernel.
   if (exec.recompute == Recompute::Selective && !a.flash) a.recompute = true;
   LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec);
+  if (exec.precision != Precision::Bf16) [[unlikely]] {
+    if (exec.fp8.recipe == Fp8Recipe::None) throw ConfigError("fp8 precision needs a runtime that runs FP8 (fp8_recipe)");
+    if (strategy != Strategy::OneD) throw ConfigError("fp8 precision is modelled for 1d tensor parallelism only");
+    if (runs_fp8(layer, exec.fp8)) to_fp8(s, layer, exec.fp8, c);
+  }
   if (exec.recompute == Recompute::Full && layer.sublayer != Sublayer::FirstStage &&
       layer.sublayer != Sublayer::LastStage) {
     // The block keeps only its input (the residual stream a stage also sends on) and runs its

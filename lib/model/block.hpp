@@ -81,6 +81,31 @@ enum class ParamLayout : std::uint8_t {
   Amp,        // PyTorch autocast: fp32 weights and gradients (4 + 4), two fp32 moments (8), and
               // bf16 copies of the weights (2) alive during forward and backward
 };
+// How a framework runs FP8 (a runtime's fp8_* keys, model/runtime.hpp): its scaling recipe and
+// the kernels around the FP8 GEMMs.
+enum class Fp8Recipe : std::uint8_t {
+  None,     // the framework runs no FP8
+  Delayed,  // per-tensor scales from an amax history (Transformer Engine's DelayedScaling)
+  Current,  // per-tensor scales from the tensor itself: an amax pass before each cast
+            // (Float8CurrentScaling; torchao's dynamic scaling)
+  Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
+};
+struct Fp8Policy {
+  Fp8Recipe recipe = Fp8Recipe::None;
+  // The casts of the norms' outputs into the GEMMs after them and of the activation's output
+  // into fc2 run inside those kernels (TE's LayerNormLinear and LayerNormMLP), as does the cast
+  // of fc1's output gradient inside the activation's backward; delayed and block scaling only.
+  bool fused_casts = false;
+  // Weights cast to FP8 once per step and kept for the other micro-batches (TE's
+  // is_first_microbatch); else cast for every micro-batch.
+  bool weight_cache = false;
+  // ZeRO-3/FSDP gathers the weights in FP8 (1 byte per parameter).
+  bool weight_gather = false;
+  bool lm_head = false;       // the LM head's GEMM in FP8 too
+  bool saved_inputs = true;   // the GEMMs' inputs kept for the backward in FP8 (1 byte)
+  bool operator==(const Fp8Policy&) const = default;
+};
+
 struct Execution {
   Recompute recompute = Recompute::None;
   // 1d: Megatron sequence parallelism, as the reference's 1D block already is (row projections
@@ -127,6 +152,10 @@ struct Execution {
   // one kernel each already. 1d only. Not searched; off, as the reference, unless a caller sets
   // it (`validate` does for Megatron's runs).
   bool fused_elementwise = false;
+  // The linear layers' data type (searched: `--precision bf16,fp8`), and how the runtime runs
+  // FP8 (set from the runtime by apply_runtime; not searched).
+  Precision precision = Precision::Bf16;
+  Fp8Policy fp8;
   bool operator==(const Execution&) const = default;
 };
 

@@ -35,6 +35,14 @@ enum class KernelOp : std::uint8_t {
   Cast,
 };
 
+// The data type a GEMM runs in (model/precision.hpp). Bf16: the reference's one element size.
+// Fp8: e4m3/e5m2 operands with per-tensor scales and bf16 output, as Transformer Engine runs the
+// linear layers (the attention core, the router and, unless a runtime says, the LM head stay
+// bf16); Mxfp8: the same with per-32-element block scales (a layer's data type under the MXFP8
+// recipe; a layout asks for fp8).
+enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8 };
+inline constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "mxfp8"};
+
 // Operand shape of a GEMM-like pass: `batch` independent products of (rows x depth)(depth x cols).
 // Flash attention: batch = micro-batch x local heads, rows = query positions, cols = key
 // positions, depth = head dimension.
@@ -106,6 +114,10 @@ inline constexpr double kCastBytesPerElement = 6;
 struct Calibration {
   std::int64_t sm_count = 132;  // streaming multiprocessors (waves of GEMM tiles)
   std::array<GemmModel, 2> gemm{};            // [fwd, bwd]
+  // FP8 GEMMs: the same model with its own parameters, fitted to FP8 GEMM measurements where the
+  // calibration has them (gemm_fp8_fitted); else the bf16 parameters at the FP8 peak.
+  std::array<GemmModel, 2> gemm_fp8{};
+  bool gemm_fp8_fitted = false;
   std::array<AttentionModel, 2> attention{};  // [fwd, bwd]
   std::array<std::array<StreamModel, 2>, kStreamKindCount> stream{};
   // Whether a stream kind was fitted (the layer kinds always are); the others keep the roofline.

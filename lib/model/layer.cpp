@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/precision.hpp"
 #include "model/roofline.hpp"
 
 namespace perfsweep {
@@ -86,15 +87,18 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
   double t_mem = 0;
   double t_compute = 0;
   if (s.kernel_calibration != nullptr && calibrated_op(*s.kernel_calibration, c.op, c.shape)) [[unlikely]] {
-    KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem);
+    KernelSeconds k = calibrated_seconds(s, *s.kernel_calibration, c.op, c.shape, pass, flops, mem, c.precision);
     if (c.glue != Glue::Calibrated) k.glue = c.glue == Glue::ResidualFork ? fused_glue_seconds(s, c.shape, pass) : 0.0;
     p.comp = k.launch + k.compute;
     t_mem = k.memory;
     t_compute = k.total();
   } else {
-    p.comp = compute_seconds(s, kernel_class(c.op), flops);
+    p.comp = compute_seconds(s, kernel_class(c.op), flops, c.precision);
     t_mem = memory_seconds(s, kernel_class(c.op), mem);
     t_compute = std::max(p.comp, t_mem);
+  }
+  if (c.cast_kernels[pass] > 0) [[unlikely]] {
+    p.cast = quantization_seconds(s, c.cast_gb[pass], D(c.cast_kernels[pass]));
   }
   p.intensity = p.comp / t_mem;
   if (c.overlap == Overlap::Summa) {
@@ -108,6 +112,7 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
     p.comm = time_collectives(s, comms, 1.0);
   }
   p.t = t_compute + p.comm;
+  if (p.cast > 0) p.t += p.cast;  // the quantization kernels run before the GEMM, serially
   p.mem = std::max(t_compute - p.comp, 0.0);
   return p;
 }
@@ -652,6 +657,7 @@ LayerCost repeated(LayerCost c, I experts) {
   for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
     for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= k;
   }
+  c.shape.batch *= experts;  // a grouped GEMM: the calibration times every expert's product
   return c;
 }
 

@@ -62,6 +62,14 @@ struct LayerCost {
   // residual glue, or with the residual add inside a fused bias-dropout-add kernel only the
   // backward's gradient sum at the residual fork (model/roofline.hpp: fused_glue_seconds), or none.
   Glue glue = Glue::Calibrated;
+  // The GEMM's data type: Fp8 runs at the system's FP8 peak with the calibration's FP8 GEMM
+  // model (model/precision.hpp: to_fp8).
+  Precision precision = Precision::Bf16;
+  // The FP8 quantization kernels this layer's pass runs beside its GEMM (the input's cast and
+  // transpose in the forward, the output gradient's in the backward, and the amax passes of
+  // current scaling): GB moved and kernels launched, timed as the calibration's cast kernel.
+  std::array<double, 2> cast_gb{};
+  std::array<std::uint8_t, 2> cast_kernels{};
 };
 
 // Time of one pass (seconds) and its parts, as the reference reports them.
@@ -71,6 +79,7 @@ struct PassTime {
   double comp = 0;       // compute (roofline flops term)
   double mem = 0;        // memory time exposed beyond compute
   double intensity = 0;  // compute time / memory time
+  double cast = 0;       // FP8 quantization kernels (part of t)
 };
 
 struct LayerResult {

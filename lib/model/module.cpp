@@ -59,6 +59,10 @@ ModuleSums sum_module(const Module& module) {
   for (std::size_t i = 0; i < n; ++i) {
     const KernelOp op = module.layers[i].cost.op;
     if (op == KernelOp::Gemm || op == KernelOp::Bias) s.gemm_weights_mem += module.layers[i].cost.weights_mem;
+    if (module.layers[i].cost.precision != Precision::Bf16) {
+      s.fp8_weights_mem += module.layers[i].cost.weights_mem;
+      s.fp8_gemms += 1;
+    }
   }
   s.calls = static_cast<double>(n);
   return s;

@@ -30,6 +30,8 @@ struct ModuleSums {
   double activation_buffer = 0;
   double gemm_weights_mem = 0;  // of weights_mem, the GEMMs' and their biases' (what autocast casts)
   double calls = 0;             // layer passes the host issues, per pass (forward or backward)
+  double fp8_weights_mem = 0;   // of gemm_weights_mem, the FP8 GEMMs' (quantized once per step or micro-batch)
+  double fp8_gemms = 0;         // FP8 GEMM layers (a weight quantization kernel each)
 };
 
 ModuleSums sum_module(const Module& module);

@@ -45,6 +45,13 @@ ParamLayout parse_param_layout(const std::string& text, const std::string& flag)
   throw InputError(flag + " must be reference, megatron or amp, got '" + text + "'");
 }
 
+Precision parse_precision(const std::string& text, const std::string& flag) {
+  for (Precision p : {Precision::Bf16, Precision::Fp8}) {
+    if (text == kPrecisionNames[static_cast<std::size_t>(p)]) return p;
+  }
+  throw InputError(flag + " must be bf16 or fp8, got '" + text + "'");
+}
+
 std::string config_key_names(Strategy strategy, KeyKind kind) {
   std::string out;
   const StrategyPlan& plan = plan_of(strategy);
@@ -61,6 +68,7 @@ std::string execution_text(const Execution& x) {
                     " sp=" + (x.sequence_parallel ? "on" : "off") + " zero=" + std::to_string(x.zero) +
                     " interleave=" + std::to_string(x.interleave) + " layout=" + param_layout_name(x.params) +
                     " ep=" + std::to_string(x.ep);
+  if (x.precision != Precision::Bf16) out += std::string(" precision=") + kPrecisionNames[static_cast<std::size_t>(x.precision)];
   if (x.first_stage_blocks != 0 || x.last_stage_blocks != 0) {
     out += " first_stage_blocks=" + std::to_string(x.first_stage_blocks) +
            " last_stage_blocks=" + std::to_string(x.last_stage_blocks);

@@ -130,6 +130,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::always, true},
     {"last_stage_blocks", KeyKind::Execution, [](const Layout& c) { return c.exec.last_stage_blocks; },
      config_key_detail::always, true},
+    {"precision", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.precision)}; },
+     config_key_detail::always, true},
 };
 
 // The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
@@ -164,6 +166,7 @@ struct ExecutionChoices {
   std::vector<std::int64_t> interleave{1};
   std::vector<ParamLayout> params{ParamLayout::Reference};
   std::vector<std::int64_t> ep{1};
+  std::vector<Precision> precision{Precision::Bf16};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -176,6 +179,8 @@ std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
 ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
+// "bf16" or "fp8" (a layout's precision; mxfp8 is the fp8 of a block-scaling runtime).
+Precision parse_precision(const std::string& text, const std::string& flag);
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
 template <typename F>

@@ -31,11 +31,23 @@ constexpr KernelClass kernel_class(KernelOp op) {
 // GEMMs and attention use the tensor-core peak (matrix_flops_fp16), the others the vector peak.
 constexpr bool uses_tensor_cores(KernelClass k) { return k == KernelClass::Gemm || k == KernelClass::Attention; }
 
+// The tensor-core peak (TFLOP/s) of a GEMM in data type `p`.
+inline double tensor_peak(const System& system, Precision p) {
+  switch (p) {
+    case Precision::Bf16: return system.matrix_flops_fp16;
+    case Precision::Fp8: return system.matrix_flops_fp8;
+    case Precision::Mxfp8: return system.matrix_flops_mxfp8;
+  }
+  return system.matrix_flops_fp16;
+}
+
 // Seconds to execute `tflop` TFLOP: the class's launch cost plus the work at its achieved
-// fraction of the peak.
-inline double compute_seconds(const System& system, KernelClass kernel, double tflop) {
+// fraction of the peak (a GEMM's in its data type).
+inline double compute_seconds(const System& system, KernelClass kernel, double tflop,
+                              Precision precision = Precision::Bf16) {
   const KernelEfficiency& k = system.kernel(kernel);
-  double peak = uses_tensor_cores(kernel) ? system.matrix_flops_fp16 : system.vector_flops_fp16;
+  double peak = uses_tensor_cores(kernel) ? tensor_peak(system, kernel == KernelClass::Gemm ? precision : Precision::Bf16)
+                                          : system.vector_flops_fp16;
   peak *= k.compute;
   return k.launch_s + tflop / peak;
 }
@@ -64,13 +76,14 @@ inline bool calibrated_op(const kernels::Calibration& cal, KernelOp op, const Ke
 
 // `pass`: kernels::kFwd or kBwd; `tflop` and `gigabytes` the reference's counts of the pass.
 inline KernelSeconds calibrated_seconds(const System& system, const kernels::Calibration& cal, KernelOp op,
-                                        const KernelShape& s, std::size_t pass, double tflop, double gigabytes) {
+                                        const KernelShape& s, std::size_t pass, double tflop, double gigabytes,
+                                        Precision precision = Precision::Bf16) {
   using namespace kernels;
   KernelSeconds t;
-  const double peak = system.matrix_flops_fp16;
+  const double peak = op == KernelOp::Gemm ? tensor_peak(system, precision) : system.matrix_flops_fp16;
   switch (op) {
     case KernelOp::Gemm: {
-      const GemmModel& g = cal.gemm[pass];
+      const GemmModel& g = precision != Precision::Bf16 && cal.gemm_fp8_fitted ? cal.gemm_fp8[pass] : cal.gemm[pass];
       t.launch = g.launch_s;
       if (pass == kFwd) {
         t.compute = gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.rows, s.depth, s.cols);

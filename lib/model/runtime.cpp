@@ -29,6 +29,7 @@ const Runtime& reference_runtime() {
 void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention) {
   for (const RuntimeMechanism& m : kRuntimeMechanisms) exec.*m.exec = exec.*m.exec || rt.*m.runtime;
   if (!rt.flash_attention) attention.flash = false;
+  exec.fp8 = rt.fp8;
 }
 
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec) {

@@ -122,6 +122,9 @@ struct Runtime {
   // micro-batch slot of a pipelined job that spans nodes.
   double host_slot_pipelined_multinode_s = 0;
 
+  // How it runs FP8 (fp8_recipe and the fp8_* keys); recipe None: it runs bf16 only.
+  Fp8Policy fp8;
+
   bool is_reference() const { return file.empty() && name == "reference"; }
 };
 

@@ -9,6 +9,7 @@
 #include "model/kernel_calibration.hpp"
 #include "model/roofline.hpp"
 #include "model/parameters.hpp"
+#include "model/precision.hpp"
 
 namespace perfsweep {
 namespace {
@@ -50,7 +51,7 @@ constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
     &ModuleSums::t_fwd_comm, &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp,
     &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer,
-    &ModuleSums::gemm_weights_mem, &ModuleSums::calls};
+    &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms};
 }  // namespace
 
 BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
@@ -113,6 +114,9 @@ DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& x,
     t.gather_scale = rt.states.weights / kReferenceBytes;
     t.reduce_scale = rt.states.gradients / kReferenceBytes;
   }
+  // FP8 weights gathered in FP8 (torchao's float8 all-gather with FSDP2, Megatron's
+  // --fp8-param-gather): 1 byte per parameter
+  if (x.precision != Precision::Bf16 && x.fp8.weight_gather) t.gather_scale = 0.5;
   if (x.zero >= 3 && rt.zero_gather == Cadence::PerMicroBatch) t.gather_repeats = micro_batches;
   if (x.zero >= 2 && rt.zero_reduce == Cadence::PerMicroBatch) t.reduce_repeats = micro_batches;
   return t;
@@ -397,6 +401,13 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     require(v >= 1, std::string(name) + " must be a positive integer, got " + str(v));
   }
   const bool one_d = c.strategy == Strategy::OneD;
+  if (c.exec.precision != Precision::Bf16) {
+    require(one_d, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
+    const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
+    require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0,
+            "fp8 precision: system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") +
+                " (no " + (block_scaled ? "MXFP8" : "FP8") + " tensor cores)");
+  }
   const std::string tp_name = one_d ? "tp" : "tp1";
   require(m.h % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide the " + str(m.h) + " heads");
   require(m.e % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide embed_dim " + str(m.e));
@@ -587,7 +598,7 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   const double nmb = D(micro_batches);
   constexpr double kGB = 1e-9;
   using kernels::StreamKind;
-  double step = 0, micro_batch = 0;
+  double step = 0, micro_batch = 0, fp8_cache_gb = 0;
   if (rt.optimizer_bytes > 0) {
     step += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
   }
@@ -600,6 +611,17 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     const double bytes = rt.accumulate_bytes * grad_params + rt.cast_bytes * gemm;
     micro_batch += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, bytes * kGB);
   }
+  if (c.exec.precision != Precision::Bf16) {
+    // the FP8 GEMMs' weights quantized once per step (weight caching) or for every micro-batch,
+    // and with caching both FP8 copies kept
+    const double fp8_params = (layers * (block.mlp.fp8_weights_mem + block.sa.fp8_weights_mem) + extra.fp8_weights_mem) /
+                              s.element_size;
+    const double fp8_gemms = layers * (block.mlp.fp8_gemms + block.sa.fp8_gemms) + extra.fp8_gemms;
+    const Quantization q = weight_quantization(c.exec.fp8.recipe);
+    const double t = quantization_seconds(s, q.bytes_per_element * fp8_params * kGB, fp8_gemms * q.kernels);
+    (c.exec.fp8.weight_cache ? step : micro_batch) += t;
+    if (c.exec.fp8.weight_cache) fp8_cache_gb = cached_weight_bytes(c.exec.fp8.recipe) * fp8_params * kGB;
+  }
   if (rt.zero_grad_bytes > 0) {
     step += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
   }
@@ -611,6 +633,7 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   r.per_micro_batch_s = micro_batch;
   r.t_optimizer = step + nmb * micro_batch;
   r.transient_gb = rt.loss_transient_logits * logits_gb + rt.optimizer_transient_bytes * opt_params * kGB;
+  if (fp8_cache_gb > 0) r.transient_gb += fp8_cache_gb;
   if (rt.activations == ActivationAccounting::Autocast) {
     r.transient_gb += autocast_peak_transient_gb(m, c, gemm_gb, block_gemm_gb, extra.gemm_weights_mem, last_stage);
   }
@@ -651,10 +674,15 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
     a.sa = tokens * 2 * e * replicated * kGB;
     return a;
   }
+  // A GEMM's input kept in FP8 (1 byte) under fp8 precision with the runtime's saved_inputs.
+  const bool fp8 = c.exec.precision != Precision::Bf16 && c.exec.fp8.saved_inputs;
+  const double gemm_in = fp8 ? 1.0 : 2.0;
   // attention: the norm's input, the qkv projection's input, Q, K, V, the core's output (the
-  // output projection's input) and its fp32 log-sum-exp per head, the dropout mask.
-  double sa = 2 * e * replicated + 2 * e * replicated + 2 * heads * hd + 2 * 2 * kv * hd + 2 * heads * hd +
+  // output projection's input) and its fp32 log-sum-exp per head, the dropout mask; with FP8 the
+  // output projection keeps its own FP8 copy of the core's output, which the core keeps in bf16.
+  double sa = 2 * e * replicated + gemm_in * e * replicated + 2 * heads * hd + 2 * 2 * kv * hd + 2 * heads * hd +
               4 * heads + mask;
+  if (fp8) sa += 1 * heads * hd;
   if (!c.attention.flash && c.exec.recompute != Recompute::Selective) {
     // unfused attention keeps the softmax output (2), its dropout mask (1) and output (2) per score
     sa += (2 + (m.has_dropout() ? 3 : 0)) * heads * D(m.l);
@@ -662,7 +690,7 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   // MLP: the norm's input, fc1's input, the activation's input (gate and up with SwiGLU), fc2's
   // input, the dropout mask (Megatron applies no dropout to the hidden features).
   const double act_in = (m.mlp == MlpKind::SwiGlu ? 2 : 1) * 2 * f / t;
-  const double mlp = 2 * e * replicated + 2 * e * replicated + act_in + 2 * f / t + mask;
+  const double mlp = 2 * e * replicated + gemm_in * e * replicated + act_in + gemm_in * f / t + mask;
   a.sa = tokens * sa * kGB;
   a.mlp = tokens * mlp * kGB;
   return a;
@@ -687,6 +715,9 @@ void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   }
   if (rt.activations == ActivationAccounting::Autocast && c.exec.recompute == Recompute::Selective) {
     throw ConfigError("runtime " + rt.name + "'s autocast accounting models recompute none or full");
+  }
+  if (c.exec.precision != Precision::Bf16 && rt.fp8.recipe == Fp8Recipe::None) {
+    throw ConfigError("runtime " + rt.name + " runs no FP8 (its file gives no fp8_recipe)");
   }
   if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
     throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");

@@ -52,6 +52,9 @@ struct NetworkScaling {
 struct System {
   std::string name;                  // label, e.g. "A100"; the file stem by default
   double matrix_flops_fp16 = 0;      // TFLOP/s, tensor-core dense fp16/bf16
+  double matrix_flops_fp8 = 0;       // TFLOP/s, tensor-core dense FP8 (e4m3/e5m2, per-tensor scales); 0: none
+  double matrix_flops_mxfp8 = 0;     // TFLOP/s, tensor-core dense MXFP8 (per-32-element block scales); 0: none
+  double matrix_flops_fp4 = 0;       // TFLOP/s, tensor-core dense FP4 (recorded, not used by the model); 0: none
   double vector_flops_fp32 = 0;      // TFLOP/s, CUDA-core fp32 (recorded, not used by the model)
   double vector_flops_fp16 = 0;      // TFLOP/s, CUDA-core fp16
   double hbm_bandwidth = 0;          // GB/s
@@ -110,6 +113,12 @@ struct SystemKey {
 inline constexpr SystemKey kSystemKeys[] = {
     {"matrix_flops_fp16", &System::matrix_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,
      "tensor-core dense fp16/bf16 peak"},
+    {"matrix_flops_fp8", &System::matrix_flops_fp8, "TFLOP/s", false, 0, false, 1e7, false,
+     "tensor-core dense FP8 peak with per-tensor scales (0: no FP8 tensor cores)"},
+    {"matrix_flops_mxfp8", &System::matrix_flops_mxfp8, "TFLOP/s", false, 0, false, 1e7, false,
+     "tensor-core dense MXFP8 peak, FP8 with per-32-element block scales in hardware (0: none)"},
+    {"matrix_flops_fp4", &System::matrix_flops_fp4, "TFLOP/s", false, 0, false, 1e7, false,
+     "tensor-core dense FP4 peak (recorded, not used by the model; 0: none)"},
     {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s", false, 0, false, 1e7, true,
      "CUDA-core fp32 peak (recorded, not used by the model)"},
     {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,

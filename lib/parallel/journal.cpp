@@ -90,14 +90,21 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   const bool enums_ok =
       byte_at_most(bytes, offsetof(Candidate, layout.strategy), static_cast<unsigned>(Strategy::TwoDSeqp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.recompute), static_cast<unsigned>(Recompute::Full)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp));
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(Precision::Mxfp8)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(Fp8Recipe::Mxfp8));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),
                                offsetof(Candidate, layout.exec.p2p_scatter_gather),
                                offsetof(Candidate, layout.exec.sp_backward_gather),
                                offsetof(Candidate, layout.exec.dp_after_backward),
-                               offsetof(Candidate, layout.exec.fused_elementwise)};
+                               offsetof(Candidate, layout.exec.fused_elementwise),
+                               offsetof(Candidate, layout.exec.fp8.fused_casts),
+                               offsetof(Candidate, layout.exec.fp8.weight_cache),
+                               offsetof(Candidate, layout.exec.fp8.weight_gather),
+                               offsetof(Candidate, layout.exec.fp8.lm_head),
+                               offsetof(Candidate, layout.exec.fp8.saved_inputs)};
   if (!enums_ok) return false;
   for (const std::size_t offset : bools) {
     if (!byte_at_most(bytes, offset, 1)) return false;

@@ -58,7 +58,7 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, nv 9.
+// interleave 5, zero 6, layout 7, ep 8, precision 9, nv 10.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -104,6 +104,14 @@ void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
   }
 }
 
+// fp8 is modelled for 1d tensor parallelism (Transformer Engine's): the other strategies bf16.
+void precision_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (Precision p : x.problem.exec.precision) {
+    if (p != Precision::Bf16 && c.strategy != Strategy::OneD) continue;
+    out.push_back({{static_cast<I>(p)}});
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -123,6 +131,8 @@ constexpr SearchDimension kDimensions[] = {
     {"layout", true, 0, param_layout_values,
      [](Layout& c, const Choice& v) { c.exec.params = static_cast<ParamLayout>(v.v[0]); }},
     {"ep", true, 1u << 0, expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
+    {"precision", true, 0, precision_values,
+     [](Layout& c, const Choice& v) { c.exec.precision = static_cast<Precision>(v.v[0]); }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

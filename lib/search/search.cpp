@@ -59,6 +59,7 @@ struct BlockKey {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = true;
   bool ends_share_a_stage = false;  // a tied LM head on the embedding's stage (pp = 1)
+  Precision precision = Precision::Bf16;
   bool operator==(const BlockKey&) const = default;
 };
 
@@ -96,7 +97,8 @@ class KeyedCache {
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.ep, k.nv_ep, std::int64_t{static_cast<int>(k.recompute)},
-                           std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage}}) {
+                           std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage},
+                           std::int64_t{static_cast<int>(k.precision)}}) {
       h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
     }
     return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
@@ -311,7 +313,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel},
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel, false,
+                            c.exec.precision},
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const bool even = splits_evenly_now();
@@ -332,7 +335,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   auto leaf = [&]() {
     const TensorSplit with_experts = block_split(c);
     const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, with_experts.ep, with_experts.nv_ep, c.exec.recompute,
-                       c.exec.sequence_parallel, p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1};
+                       c.exec.sequence_parallel, p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
+                       c.exec.precision};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
       return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/layouts.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
@@ -26,13 +27,7 @@ namespace {
 
 const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
 
-Layout one_d(std::int64_t tp, std::int64_t dp, std::int64_t pp) {
-  Layout c;
-  c.tensor.tp1 = tp;
-  c.dp = dp;
-  c.pp = pp;
-  return c;
-}
+using testing::one_d;
 
 // Table 2 (Korthikanti et al. 2022, arXiv 2205.05198): bytes per layer sbh (34/t) with tensor and
 // sequence parallelism, sbh (10 + 24/t) with tensor parallelism alone, flash attention keeping no
@@ -151,6 +146,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.fused_elementwise, b.fused_elementwise);
   EXPECT_EQ(a.dp_after_backward, b.dp_after_backward);
   EXPECT_EQ(a.flash_attention, b.flash_attention);
+  EXPECT_TRUE(a.fp8 == b.fp8);
   EXPECT_EQ(a.zero_gather, b.zero_gather);
   EXPECT_EQ(a.zero_reduce, b.zero_reduce);
   EXPECT_EQ(a.tp_comm_overlap, b.tp_comm_overlap);
@@ -203,6 +199,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.allocator_reserve = 0.049;
   odd.loss_transient_logits = 1.5;
   odd.optimizer_transient_bytes = 12.25;
+  odd.fp8 = Fp8Policy{Fp8Recipe::Mxfp8, true, false, true, true, false};
   odd.strategies = 0x5;   // 1d and 2d-seqp
   odd.zero_stages = 0xA;  // 1 and 3
   runtimes.push_back(odd);

@@ -1,0 +1,49 @@
+#pragma once
+// FP8 training as Transformer Engine runs it (Execution::precision = Fp8, the runtime's
+// Fp8Policy): which GEMMs run in FP8, what they move and keep, and the quantization kernels
+// around them. Sources: Transformer Engine's FP8 primer and performance guide (docs/fp8.md):
+// every FP8 GEMM on Hopper reads both operands in FP8 in the layout it needs (TN), so an input
+// or output gradient is quantized into a row-wise and a column-wise (transposed) copy; weights
+// are quantized into both once per step with is_first_microbatch (weight caching), else for
+// every micro-batch; LayerNormLinear quantizes a norm's output inside the norm.
+#include <cstdint>
+
+#include "model/block.hpp"
+
+namespace perfsweep {
+
+// One quantization of a bf16 tensor into FP8, per element: bytes moved and kernels launched.
+//   delayed (per-tensor scale from the amax history): cast + transpose in one kernel, read 2
+//     bytes and write the row-wise and column-wise copies (1 + 1); the amax comes with it.
+//   current (per-tensor scale from the tensor): an amax pass (read 2) before the same cast.
+//   mxfp8 (a scale per 32 elements): one kernel writes both copies and their e8m0 scales
+//     (1 + 1/32 each).
+// `fused`: the quantization of a norm's output inside the norm (delayed and mxfp8 only): the
+// norm writes FP8 in place of bf16; delayed scaling then transposes the saved copy in the
+// backward (read 1, write 1), mxfp8 writes its scales (2/32).
+struct Quantization {
+  double bytes_per_element = 0;
+  std::uint8_t kernels = 0;
+};
+Quantization input_quantization(Fp8Recipe recipe, bool fused);
+// A weight's quantization (once per step with weight caching, else per micro-batch).
+Quantization weight_quantization(Fp8Recipe recipe);
+// Bytes per weight element kept between micro-batches with weight caching: both FP8 copies
+// (and mxfp8's scales).
+double cached_weight_bytes(Fp8Recipe recipe);
+
+// Seconds of quantization kernels: `kernels` launches moving `gigabytes`, as the kernel
+// calibration's cast kernel runs (else the elementwise roofline's launch and bandwidth).
+double quantization_seconds(const System& s, double gigabytes, double kernels);
+
+// Whether a described layer's GEMM runs in FP8 under the policy: the linear layers (column, qkv
+// and row projections, the experts'), the LM head only with fp8.lm_head; never the router.
+bool runs_fp8(const BlockLayer& layer, const Fp8Policy& fp8);
+
+// The layer's cost with its GEMM in FP8 (a 1d linear layer's cost from model/layer.hpp): the
+// data type (FP8 peak and calibration), operands read in FP8 (1 byte) and outputs written in
+// bf16, the saved input kept in FP8 where the policy says, and the quantization kernels of the
+// input (forward) and of the output gradient (backward).
+void to_fp8(const System& s, const BlockLayer& layer, const Fp8Policy& fp8, LayerCost& cost);
+
+}  // namespace perfsweep

@@ -1,0 +1,190 @@
+// FP8 precision (model/precision.hpp, Execution::precision, the runtimes' fp8_* keys): the bytes
+// and kernels of a GEMM in FP8 derived by hand from the recipes, the layers that run in FP8,
+// a runtime's FP8 keys inert at bf16, the weight quantization per step or per micro-batch, the
+// checks that refuse what cannot run FP8, and the search trying both precisions as evaluate
+// costs them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/layouts.hpp"
+#include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
+#include "core/error.hpp"
+#include "model/precision.hpp"
+#include "model/step.hpp"
+#include "search/search.hpp"
+
+namespace perfsweep {
+namespace {
+
+const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
+
+System h100() { return load_system(kRoot / "systems" / "H100.yaml"); }
+
+using testing::one_d;
+
+// fc1 of a 4096 -> 16384 MLP over 2048 tokens, tensor-parallel over 4: (2048 x 4096)(4096 x 4096).
+constexpr std::int64_t kRows = 2048, kDepth = 4096, kCols = 4096;
+const BlockLayer kFc1{"fc1", Sublayer::Mlp, Role::ColumnProjection, Operand::Hidden, 4096, 16384};
+const BlockLayer kVproj{"vproj", Sublayer::Attention, Role::RowProjection, Operand::Residual, 4096, 4096};
+
+LayerCost fc1(const System& s) { return linear(s, "fc1", 1, kRows, 4096, 16384, {1, 4, 1, 4}); }
+
+TEST(Fp8, GemmBytesAndQuantizationByHand) {
+  const System s = h100();
+  const double x = kRows * kDepth, y = kRows * kCols, w = kDepth * kCols;  // elements
+  LayerCost c = fc1(s);
+  ASSERT_EQ(c.shape.rows, kRows);
+  ASSERT_EQ(c.shape.depth, kDepth);
+  ASSERT_EQ(c.shape.cols, kCols);
+  ASSERT_DOUBLE_EQ(c.activation_buffer, x * 2e-9);
+  // Delayed scaling, the norm's output quantized inside the norm: no forward kernel; in the
+  // backward the output gradient's cast-transpose (read 2, write 1 + 1) and the saved input's
+  // transpose (read 1, write 1).
+  to_fp8(s, kFc1, Fp8Policy{Fp8Recipe::Delayed, true}, c);
+  EXPECT_EQ(c.precision, Precision::Fp8);
+  EXPECT_DOUBLE_EQ(c.mem_fwd, (x + w) * 1e-9 + y * 2e-9);                               // X, W in FP8; Y bf16
+  EXPECT_DOUBLE_EQ(c.mem_bwd, (y + w) * 1e-9 + x * 2e-9 + (x + y) * 1e-9 + w * 2e-9);  // dgrad, wgrad
+  EXPECT_DOUBLE_EQ(c.activation_buffer, x * 1e-9);                                      // saved in FP8
+  EXPECT_EQ(c.cast_kernels[0], 0);
+  EXPECT_EQ(c.cast_gb[0], 0.0);
+  EXPECT_EQ(c.cast_kernels[1], 2);
+  EXPECT_DOUBLE_EQ(c.cast_gb[1], (4 * y + 2 * x) * 1e-9);
+  // Without the fused norm: the input's cast-transpose in the forward (4 bytes an element).
+  c = fc1(s);
+  to_fp8(s, kFc1, Fp8Policy{Fp8Recipe::Delayed, false}, c);
+  EXPECT_EQ(c.cast_kernels[0], 1);
+  EXPECT_DOUBLE_EQ(c.cast_gb[0], 4 * x * 1e-9);
+  EXPECT_EQ(c.cast_kernels[1], 1);
+  EXPECT_DOUBLE_EQ(c.cast_gb[1], 4 * y * 1e-9);
+  // Current scaling: an amax pass (read 2) before each cast, never fused; inputs kept in bf16
+  // where the policy says so.
+  c = fc1(s);
+  to_fp8(s, kFc1, Fp8Policy{Fp8Recipe::Current, true, false, false, false, false}, c);
+  EXPECT_EQ(c.cast_kernels[0], 2);
+  EXPECT_DOUBLE_EQ(c.cast_gb[0], 6 * x * 1e-9);
+  EXPECT_EQ(c.cast_kernels[1], 2);
+  EXPECT_DOUBLE_EQ(c.cast_gb[1], 6 * y * 1e-9);
+  EXPECT_DOUBLE_EQ(c.activation_buffer, x * 2e-9);
+  // MXFP8 on the output projection (no norm before it): both copies and a scale byte per 32
+  // elements of each, one kernel.
+  c = linear(s, "vproj", 1, kRows, 4096, 4096, {4, 1, 4, 1});
+  const double xv = kRows * 1024.0, yv = kRows * 4096.0;
+  to_fp8(s, kVproj, Fp8Policy{Fp8Recipe::Mxfp8, true}, c);
+  EXPECT_EQ(c.precision, Precision::Mxfp8);
+  EXPECT_EQ(c.cast_kernels[0], 1);
+  EXPECT_DOUBLE_EQ(c.cast_gb[0], (4 + 2.0 / 32) * xv * 1e-9);
+  EXPECT_DOUBLE_EQ(c.cast_gb[1], (4 + 2.0 / 32) * yv * 1e-9);
+}
+
+TEST(Fp8, WhichLayersRunInFp8) {
+  const Fp8Policy te{Fp8Recipe::Delayed, true, true};
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  int fp8 = 0;
+  for (const BlockLayer& y : describe_block(m, {})) fp8 += runs_fp8(y, te) ? 1 : 0;
+  EXPECT_EQ(fp8, 4);  // fc1, fc2, qkv, vproj; not the attention core, norms or the activation
+  const StageEnds ends = describe_stage_ends(m, 2);
+  EXPECT_FALSE(runs_fp8(ends.last.layers[1], te));  // the LM head in bf16 by default
+  Fp8Policy head = te;
+  head.lm_head = true;
+  EXPECT_TRUE(runs_fp8(ends.last.layers[1], head));
+  EXPECT_FALSE(runs_fp8(kFc1, Fp8Policy{}));  // a runtime without a recipe runs none
+  const BlockLayer router{"router", Sublayer::Mlp, Role::Router, Operand::Residual, 4096, 8};
+  EXPECT_FALSE(runs_fp8(router, te));
+}
+
+// A runtime's FP8 keys change nothing while the layout is bf16.
+TEST(Fp8, RuntimeKeysAreInertAtBf16) {
+  const System s = load_system(kRoot / "systems" / "H100-calibrated.yaml");
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  Runtime plain = load_runtime_named("megatron");
+  const Runtime with_fp8 = plain;
+  plain.fp8 = Fp8Policy{};
+  const Layout c = one_d(2, 4, 1);
+  const Evaluation a = evaluate(s, m, plain, c, 64), b = evaluate(s, m, with_fp8, c, 64);
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  for (const TotalsField& f : kRuntimeTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+  EXPECT_EQ(a.throughput, b.throughput);
+}
+
+// FP8 on a calibrated H100: faster GEMMs, smaller activations, the quantization kernels counted;
+// without weight caching the weights are quantized for every micro-batch instead of once.
+TEST(Fp8, StepOnCalibratedH100) {
+  const System s = load_system(kRoot / "systems" / "H100-calibrated.yaml");
+  ASSERT_TRUE(s.kernel_calibration->gemm_fp8_fitted);
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  const Runtime rt = load_runtime_named("megatron");
+  Layout c = one_d(2, 4, 1);
+  const Evaluation bf16 = evaluate(s, m, rt, c, 64);
+  c.exec.precision = Precision::Fp8;
+  const Evaluation fp8 = evaluate(s, m, rt, c, 64);
+  EXPECT_LT(fp8.totals.t, bf16.totals.t);
+  EXPECT_GT(fp8.totals.t, bf16.totals.t / 2);  // far from the spec sheet's 2x
+  EXPECT_LT(fp8.totals.acts_mem, bf16.totals.acts_mem);
+  EXPECT_GT(fp8.totals.t_optimizer, bf16.totals.t_optimizer);  // the weights' quantization
+  // Weight quantization per micro-batch: 16 micro-batches instead of once per step.
+  Runtime no_cache = rt;
+  no_cache.fp8.weight_cache = false;
+  const Evaluation every = evaluate(s, m, no_cache, c, 64);
+  const double fp8_params = 8030261248.0 / 2;  // an upper bound: all of a tp=2 GPU's parameters
+  const double once = quantization_seconds(s, 4 * fp8_params * 1e-9, 4 * 32);
+  EXPECT_GT(every.totals.t_optimizer - fp8.totals.t_optimizer, 0);
+  EXPECT_LT(every.totals.t_optimizer - fp8.totals.t_optimizer, 15 * once);
+  // and the cached FP8 copies are gone from the peak
+  EXPECT_LT(every.totals.mem, fp8.totals.mem);
+}
+
+std::string config_error(const System& s, const Transformer& m, const Runtime& rt, const Layout& c) {
+  try {
+    evaluate(s, m, rt, c, 64);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return {};
+}
+
+TEST(Fp8, RefusedWhereItCannotRun) {
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  Layout c = one_d(2, 4, 1);
+  c.exec.precision = Precision::Fp8;
+  const Runtime mg = load_runtime_named("megatron");
+  EXPECT_NE(config_error(load_system(kRoot / "systems" / "A100.yaml"), m, mg, c).find("matrix_flops_fp8"),
+            std::string::npos);
+  EXPECT_NE(config_error(h100(), m, load_runtime_named("deepspeed"), c).find("runs no FP8"), std::string::npos);
+  Runtime mx = mg;
+  mx.fp8.recipe = Fp8Recipe::Mxfp8;
+  EXPECT_NE(config_error(h100(), m, mx, c).find("matrix_flops_mxfp8"), std::string::npos);
+  c.strategy = Strategy::TwoDSeqp;
+  c.tensor.tp2 = 1;
+  Runtime any = mg;
+  any.strategies = 0x7;
+  EXPECT_NE(config_error(h100(), m, any, c).find("1d"), std::string::npos);
+  EXPECT_THROW(parse_precision("fp16", "--precision"), InputError);
+  EXPECT_EQ(parse_precision("fp8", "--precision"), Precision::Fp8);
+}
+
+// The search tries bf16 and fp8 and ranks each configuration as evaluate costs it.
+TEST(Fp8, SearchTriesBothPrecisions) {
+  SearchProblem p;
+  p.model = load_model(kRoot / "models" / "llama3_8b.yaml");
+  p.system = load_system(kRoot / "systems" / "H100-calibrated.yaml");
+  p.global_batch = 128;
+  p.runtime = load_runtime_named("megatron");
+  p.exec.precision = {Precision::Bf16, Precision::Fp8};
+  Searcher searcher(p);
+  SearchCounters counters;
+  const TopN top = searcher.run_all(16, counters);
+  ASSERT_FALSE(top.items().empty());
+  EXPECT_EQ(top.items().front().layout.exec.precision, Precision::Fp8);
+  for (const Candidate& c : top.items()) {
+    const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
+    EXPECT_EQ(ev.throughput, c.throughput);
+    for (const TotalsField& f : kTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
+  }
+}
+
+}  // namespace
+}  // namespace perfsweep
