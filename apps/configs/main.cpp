@@ -15,11 +15,13 @@
 #include "common/attention_options.hpp"
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
+#include "common/launch_options.hpp"
 #include "common/budget_options.hpp"
 #include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
+#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/limits.hpp"
@@ -49,6 +51,7 @@ struct Options {
   std::size_t top = 0;
   std::string output;
   cli::BudgetOptions budget;
+  cli::LaunchOptions launch;
 };
 
 // --tp, --tp1, --tp2, --pp, --dp: "" -> {} (free); "8" or "1,2,4" -> those, each of which must
@@ -127,8 +130,9 @@ RowTraining row_training(const ConfigRow& r, const Transformer& model, const Sys
   return x;
 }
 
+// launch: each row's launch line (arguments only), a last column; empty: no such column.
 std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Strategy strategy, const System& sys,
-                   const std::vector<RowTraining>& training) {
+                   const std::vector<RowTraining>& training, const std::vector<LaunchLine>& launch) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
   std::ostringstream out;
   out << "n_gpus,strategy";
@@ -139,6 +143,7 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   for (const TotalsField& f : kTotalsFields) out << ',' << f.name;
   out << ",hbm_capacity,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu";
   if (budget) out << ",train_days,gpu_hours,cost";
+  if (!launch.empty()) out << ",launch";
   out << "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ConfigRow& r = rows[i];
@@ -151,6 +156,7 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
     out << ',' << g17(sys.hbm_capacity) << ',' << g17(x.efficiency.tokens_per_s_per_gpu) << ','
         << g17(x.efficiency.model_tflops_per_gpu) << ',' << g17(x.efficiency.mfu);
     if (budget) out << ',' << g17(x.budget.days) << ',' << g17(x.budget.gpu_hours) << ',' << g17(x.budget.cost);
+    if (!launch.empty()) out << ',' << csv_field(launch_arguments_text(launch[i]));
     out << '\n';
   }
   return out.str();
@@ -218,6 +224,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
 
 int run(const Options& o) {
   o.budget.check();
+  const std::optional<LaunchFramework> launch = o.launch.parse();
   check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
   const Transformer model = cli::read_model_logged(o.model, o.seq_len);
@@ -227,6 +234,7 @@ int run(const Options& o) {
     sys.nvlink_size = *o.nvs;
   }
   const Strategy strategy = parse_strategy(o.strat);
+  if (launch) check_launch_strategy(*launch, strategy);
   const bool one_d = strategy == Strategy::OneD;
   if (one_d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
     throw InputError("--tp1, --tp2, --nb, --nv-tp1 and --nv-tp2 go with --strat 2d or 2d-seqp; 1d takes --tp, --nv-tp");
@@ -280,7 +288,13 @@ int run(const Options& o) {
 
   std::vector<RowTraining> training;
   for (const ConfigRow& row : rows) training.push_back(row_training(row, model, sys, o.global_batch, o.budget));
-  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys, training);
+  std::vector<LaunchLine> lines;
+  if (launch) {
+    for (const ConfigRow& row : rows) {
+      lines.push_back(launch_line(*launch, {model, row.layout, r.runtime, o.global_batch, sys.nvlink_size}));
+    }
+  }
+  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys, training, lines);
   if (!o.output.empty()) {
     write_text_atomically(o.output, csv);
     spdlog::info("wrote {} configurations to {}", rows.size(), o.output);
@@ -297,6 +311,10 @@ int run(const Options& o) {
     std::cout << to_table(rows, strategy, sys, model.depth, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
+    }
+    if (!lines.empty()) {
+      std::printf("\nlaunch (%s) of configuration 1:\n", launch_framework_info(lines.front().framework).name);
+      std::cout << launch_text(lines.front());
     }
   }
   flush_stdout();
@@ -345,6 +363,7 @@ int main(int argc, char** argv) {
   app.add_option("--top", o.top, "keep the first K rows (0: all)")->capture_default_str();
   cli::add_common_flags(app, o.verbosity);
   o.budget.add_to(app);
+  o.launch.add_to(app, "the first configuration listed, after the table (--csv, -o: each row's, a launch column),");
   app.add_flag("--csv", o.csv, "print CSV (the columns scripts/plot_configs.py reads) instead of the table");
   app.add_option("-o,--out", o.output, "also write the CSV to this file (atomically)");
   app.footer(

@@ -10,6 +10,7 @@
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
+#include "common/launch_options.hpp"
 #include "common/model_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
@@ -36,11 +37,13 @@ struct Options {
   ExecutionFlags exec;
   bool json = false, csv = false, csv_totals = false, train_step = false;
   cli::BudgetOptions budget;
+  cli::LaunchOptions launch;
   cli::Verbosity verbosity;
 };
 
 int run(const Options& o) {
   o.budget.check();
+  const std::optional<LaunchFramework> launch = o.launch.parse();
   Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
   if (o.nvs) {
@@ -76,6 +79,7 @@ int run(const Options& o) {
       layout.tensor.nb = o.nb;
     }
   }
+  if (launch) check_launch_strategy(*launch, layout.strategy);
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
   layout.exec = parse_execution(o.exec);
   if (o.train_step) {
@@ -126,14 +130,17 @@ int run(const Options& o) {
   }
   ev.budget =
       training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.budget.tokens, o.budget.gpu_hour_cost);
+  std::optional<LaunchLine> line;
+  if (launch) line = launch_line(*launch, {model, layout, runtime, o.global_batch, sys.nvlink_size});
   if (o.json) {
-    std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given);
+    std::cout << estimate_json(ev, layout, sys, model, o.global_batch, all_given, line ? &*line : nullptr);
   } else if (o.csv) {
     std::cout << estimate_csv(ev, layout);
   } else if (o.csv_totals) {
     std::cout << estimate_csv_totals(ev, layout, sys);
   } else {
     std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
+    if (line) std::cout << "\nlaunch (" << launch_framework_info(line->framework).name << "):\n" << launch_text(*line);
   }
   flush_stdout();
   return 0;
@@ -169,7 +176,10 @@ int main(int argc, char** argv) {
   add_stage_options(app, o.exec);
   app.add_flag("--json", o.json, "print the reference's per-layer stats and totals as one JSON object");
   auto* csv = app.add_flag("--csv", o.csv, "print the per-layer table as CSV (pandas.read_csv reads it)");
-  app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  auto* csv_totals =
+      app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
+  o.launch.add_to(app, "the configuration, after the report (--json: its \"launch\" field),");
+  app.get_option("--launch")->excludes(csv)->excludes(csv_totals);
   app.add_flag("--train-step", o.train_step,
                "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: --runtime pytorch_amp "
                "(its casts, gradient accumulation, optimizer, host launches and peak memory) with ZeRO 0 "

@@ -12,6 +12,10 @@ namespace perfsweep {
 // surrounding white space removed. InputError naming `where` for an unterminated quote.
 std::vector<std::string> split_csv_line(std::string_view text, const std::string& where);
 
+// `text` as one CSV field: as it is, or within double quotes (inner ones doubled) where it holds a
+// comma, a quote or a line break (RFC 4180), so split_csv_line reads it back.
+std::string csv_field(std::string_view text);
+
 // `text` without leading and trailing white space.
 std::string trim(std::string_view text);
 

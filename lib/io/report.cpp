@@ -208,7 +208,7 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
 }
 
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
-                          std::int64_t global_batch, bool placement_given) {
+                          std::int64_t global_batch, bool placement_given, const LaunchLine* launch) {
   JsonWriter w;
   w.begin_object();
   w.key("inputs").begin_object();
@@ -267,6 +267,13 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("placement").value(std::string_view(placement_given ? "given" : "fastest"));
   w.end_object();
   estimate_json_body(w, ev, layout, system);
+  if (launch != nullptr) {
+    w.key("launch").value(std::string_view(launch_arguments_text(*launch)));
+    w.key("launch_framework").value(std::string_view(launch_framework_info(launch->framework).name));
+    w.key("launch_notes").begin_array();
+    for (const std::string& n : launch->notes) w.value(std::string_view(n));
+    w.end_array();
+  }
   w.end_object();
   return w.str() + "\n";
 }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/launch.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -40,8 +41,9 @@ std::string_view comm_use_name(const CommUse& use);
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system);
 // The same with the inputs echoed first: {"inputs": {"model": {...}, "system": {...}, "strategy",
 // "global_batch_size", the configuration and NVLink keys, "placement": "given" or "fastest"}, ...}.
+// With a launch line, its arguments ("launch": one string), framework and notes follow last.
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
-                          std::int64_t global_batch, bool placement_given);
+                          std::int64_t global_batch, bool placement_given, const LaunchLine* launch = nullptr);
 
 // One CSV row per layer (module, layer, every per-layer field, comm_model).
 std::string estimate_csv(const Evaluation& ev, const Layout& layout);

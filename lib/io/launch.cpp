@@ -1,0 +1,620 @@
+#include "io/launch.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep {
+
+namespace {
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+
+std::string real(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Models with a NeMo 2.0 recipe (nemo/collections/llm/recipes/<recipe>.py) or a torchtitan
+// flavor (torchtitan/models/<name>/__init__.py) of the same shape; nullptr: none.
+struct KnownModel {
+  std::string_view model;
+  const char* nemo_recipe;
+  const char* torchtitan_name;
+  const char* torchtitan_flavor;
+};
+constexpr KnownModel kKnownModels[] = {
+    {"gpt3", "gpt3_175b", nullptr, nullptr},
+    {"llama3_8b", "llama3_8b", "llama3", "8B"},
+    {"llama3_70b", "llama3_70b", "llama3", "70B"},
+    {"llama3_405b", "llama31_405b", "llama3", "405B"},
+    {"llama3_2_1b", "llama32_1b", nullptr, nullptr},
+    {"mixtral_8x7b", "mixtral_8x7b", nullptr, nullptr},
+};
+const KnownModel* known_model(const std::string& name) {
+  for (const KnownModel& k : kKnownModels) {
+    if (k.model == name) return &k;
+  }
+  return nullptr;
+}
+
+// GPUs of the tensor, data and pipeline groups in one NVLink domain when ranks are numbered
+// tensor-parallel first, then data-parallel, then pipeline (dp_before_pp: Megatron-Core's default
+// order tp-cp-ep-dp-pp, torchtitan's device mesh [pp, dp, tp]) or pipeline before data-parallel
+// (Megatron-LM's --use-tp-pp-dp-mapping): each group takes the part of the domain left over that
+// divides its degree; a job within one domain has every group there whole.
+struct DomainShares {
+  std::int64_t tp = 1, dp = 1, pp = 1;
+  bool operator==(const DomainShares&) const = default;
+};
+DomainShares domain_shares(const Layout& c, std::int64_t nvs, bool dp_before_pp) {
+  DomainShares s;
+  if (c.n_gpus() <= nvs) return {c.tensor.tp1, c.dp, c.pp};
+  std::int64_t left = nvs;
+  auto take = [&left](std::int64_t degree) {
+    const std::int64_t t = std::gcd(degree, left);
+    left /= t;
+    return t;
+  };
+  s.tp = take(c.tensor.tp1);
+  if (dp_before_pp) {
+    s.dp = take(c.dp);
+    s.pp = take(c.pp);
+  } else {
+    s.pp = take(c.pp);
+    s.dp = take(c.dp);
+  }
+  return s;
+}
+DomainShares layout_shares(const Layout& c) { return {c.tensor.nv1, c.nv_dp, c.nv_pp}; }
+std::string shares_text(const DomainShares& s) {
+  std::string text = "nv_tp=";
+  text += num(s.tp);
+  text += " nv_dp=";
+  text += num(s.dp);
+  text += " nv_pp=";
+  text += num(s.pp);
+  return text;
+}
+// A note when the placement the estimate assumed is not the one the framework's rank order gives.
+void note_placement(std::vector<std::string>& notes, const Layout& c, const DomainShares& framework_order,
+                    const char* framework) {
+  if (layout_shares(c) == framework_order) return;
+  std::string n = "the estimate placed ";
+  n += shares_text(layout_shares(c));
+  n += " GPUs of each group in an NVLink domain; ";
+  n += framework;
+  n += "'s rank order places ";
+  n += shares_text(framework_order);
+  notes.push_back(std::move(n));
+}
+
+std::string gpus_note(const Layout& c, const char* how) {
+  std::string n = num(c.n_gpus());
+  n += c.n_gpus() == 1 ? " GPU: " : " GPUs: ";
+  n += how;
+  n += " (data-parallel size ";
+  n += num(c.dp);
+  n += " = ";
+  n += num(c.n_gpus());
+  n += " / (tensor ";
+  n += num(c.tensor.tp1);
+  n += " x pipeline ";
+  n += num(c.pp);
+  n += "))";
+  return n;
+}
+
+// The model's features no launch line can change (every framework's GPT is causal and has a
+// vocabulary).
+void note_model(std::vector<std::string>& notes, const Transformer& m, const char* framework) {
+  if (!m.causal) {
+    std::string n = "the estimate costs attention without a causal mask (the reference's models); ";
+    n += framework;
+    n += " masks causally";
+    notes.push_back(std::move(n));
+  }
+  if (m.vocab_size == 0) {
+    std::string n = "the estimate costs the transformer blocks only (the model has no vocabulary); ";
+    n += framework;
+    n += " adds the embedding, LM head and loss of its tokenizer's vocabulary";
+    notes.push_back(std::move(n));
+  }
+}
+
+// Recomputation as the frameworks name it: unfused attention recomputed in the backward is
+// Megatron-LM's selective recomputation of the attention core.
+Recompute effective_recompute(const Layout& c) {
+  if (c.exec.recompute == Recompute::None && c.attention.recompute) return Recompute::Selective;
+  return c.exec.recompute;
+}
+
+bool flash_attention(const LaunchInput& in) { return in.layout.attention.flash && in.runtime.flash_attention; }
+
+enum class Precision : std::uint8_t {
+  Fp16,      // 2-byte weights and gradients (the reference's layout)
+  Bf16,      // bf16 weights, fp32 gradients and master weights (Megatron-LM's)
+  Autocast,  // fp32 weights with bf16 copies (PyTorch autocast)
+};
+Precision precision(const LaunchInput& in) {
+  const StateBytes b = runtime_state_bytes(in.runtime, in.layout.exec);
+  if (b.weights > 2) return Precision::Autocast;
+  return b.gradients > 2 ? Precision::Bf16 : Precision::Fp16;
+}
+
+bool tp_comm_overlap(const LaunchInput& in) { return in.runtime.tp_comm_overlap > 0; }
+bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
+
+// The model's and recomputation's settings as Megatron-Core's TransformerConfig fields (NeMo's
+// model.config) with values as Python writes them; Megatron-LM's command line spells the same
+// fields (megatron_flag). add_qkv_bias only when on; the vocabulary's and the experts' only where
+// the model has them.
+struct CoreValue {
+  const char* field;
+  std::string value;
+};
+std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute) {
+  const char* yes = "True";
+  const char* no = "False";
+  std::vector<CoreValue> v = {
+      {"seq_length", num(m.l)},
+      {"num_layers", num(m.depth)},
+      {"hidden_size", num(m.e)},
+      {"ffn_hidden_size", num(m.f)},
+      {"num_attention_heads", num(m.h)},
+      {"num_query_groups", num(m.kv())},
+      {"normalization", m.norm == NormKind::RmsNorm ? "RMSNorm" : "LayerNorm"},
+      {"gated_linear_unit", m.mlp == MlpKind::SwiGlu ? yes : no},
+      {"add_bias_linear", m.bias ? yes : no},
+  };
+  if (m.qkv_bias) v.push_back({"add_qkv_bias", yes});
+  v.push_back({"hidden_dropout", real(m.dropout)});
+  v.push_back({"attention_dropout", real(m.dropout)});
+  if (m.vocab_size > 0) {
+    v.push_back({"share_embeddings_and_output_weights", m.tie_embeddings ? yes : no});
+    v.push_back({"position_embedding_type", m.learned_positions ? "learned_absolute" : "rope"});
+  }
+  if (m.is_moe()) {
+    v.push_back({"num_moe_experts", num(m.moe.experts)});
+    v.push_back({"moe_router_topk", num(m.moe.top_k)});
+    v.push_back({"moe_ffn_hidden_size", num(m.moe.ffn_dim)});
+    // the estimate's dispatch and combine are all-to-alls over the expert-parallel group
+    v.push_back({"moe_token_dispatcher_type", "alltoall"});
+    // an integer N: one MoE block in every N (Megatron-Core puts it first in each group, the
+    // estimate last; every stage holds whole groups, so each stage's blocks are the same)
+    if (m.moe.every > 1) v.push_back({"moe_layer_freq", num(m.moe.every)});
+    if (m.moe.shared_experts > 0) {
+      v.push_back({"moe_shared_expert_intermediate_size", num(m.moe.shared_experts * m.moe.ffn_dim)});
+    }
+    if (m.moe.capacity_factor != 1.0) {
+      // each expert computes on its whole capacity, as the estimate costs it
+      v.push_back({"moe_expert_capacity_factor", real(m.moe.capacity_factor)});
+      v.push_back({"moe_pad_expert_input_to_capacity", yes});
+    }
+  }
+  switch (recompute) {
+    case Recompute::None: v.push_back({"recompute_granularity", "None"}); break;
+    case Recompute::Selective: v.push_back({"recompute_granularity", "selective"}); break;
+    case Recompute::Full:
+      v.push_back({"recompute_granularity", "full"});
+      v.push_back({"recompute_method", "uniform"});
+      v.push_back({"recompute_num_layers", "1"});
+      break;
+  }
+  return v;
+}
+
+// How Megatron-LM's arguments.py spells a config field where it is not "--" + the field with
+// dashes: a switch for one boolean value (the other is the default), another name, or a value that
+// is the default and so left out.
+struct MegatronSpelling {
+  std::string_view field;
+  const char* flag_when_true;   // nullptr: nothing when True
+  const char* flag_when_false;  // nullptr: nothing when False
+};
+constexpr MegatronSpelling kMegatronSwitches[] = {
+    {"gated_linear_unit", "--swiglu", nullptr},  // --swiglu also sets activation_func to SiLU
+    {"add_bias_linear", nullptr, "--disable-bias-linear"},
+    {"add_qkv_bias", "--add-qkv-bias", nullptr},
+    {"share_embeddings_and_output_weights", nullptr, "--untie-embeddings-and-output-weights"},
+    {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", nullptr},
+};
+struct MegatronDefault {
+  std::string_view field, value;
+};
+constexpr MegatronDefault kMegatronDefaults[] = {
+    {"normalization", "LayerNorm"},      {"hidden_dropout", "0.1"},
+    {"attention_dropout", "0.1"},        {"position_embedding_type", "learned_absolute"},
+    {"recompute_granularity", "None"},
+};
+std::string megatron_flag(std::string_view field) {
+  if (field == "num_moe_experts") return "--num-experts";
+  std::string flag = "--";
+  for (char ch : field) flag += ch == '_' ? '-' : ch;
+  return flag;
+}
+
+class Builder {
+ public:
+  explicit Builder(LaunchLine& line) : line_(line) {}
+  void add(std::string name, std::string value = {}) { line_.arguments.push_back({std::move(name), std::move(value)}); }
+  void note(std::string text) { line_.notes.push_back(std::move(text)); }
+  std::vector<std::string>& notes() { return line_.notes; }
+
+ private:
+  LaunchLine& line_;
+};
+
+// What each framework's line reads of the input: the model, the layout and its execution options.
+struct Parts {
+  const Transformer& m;
+  const Layout& c;
+  const Execution& x;
+};
+Parts parts(const LaunchInput& in) { return {in.model, in.layout, in.layout.exec}; }
+
+// The first note: what the arguments are and where they go.
+std::string intro(LaunchFramework f, const Transformer& m) {
+  switch (f) {
+    case LaunchFramework::Megatron:
+      return "Megatron-LM pretrain_gpt.py arguments of the configuration; data, tokenizer, optimizer and schedule "
+             "are the user's";
+    case LaunchFramework::Nemo: {
+      const KnownModel* known = known_model(m.name);
+      if (known == nullptr || known->nemo_recipe == nullptr) {
+        return "nemo llm pretrain --factory RECIPE followed by these overrides, RECIPE a NeMo 2.0 recipe of the "
+               "model (nemo/collections/llm/recipes)";
+      }
+      std::string n = "nemo llm pretrain --factory ";
+      n += known->nemo_recipe;
+      n += " followed by these overrides";
+      return n;
+    }
+    case LaunchFramework::Torchtitan:
+      return "torchtitan (run_train.sh / torchtitan/train.py) flags of the configuration, after a --job.config_file "
+             "of the model";
+  }
+  return {};
+}
+
+// Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
+void megatron_line(const LaunchInput& in, Builder& b) {
+  const auto [m, c, x] = parts(in);
+
+  b.add("--tensor-model-parallel-size", num(c.tensor.tp1));
+  b.add("--pipeline-model-parallel-size", num(c.pp));
+  if (x.interleave > 1) b.add("--num-virtual-stages-per-pipeline-rank", num(x.interleave));
+  if (c.pp > 1 && x.first_stage_blocks > 0) b.add("--decoder-first-pipeline-num-layers", num(x.first_stage_blocks));
+  if (c.pp > 1 && x.last_stage_blocks > 0) b.add("--decoder-last-pipeline-num-layers", num(x.last_stage_blocks));
+  if (sequence_parallel(c)) b.add("--sequence-parallel");
+  if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
+  const DomainShares placed = layout_shares(c);
+  if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
+    b.add("--use-tp-pp-dp-mapping");
+  } else {
+    note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "Megatron-LM (tp-cp-ep-dp-pp)");
+  }
+
+  b.add("--micro-batch-size", num(c.mbs));
+  b.add("--global-batch-size", num(in.global_batch));
+  b.add("--max-position-embeddings", num(m.l));
+  if (m.vocab_size > 0) b.add("--vocab-size", num(m.vocab_size));
+  for (const CoreValue& v : core_config(m, effective_recompute(c))) {
+    const std::string_view field = v.field;
+    if (field == "num_query_groups") {
+      if (m.kv() == m.h) continue;
+      b.add("--group-query-attention");
+    }
+    bool spelled = false;
+    for (const MegatronSpelling& sw : kMegatronSwitches) {
+      if (sw.field != field) continue;
+      spelled = true;
+      const char* flag = v.value == "True" ? sw.flag_when_true : sw.flag_when_false;
+      if (flag != nullptr) b.add(flag);
+    }
+    for (const MegatronDefault& d : kMegatronDefaults) spelled = spelled || (d.field == field && d.value == v.value);
+    if (!spelled) b.add(megatron_flag(field), v.value);
+  }
+  switch (x.zero) {
+    case 0: break;  // DDP: every rank keeps whole optimizer states
+    case 1: b.add("--use-distributed-optimizer"); break;
+    default:
+      b.add("--use-megatron-fsdp");
+      b.add("--data-parallel-sharding-strategy", x.zero == 2 ? "optim_grads" : "optim_grads_params");
+      break;
+  }
+  switch (precision(in)) {
+    case Precision::Fp16:
+      b.add("--fp16");
+      b.note("2-byte weights and gradients (the reference's parameter layout) are --fp16; --bf16 keeps fp32 "
+             "gradients (--layout megatron)");
+      break;
+    case Precision::Bf16: b.add("--bf16"); break;
+    case Precision::Autocast:
+      b.add("--bf16");
+      b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); Megatron-LM's "
+             "--bf16 keeps bf16 weights with fp32 gradients and master weights");
+      break;
+  }
+  b.add("--attention-backend", flash_attention(in) ? "flash" : "unfused");
+  if (tp_comm_overlap(in)) {
+    if (sequence_parallel(c)) {
+      b.add("--tp-comm-overlap");
+    } else {
+      b.note("the runtime overlaps tensor-parallel communication, which Megatron-LM's --tp-comm-overlap does "
+             "only with tensor parallelism and --sequence-parallel");
+    }
+  }
+}
+
+// NeMo 2.0 recipe overrides for NeMo-Run's `nemo llm pretrain --factory RECIPE` (names: the
+// MegatronStrategy, MegatronMixedPrecision and MockDataModule arguments at NeMo 8cfedd7, and the
+// Megatron-Core core_v0.14.0 TransformerConfig, OptimizerConfig and DistributedDataParallelConfig
+// fields its model.config, optim.config and trainer.strategy.ddp are).
+void nemo_line(const LaunchInput& in, Builder& b) {
+  const auto [m, c, x] = parts(in);
+  const char* yes = "True";
+  const char* no = "False";
+
+  b.add("trainer.strategy.tensor_model_parallel_size", num(c.tensor.tp1));
+  b.add("trainer.strategy.pipeline_model_parallel_size", num(c.pp));
+  b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
+  b.add("trainer.strategy.context_parallel_size", "1");
+  b.add("trainer.strategy.sequence_parallel", sequence_parallel(c) ? yes : no);
+  if (c.pp > 1 && x.first_stage_blocks > 0) {
+    b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(x.first_stage_blocks));
+  }
+  if (c.pp > 1 && x.last_stage_blocks > 0) {
+    b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(x.last_stage_blocks));
+  }
+  if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
+  const DomainShares placed = layout_shares(c);
+  if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
+    b.add("trainer.strategy.use_tp_pp_dp_mapping", yes);
+  } else {
+    note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "NeMo (tp-cp-ep-dp-pp)");
+  }
+  b.add("optim.config.use_distributed_optimizer", x.zero >= 1 ? yes : no);
+  if (x.zero >= 2) {
+    b.add("trainer.strategy.fsdp", "megatron");
+    b.add("trainer.strategy.ddp.data_parallel_sharding_strategy", x.zero == 2 ? "optim_grads" : "optim_grads_params");
+    b.note("trainer.strategy.ddp.* needs a recipe whose strategy has a DistributedDataParallelConfig (ddp=run.Config"
+           "(DistributedDataParallelConfig, ...))");
+  }
+  switch (precision(in)) {
+    case Precision::Fp16: b.add("trainer.plugins.grad_reduce_in_fp32", no); break;
+    case Precision::Bf16: b.add("trainer.plugins.grad_reduce_in_fp32", yes); break;
+    case Precision::Autocast:
+      b.add("trainer.plugins.grad_reduce_in_fp32", yes);
+      b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); NeMo's bf16_mixed "
+             "keeps bf16 weights with fp32 gradients and master weights");
+      break;
+  }
+
+  b.add("data.seq_length", num(m.l));
+  b.add("data.micro_batch_size", num(c.mbs));
+  b.add("data.global_batch_size", num(in.global_batch));
+
+  for (const CoreValue& v : core_config(m, effective_recompute(c))) {
+    b.add(std::string("model.config.") + v.field, v.value);
+  }
+  if (m.mlp == MlpKind::SwiGlu) {
+    b.note("gated_linear_unit gates the MLP with the model config's activation_func: SwiGLU is F.silu, as the "
+           "recipes' Llama and Mixtral configs set it");
+  }
+  if (!flash_attention(in)) {
+    b.note("the estimate costs unfused attention; NeMo picks the attention kernel with model.config."
+           "attention_backend (an AttnBackend: unfused), set in the recipe");
+  }
+  if (tp_comm_overlap(in)) {
+    b.note("the runtime overlaps tensor-parallel communication: NeMo does with a MegatronCommOverlapCallback("
+           "tp_comm_overlap=True) in trainer.callbacks, as a recipe's performance_mode=True adds it");
+  }
+}
+
+// torchtitan's train.py flags (names: torchtitan/config/job_config.py at v0.2.2, as tyro makes
+// them: --section.field).
+void torchtitan_line(const LaunchInput& in, Builder& b) {
+  const auto [m, c, x] = parts(in);
+  const KnownModel* known = known_model(m.name);
+  if (known != nullptr && known->torchtitan_name != nullptr) {
+    b.add("--model.name", known->torchtitan_name);
+    b.add("--model.flavor", known->torchtitan_flavor);
+  } else {
+    std::string n = "torchtitan takes the model as --model.name and --model.flavor, whose shape must be the "
+                    "estimate's: ";
+    n += num(m.depth);
+    n += " blocks, hidden ";
+    n += num(m.e);
+    n += ", ffn ";
+    n += num(m.f);
+    n += ", ";
+    n += num(m.h);
+    n += " heads, ";
+    n += num(m.kv());
+    n += " key/value heads";
+    if (m.is_moe()) {
+      n += ", ";
+      n += num(m.moe.experts);
+      n += " experts (top ";
+      n += num(m.moe.top_k);
+      n += ")";
+    }
+    b.note(std::move(n));
+  }
+
+  b.add("--parallelism.tensor_parallel_degree", num(c.tensor.tp1));
+  b.add("--parallelism.pipeline_parallel_degree", num(c.pp));
+  if (x.zero == 0) {  // DDP
+    b.add("--parallelism.data_parallel_replicate_degree", num(c.dp));
+    b.add("--parallelism.data_parallel_shard_degree", "1");
+  } else {  // FSDP2: states sharded; weights gathered once a step (never) or again for the backward (always)
+    b.add("--parallelism.data_parallel_replicate_degree", "1");
+    b.add("--parallelism.data_parallel_shard_degree", num(c.dp));
+    b.add("--parallelism.fsdp_reshard_after_forward", x.zero == 3 ? "always" : "never");
+    if (x.zero == 1) {
+      b.note("ZeRO-1 (optimizer states sharded, gradients whole) has no torchtitan equivalent: FSDP with "
+             "fsdp_reshard_after_forward never also shards the gradients (ZeRO-2)");
+    }
+  }
+  if (m.is_moe() && x.ep > 1) {
+    b.add("--parallelism.expert_parallel_degree", num(x.ep));
+    // the estimate splits each expert over the tensor-parallel group too
+    if (c.tensor.tp1 > 1) b.add("--parallelism.expert_tensor_parallel_degree", num(c.tensor.tp1));
+  }
+  if (c.tensor.tp1 > 1 && !c.exec.sequence_parallel) {
+    b.note("torchtitan's tensor parallelism is always sequence-parallel; the estimate costs it without");
+  }
+  note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "torchtitan (mesh pp, dp, tp)");
+
+  if (c.pp > 1) {
+    // every micro-batch of a data-parallel rank in one pipeline schedule
+    b.add("--training.local_batch_size", num(in.global_batch / c.dp));
+    b.add("--parallelism.pipeline_parallel_microbatch_size", num(c.mbs));
+    if (x.interleave > 1) {
+      b.add("--parallelism.pipeline_parallel_schedule", "Interleaved1F1B");
+      b.add("--parallelism.pipeline_parallel_layers_per_stage", num(m.depth / (c.pp * x.interleave)));
+      b.add("--parallelism.pipeline_parallel_first_stage_less_layers", "0");
+      b.add("--parallelism.pipeline_parallel_last_stage_less_layers", "0");
+    } else {
+      // generate_llm_fqn_per_model_part: the first stage holds per_stage - first_less blocks, the
+      // last per_stage - last_less, the others per_stage, where per_stage = (depth + first_less +
+      // last_less) / pp; these values make it the estimate's partition
+      const StageBlocks blocks = stage_blocks(m.depth, c.pp, x);
+      const std::int64_t per_stage = c.pp > 2 ? blocks.middle : std::max(blocks.first, blocks.last);
+      b.add("--parallelism.pipeline_parallel_schedule", "1F1B");
+      b.add("--parallelism.pipeline_parallel_first_stage_less_layers", num(per_stage - blocks.first));
+      b.add("--parallelism.pipeline_parallel_last_stage_less_layers", num(per_stage - blocks.last));
+    }
+  } else {
+    // one micro-batch a forward and backward, accumulated to the global batch
+    b.add("--training.local_batch_size", num(c.mbs));
+  }
+  b.add("--training.global_batch_size", num(in.global_batch));
+  b.add("--training.seq_len", num(m.l));
+
+  switch (effective_recompute(c)) {
+    case Recompute::None: b.add("--activation_checkpoint.mode", "none"); break;
+    case Recompute::Selective:
+      b.add("--activation_checkpoint.mode", "selective");
+      b.add("--activation_checkpoint.selective_ac_option", "op");
+      b.note("torchtitan's op-level selective checkpointing keeps every other matmul's output and recomputes the "
+             "rest; the estimate recomputes the attention core only");
+      break;
+    case Recompute::Full: b.add("--activation_checkpoint.mode", "full"); break;
+  }
+  if (precision(in) != Precision::Autocast) {
+    b.note("torchtitan keeps fp32 weights, gradients and optimizer states and computes in bf16 "
+           "(training.mixed_precision_param): the estimate's --layout amp");
+  }
+  if (!flash_attention(in)) {
+    b.note("the estimate costs unfused attention; torchtitan runs PyTorch's scaled_dot_product_attention");
+  }
+  if (tp_comm_overlap(in)) {
+    // async tensor parallelism is a torch.compile pass
+    b.add("--parallelism.enable_async_tensor_parallel");
+    b.add("--compile.enable");
+  }
+}
+
+// Whether a shell would split or expand the value.
+bool needs_quotes(const std::string& v) {
+  return v.find_first_of(" \t\"'$`\\*?[]()<>|;&!#~{}") != std::string::npos;
+}
+std::string shell_word(const std::string& v) {
+  if (!needs_quotes(v)) return v;
+  std::string out = "'";
+  for (char ch : v) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+}  // namespace
+
+const LaunchFrameworkInfo& launch_framework_info(LaunchFramework f) {
+  for (const LaunchFrameworkInfo& i : kLaunchFrameworks) {
+    if (i.framework == f) return i;
+  }
+  return kLaunchFrameworks[0];
+}
+
+LaunchFramework parse_launch_framework(const std::string& text) {
+  for (const LaunchFrameworkInfo& i : kLaunchFrameworks) {
+    if (text == i.name) return i.framework;
+  }
+  std::string msg = "--launch must be megatron, nemo or torchtitan, got '";
+  msg += text;
+  msg += "'";
+  throw InputError(msg);
+}
+
+void check_launch_strategy(LaunchFramework framework, Strategy strategy) {
+  if (strategy == Strategy::OneD) return;
+  const LaunchFrameworkInfo& info = launch_framework_info(framework);
+  std::string msg = "--launch ";
+  msg += info.name;
+  msg += ": the ";
+  msg += strategy == Strategy::TwoD ? "2d (SUMMA)" : "2d-seqp (sequence over tp2)";
+  msg += " strategy has no equivalent in ";
+  msg += info.name;
+  msg += ", whose tensor parallelism is 1d (--strat 1d)";
+  throw ConfigError(msg);
+}
+
+LaunchLine launch_line(LaunchFramework framework, const LaunchInput& in) {
+  const LaunchFrameworkInfo& info = launch_framework_info(framework);
+  check_launch_strategy(framework, in.layout.strategy);
+  LaunchLine line;
+  line.framework = framework;
+  Builder b(line);
+  b.note(intro(framework, in.model));
+  std::string source = "argument names of ";
+  source += info.source;
+  b.note(std::move(source));
+  b.note(gpus_note(in.layout, info.gpus));
+  note_model(b.notes(), in.model, info.display);
+  switch (framework) {
+    case LaunchFramework::Megatron: megatron_line(in, b); break;
+    case LaunchFramework::Nemo: nemo_line(in, b); break;
+    case LaunchFramework::Torchtitan: torchtitan_line(in, b); break;
+  }
+  return line;
+}
+
+std::string launch_arguments_text(const LaunchLine& line) {
+  const bool assigns = line.framework == LaunchFramework::Nemo;
+  std::string out;
+  for (const LaunchArgument& a : line.arguments) {
+    if (!out.empty()) out += ' ';
+    out += a.name;
+    if (a.value.empty()) continue;
+    out += assigns ? '=' : ' ';
+    out += shell_word(a.value);
+  }
+  return out;
+}
+
+std::string launch_text(const LaunchLine& line) {
+  std::string out;
+  for (const std::string& n : line.notes) {
+    out += "# ";
+    out += n;
+    out += '\n';
+  }
+  out += launch_arguments_text(line);
+  out += '\n';
+  return out;
+}
+
+}  // namespace perfsweep

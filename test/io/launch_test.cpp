@@ -1,0 +1,322 @@
+// Launch lines (io/launch.hpp): every name each framework's line can carry is one of that
+// framework's parser (test/data/launch/<framework>_arguments.txt, copied from its source), the
+// values of the flags with fixed choices are among them, hand-derived lines for two
+// configurations, and the 2d strategies refused.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/inputs.hpp"
+#include "core/error.hpp"
+#include "io/launch.hpp"
+
+namespace perfsweep {
+namespace {
+
+std::set<std::string> parser_names(const std::string& framework) {
+  const std::string path = std::string(PERFSWEEP_TEST_DATA_DIR) + "/launch/" + framework + "_arguments.txt";
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::set<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.front() != '#') names.insert(line);
+  }
+  return names;
+}
+
+Layout layout_1d(std::int64_t tp, std::int64_t pp, std::int64_t dp, std::int64_t mbs) {
+  Layout c;
+  c.tensor.tp1 = tp;
+  c.tensor.nv1 = std::min<std::int64_t>(tp, 8);
+  c.nv_dp = std::max<std::int64_t>(1, std::min<std::int64_t>(dp, 8 / c.tensor.nv1));
+  c.pp = pp;
+  c.dp = dp;
+  c.mbs = mbs;
+  return c;
+}
+
+// A model with every option a launch line reads switched away from llama3_70b's.
+Transformer every_option_model() {
+  Transformer m = load_model_named("mixtral_8x7b");
+  m.name = "every_option";
+  m.moe.every = 2;
+  m.moe.shared_experts = 1;
+  m.moe.capacity_factor = 1.25;
+  m.qkv_bias = true;
+  m.dropout = 0.1;
+  m.tie_embeddings = true;
+  m.learned_positions = true;
+  m.norm = NormKind::LayerNorm;
+  m.mlp = MlpKind::Gelu;
+  return m;
+}
+
+// The lines of many configurations: every model kind, recomputation, ZeRO stage, interleaving,
+// sequence parallelism, parameter layout, attention, TP overlap, expert parallelism, stage
+// partition and placement the generator distinguishes.
+std::vector<LaunchLine> many_lines(LaunchFramework f) {
+  const std::vector<Transformer> models = {load_model_named("gpt3_1T"), load_model_named("llama3_70b"),
+                                           load_model_named("mixtral_8x7b"), every_option_model()};
+  std::vector<LaunchLine> lines;
+  for (const Transformer& m : models) {
+    for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+      for (std::int64_t zero = 0; zero <= 3; ++zero) {
+        for (ParamLayout p : {ParamLayout::Reference, ParamLayout::Megatron, ParamLayout::Amp}) {
+          for (int variant = 0; variant < 6; ++variant) {
+            Layout c = layout_1d(variant % 2 == 0 ? 8 : 2, variant < 2 ? 1 : 4, 16, 1);
+            c.exec.recompute = r;
+            c.exec.zero = zero;
+            c.exec.params = p;
+            c.exec.sequence_parallel = variant != 3;
+            if (variant == 2) c.exec.interleave = 2;
+            if (variant == 4) c.exec.first_stage_blocks = c.exec.last_stage_blocks = 2;
+            if (variant == 5) {  // tp-pp-dp placement, unfused attention recomputed
+              c.nv_dp = 1;
+              c.nv_pp = 4;
+              c.attention.flash = false;
+              c.attention.recompute = true;
+            }
+            if (variant == 3) c.nv_pp = 2;  // a placement no rank order gives
+            if (m.is_moe()) c.exec.ep = variant % 3 == 0 ? 1 : 2;
+            Runtime rt;
+            rt.tp_comm_overlap = variant % 2 == 0 ? 0.5 : 0;
+            lines.push_back(launch_line(f, {m, c, rt, 4096, 8}));
+          }
+        }
+      }
+    }
+  }
+  return lines;
+}
+
+// Every name the lines of many_lines carry is in the framework's list, which is the parser's
+// whole (at least `min_names` names), and the lines carry at least `min_emitted` names.
+void expect_names_in_parser(LaunchFramework f, const std::string& list, std::size_t min_names,
+                            std::size_t min_emitted) {
+  const std::set<std::string> names = parser_names(list);
+  ASSERT_GT(names.size(), min_names);
+  std::set<std::string> emitted;
+  for (const LaunchLine& line : many_lines(f)) {
+    for (const LaunchArgument& a : line.arguments) emitted.insert(a.name);
+  }
+  EXPECT_GT(emitted.size(), min_emitted);
+  for (const std::string& n : emitted) EXPECT_TRUE(names.count(n)) << n << " is not in " << list << "_arguments.txt";
+}
+
+TEST(Launch, EveryMegatronFlagIsInItsParser) { expect_names_in_parser(LaunchFramework::Megatron, "megatron", 500, 40); }
+TEST(Launch, EveryNemoOverrideIsInItsConfigs) { expect_names_in_parser(LaunchFramework::Nemo, "nemo", 300, 35); }
+TEST(Launch, EveryTorchtitanFlagIsInItsJobConfig) {
+  expect_names_in_parser(LaunchFramework::Torchtitan, "torchtitan", 100, 15);
+}
+
+// The flags with fixed choices and their choices in the parsers' source (megatron/training/
+// arguments.py at core_v0.15.3 and megatron/core/transformer/enums.py AttnBackend;
+// torchtitan/config/job_config.py at v0.2.2; Megatron-Core core_v0.14.0 for NeMo's model.config).
+TEST(Launch, ChoiceValuesAreTheParsers) {
+  const std::map<std::string, std::set<std::string>> choices = {
+      {"--recompute-granularity", {"full", "selective"}},
+      {"--recompute-method", {"uniform", "block"}},
+      {"--normalization", {"LayerNorm", "RMSNorm"}},
+      {"--data-parallel-sharding-strategy", {"no_shard", "optim", "optim_grads", "optim_grads_params"}},
+      {"--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"}},
+      {"--attention-backend", {"flash", "fused", "unfused", "local", "auto"}},
+      {"--position-embedding-type", {"learned_absolute", "rope", "mrope", "relative", "none"}},
+      {"--activation_checkpoint.mode", {"selective", "full", "memory_budget", "none"}},
+      {"--parallelism.fsdp_reshard_after_forward", {"default", "always", "never"}},
+      {"trainer.strategy.ddp.data_parallel_sharding_strategy",
+       {"no_shard", "optim", "optim_grads", "optim_grads_params"}},
+      {"model.config.recompute_granularity", {"None", "full", "selective"}},
+      {"model.config.recompute_method", {"uniform", "block"}},
+      {"model.config.normalization", {"LayerNorm", "RMSNorm"}},
+  };
+  for (LaunchFramework f : {LaunchFramework::Megatron, LaunchFramework::Nemo, LaunchFramework::Torchtitan}) {
+    for (const LaunchLine& line : many_lines(f)) {
+      for (const LaunchArgument& a : line.arguments) {
+        const auto it = choices.find(a.name);
+        if (it != choices.end()) {
+          EXPECT_TRUE(it->second.count(a.value)) << a.name << " " << a.value;
+        }
+      }
+    }
+  }
+}
+
+// Llama-3-70B on 512 GPUs: tp 4, pp 4, dp 32, micro-batch 1, global batch 2048, sequence 8192,
+// ZeRO-1 (Megatron-LM's distributed optimizer), sequence parallelism, bf16 weights with fp32
+// gradients (--layout megatron), flash attention; 8 GPUs a domain: the tensor group and 2 of the
+// data-parallel group, the order Megatron-LM's ranks take (no mapping flag, no placement note).
+struct Llama70b {
+  Transformer model = load_model_named("llama3_70b");
+  Layout layout;
+  Runtime runtime;
+  Llama70b() {
+    layout = layout_1d(4, 4, 32, 1);
+    layout.exec.params = ParamLayout::Megatron;
+  }
+  LaunchLine line(LaunchFramework f) const { return launch_line(f, {model, layout, runtime, 2048, 8}); }
+};
+
+TEST(Launch, MegatronLlama70b) {
+  const LaunchLine line = Llama70b().line(LaunchFramework::Megatron);
+  EXPECT_EQ(launch_arguments_text(line),
+            "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 4 --sequence-parallel "
+            "--micro-batch-size 1 --global-batch-size 2048 --max-position-embeddings 8192 --vocab-size 128256 "
+            "--seq-length 8192 --num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 "
+            "--group-query-attention --num-query-groups 8 --normalization RMSNorm --swiglu --disable-bias-linear "
+            "--hidden-dropout 0 --attention-dropout 0 --untie-embeddings-and-output-weights "
+            "--position-embedding-type rope --use-distributed-optimizer --bf16 --attention-backend flash");
+  const std::string text = launch_text(line);
+  EXPECT_NE(text.find("# 512 GPUs: "), std::string::npos) << text;
+  EXPECT_NE(text.find("(data-parallel size 32 = 512 / (tensor 4 x pipeline 4))"), std::string::npos) << text;
+  EXPECT_NE(text.find("# argument names of NVIDIA/Megatron-LM core_v0.15.3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("placed"), std::string::npos) << text;
+}
+
+TEST(Launch, NemoLlama70b) {
+  const LaunchLine line = Llama70b().line(LaunchFramework::Nemo);
+  EXPECT_EQ(launch_arguments_text(line),
+            "trainer.strategy.tensor_model_parallel_size=4 trainer.strategy.pipeline_model_parallel_size=4 "
+            "trainer.strategy.virtual_pipeline_model_parallel_size=None trainer.strategy.context_parallel_size=1 "
+            "trainer.strategy.sequence_parallel=True optim.config.use_distributed_optimizer=True "
+            "trainer.plugins.grad_reduce_in_fp32=True data.seq_length=8192 data.micro_batch_size=1 "
+            "data.global_batch_size=2048 model.config.seq_length=8192 model.config.num_layers=80 "
+            "model.config.hidden_size=8192 model.config.ffn_hidden_size=28672 model.config.num_attention_heads=64 "
+            "model.config.num_query_groups=8 model.config.normalization=RMSNorm model.config.gated_linear_unit=True "
+            "model.config.add_bias_linear=False model.config.hidden_dropout=0 model.config.attention_dropout=0 "
+            "model.config.share_embeddings_and_output_weights=False model.config.position_embedding_type=rope "
+            "model.config.recompute_granularity=None");
+  EXPECT_EQ(line.notes.front(), "nemo llm pretrain --factory llama3_70b followed by these overrides");
+}
+
+TEST(Launch, TorchtitanLlama70b) {
+  const LaunchLine line = Llama70b().line(LaunchFramework::Torchtitan);
+  // ZeRO-1 is nearest FSDP without resharding after the forward (with a note); the pipeline's
+  // 2048 / 32 = 64 samples of a data-parallel rank in one schedule of 64 micro-batches; no stage
+  // given fewer blocks for the embedding or the head (torchtitan's default is one fewer each).
+  EXPECT_EQ(launch_arguments_text(line),
+            "--model.name llama3 --model.flavor 70B --parallelism.tensor_parallel_degree 4 "
+            "--parallelism.pipeline_parallel_degree 4 --parallelism.data_parallel_replicate_degree 1 "
+            "--parallelism.data_parallel_shard_degree 32 --parallelism.fsdp_reshard_after_forward never "
+            "--training.local_batch_size 64 --parallelism.pipeline_parallel_microbatch_size 1 "
+            "--parallelism.pipeline_parallel_schedule 1F1B --parallelism.pipeline_parallel_first_stage_less_layers 0 "
+            "--parallelism.pipeline_parallel_last_stage_less_layers 0 --training.global_batch_size 2048 "
+            "--training.seq_len 8192 --activation_checkpoint.mode none");
+  const std::string text = launch_text(line);
+  EXPECT_NE(text.find("# ZeRO-1 (optimizer states sharded, gradients whole) has no torchtitan equivalent"),
+            std::string::npos)
+      << text;
+}
+
+// Mixtral 8x7B on 64 GPUs: tp 2, pp 4 with 2 virtual stages a GPU, dp 8 with experts over ep 4,
+// micro-batch 2, global batch 256, full recomputation, no ZeRO, the reference's 2 + 2 bytes a
+// parameter, and a runtime that overlaps tensor-parallel communication.
+TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
+  const Transformer model = load_model_named("mixtral_8x7b");
+  Layout c = layout_1d(2, 4, 8, 2);
+  c.exec.interleave = 2;
+  c.exec.ep = 4;
+  c.exec.zero = 0;
+  c.exec.recompute = Recompute::Full;
+  Runtime rt;
+  rt.tp_comm_overlap = 0.6;
+  const LaunchLine line = launch_line(LaunchFramework::Megatron, {model, c, rt, 256, 8});
+  EXPECT_EQ(launch_arguments_text(line),
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 "
+            "--sequence-parallel --expert-model-parallel-size 4 --micro-batch-size 2 --global-batch-size 256 "
+            "--max-position-embeddings 4096 --vocab-size 32000 --seq-length 4096 --num-layers 32 --hidden-size 4096 "
+            "--ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 "
+            "--normalization RMSNorm --swiglu --disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
+            "--untie-embeddings-and-output-weights --position-embedding-type rope "
+            "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 14336 --moe-token-dispatcher-type alltoall "
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp16 "
+            "--attention-backend flash --tp-comm-overlap");
+
+  const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 256, 8});
+  const std::string args = launch_arguments_text(titan);
+  // DDP over 8, experts over 4 of them and the tensor group; 4 blocks a virtual stage
+  for (const char* part :
+       {"--parallelism.data_parallel_replicate_degree 8 --parallelism.data_parallel_shard_degree 1 ",
+        "--parallelism.expert_parallel_degree 4 --parallelism.expert_tensor_parallel_degree 2 ",
+        "--training.local_batch_size 32 --parallelism.pipeline_parallel_microbatch_size 2 "
+        "--parallelism.pipeline_parallel_schedule Interleaved1F1B --parallelism.pipeline_parallel_layers_per_stage 4 ",
+        "--activation_checkpoint.mode full --parallelism.enable_async_tensor_parallel --compile.enable"}) {
+    EXPECT_NE(args.find(part), std::string::npos) << part << " not in " << args;
+  }
+}
+
+// Uneven stages (7 blocks on each end stage of llama3_8b's 32 over 4 stages, 9 on the middle ones)
+// and the tp-pp-dp placement (the tensor group, then the pipeline, in a domain of 8).
+TEST(Launch, UnevenStagesAndPlacement) {
+  const Transformer model = load_model_named("llama3_8b");
+  Layout c = layout_1d(2, 4, 2, 1);
+  c.nv_dp = 1;
+  c.nv_pp = 4;
+  c.exec.first_stage_blocks = 7;
+  c.exec.last_stage_blocks = 7;
+  const Runtime rt;
+  const std::string megatron = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 64, 8}));
+  EXPECT_NE(megatron.find("--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 7 "
+                          "--sequence-parallel --use-tp-pp-dp-mapping "),
+            std::string::npos)
+      << megatron;
+  // torchtitan: per stage (32 + 2 + 2) / 4 = 9, the first and the last 2 fewer
+  const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 64, 8});
+  EXPECT_NE(launch_arguments_text(titan).find("--parallelism.pipeline_parallel_first_stage_less_layers 2 "
+                                              "--parallelism.pipeline_parallel_last_stage_less_layers 2 "),
+            std::string::npos);
+  EXPECT_NE(launch_text(titan).find("# the estimate placed nv_tp=2 nv_dp=1 nv_pp=4 GPUs of each group in an NVLink "
+                                    "domain; torchtitan (mesh pp, dp, tp)'s rank order places nv_tp=2 nv_dp=2 "
+                                    "nv_pp=2"),
+            std::string::npos)
+      << launch_text(titan);
+  // two stages of 10 and 22 blocks: 22 each, the first 12 fewer
+  c = layout_1d(2, 2, 2, 1);
+  c.exec.first_stage_blocks = 10;
+  c.exec.last_stage_blocks = 22;
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Torchtitan, {model, c, rt, 64, 8}))
+                .find("--parallelism.pipeline_parallel_first_stage_less_layers 12 "
+                      "--parallelism.pipeline_parallel_last_stage_less_layers 0 "),
+            std::string::npos);
+}
+
+TEST(Launch, TwoDimensionalStrategiesAreRefused) {
+  const Transformer model = load_model_named("gpt3_1T");
+  const Runtime rt;
+  for (Strategy s : {Strategy::TwoD, Strategy::TwoDSeqp}) {
+    Layout c;
+    c.strategy = s;
+    c.tensor.tp1 = c.tensor.tp2 = 2;
+    for (LaunchFramework f : {LaunchFramework::Megatron, LaunchFramework::Nemo, LaunchFramework::Torchtitan}) {
+      EXPECT_THROW(check_launch_strategy(f, s), ConfigError);
+      EXPECT_THROW(launch_line(f, {model, c, rt, 64, 8}), ConfigError);
+    }
+  }
+  EXPECT_NO_THROW(check_launch_strategy(LaunchFramework::Megatron, Strategy::OneD));
+}
+
+TEST(Launch, FrameworkNames) {
+  EXPECT_EQ(parse_launch_framework("megatron"), LaunchFramework::Megatron);
+  EXPECT_EQ(parse_launch_framework("nemo"), LaunchFramework::Nemo);
+  EXPECT_EQ(parse_launch_framework("torchtitan"), LaunchFramework::Torchtitan);
+  EXPECT_THROW(parse_launch_framework("deepspeed"), InputError);
+  EXPECT_THROW(parse_launch_framework(""), InputError);
+}
+
+// A value a shell would split is quoted; each note is a '#' line before the arguments.
+TEST(Launch, TextQuotesAndNotes) {
+  LaunchLine line;
+  line.framework = LaunchFramework::Megatron;
+  line.notes = {"one", "two"};
+  line.arguments = {{"--a", "1"}, {"--b", ""}, {"--c", "x y"}, {"--d", "it's"}};
+  EXPECT_EQ(launch_text(line), "# one\n# two\n--a 1 --b --c 'x y' --d 'it'\\''s'\n");
+  line.framework = LaunchFramework::Nemo;
+  EXPECT_EQ(launch_arguments_text(line), "--a=1 --b --c='x y' --d='it'\\''s'");
+}
+
+}  // namespace
+}  // namespace perfsweep
