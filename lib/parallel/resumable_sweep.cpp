@@ -114,6 +114,7 @@ void check_output_paths(const SweepPlan& plan) {
     const std::string xmf = xdmf_path_for(plan.output);
     require_regular_or_absent(xmf, "output");
     require_regular_or_absent(xmf + ".partial", "temporary file");
+    require_regular_or_absent(previous_path_for(plan.output), "temporary file");
   }
 }
 
