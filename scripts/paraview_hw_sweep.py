@@ -7,7 +7,8 @@
 Opens the sidecar with the XDMF 3 reader (Xdmf3ReaderS), colours the 2-D grid (x: axis 1, y:
 axis 0 of the sweep) by the array (best_throughput_<n>_gpus, speedup_<n>_gpus or days_<n>_gpus;
 grey: nothing fits), scales y so that the plot is square while the axes keep their own values, and
-titles the axes with the swept parameters and their units (the sidecar's Information).
+titles the axes with the swept parameters and their units (the sidecar's Information). A sidecar
+that does not belong to the .h5 beside it (its recorded SHA-256 differs) is refused.
 """
 import argparse
 import re
@@ -25,6 +26,22 @@ def axis_titles(xmf):
     return info.get('x_axis', ''), info.get('y_axis', '')
 
 
+def check_pair(xmf):
+    """Refuses a sidecar that does not belong to the .h5 beside it (python/perfsweep/sidecar.py,
+    loaded by its path: the package's __init__ imports h5py, which clashes with VTK's HDF5)."""
+    import importlib.util
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        'perfsweep_sidecar', os.path.join(here, os.pardir, 'python', 'perfsweep', 'sidecar.py'))
+    sidecar = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sidecar)
+    try:
+        sidecar.check_sidecar(xmf)
+    except ValueError as e:
+        raise SystemExit(str(e))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('xmf')
@@ -32,6 +49,7 @@ def main():
     ap.add_argument('--out', default='hw_sweep.png')
     ap.add_argument('--size', default='1200x900', help='image size WxH in pixels')
     args = ap.parse_args()
+    check_pair(args.xmf)
 
     reader = Xdmf3ReaderS(FileName=[args.xmf])
     reader.UpdatePipeline()

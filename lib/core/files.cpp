@@ -96,18 +96,99 @@ void sync_parent_directory(const std::string& path) {
   }
 }
 
-void publish_file(const std::string& tmp, const std::string& path) {
-  const int fd = open_regular(tmp, O_RDONLY, "temporary file");
+void sync_file(const std::string& path) {
+  const int fd = open_regular(path, O_RDONLY, "temporary file");
   const int rc = ::fsync(fd);
   const int err = errno;
-  if (::close(fd) != 0 && rc == 0) throw_errno("cannot close", tmp);
+  if (::close(fd) != 0 && rc == 0) throw_errno("cannot close", path);
   if (rc != 0) {
     errno = err;
-    throw_errno("cannot sync", tmp);
+    throw_errno("cannot sync", path);
   }
+}
+
+void publish_file(const std::string& tmp, const std::string& path) {
+  sync_file(tmp);
   require_regular_or_absent(path, "output");
   if (::rename(tmp.c_str(), path.c_str()) != 0) throw_errno("cannot rename " + tmp + " to", path);
   sync_parent_directory(path);
+}
+
+std::string previous_path_for(const std::string& path) {
+  std::string previous = path;
+  previous += ".previous";
+  return previous;
+}
+
+void publish_pair(const std::string& tmp, const std::string& path, const std::string& sidecar_tmp,
+                  const std::string& sidecar) {
+  // Both temporaries reach the disk before either name changes: a failure up to here changes nothing.
+  sync_file(tmp);
+  sync_file(sidecar_tmp);
+  require_regular_or_absent(path, "output");
+  require_regular_or_absent(sidecar, "output");
+  const std::string previous = previous_path_for(path);
+  require_regular_or_absent(previous, "temporary file");
+  if (::unlink(previous.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove stale", previous);
+  // A second name for the earlier file, so that it can be put back if the sidecar cannot follow.
+  // Without one (a file system without hard links) a failed sidecar rename leaves a mismatch
+  // that readers detect by the sidecar's hash and a rerun with --resume repairs.
+  bool had_earlier = true, kept = false;
+  if (::link(path.c_str(), previous.c_str()) == 0) {
+    kept = true;
+  } else if (errno == ENOENT) {
+    had_earlier = false;
+  } else if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK) {
+    throw_errno("cannot link " + path + " to", previous);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    if (kept) ::unlink(previous.c_str());
+    errno = err;
+    throw_errno("cannot rename " + tmp + " to", path);
+  }
+  if (::rename(sidecar_tmp.c_str(), sidecar.c_str()) != 0) {
+    const int err = errno;
+    bool restored = false;
+    if (kept) {
+      restored = ::rename(previous.c_str(), path.c_str()) == 0;
+    } else if (!had_earlier) {
+      restored = ::unlink(path.c_str()) == 0;
+    }
+    if (restored) {
+      try {
+        sync_parent_directory(path);
+      } catch (const IoError&) {
+        // the earlier pair is in place; only its durability is unknown, and the run fails anyway
+      }
+    }
+    std::string message = "cannot rename ";
+    message += sidecar_tmp;
+    message += " to ";
+    message += sidecar;
+    message += ": ";
+    message += std::strerror(err);
+    if (restored) {
+      message += had_earlier ? "; the earlier " : "; no ";
+      message += path;
+      message += had_earlier ? " is back in place" : " was published";
+    } else {
+      message += "; ";
+      message += path;
+      message += " is the new file, ";
+      message += sidecar;
+      message += " the earlier one (its recorded hash tells them apart)";
+    }
+    throw IoError(message);
+  }
+  try {
+    sync_parent_directory(path);
+  } catch (...) {
+    if (kept) ::unlink(previous.c_str());
+    throw;
+  }
+  // Left behind only if this fails; the next publication removes it.
+  if (kept) ::unlink(previous.c_str());
 }
 
 std::string begin_partial(const std::string& path) {

@@ -28,9 +28,24 @@ void write_all(int fd, std::string_view bytes, const std::string& path);
 // fsync(2) of the directory holding `path` (so a rename in it is durable).
 void sync_parent_directory(const std::string& path);
 
+// fsync(2) of a finished temporary file; IoError naming it on failure.
+void sync_file(const std::string& path);
+
 // Syncs the finished temporary file `tmp`, renames it to `path` (replacing an earlier file
 // only now) and syncs the directory.
 void publish_file(const std::string& tmp, const std::string& path);
+
+// Publishes a file and its sidecar as one unit: syncs both temporaries, keeps a second name
+// (previous_path_for(path)) for an earlier `path`, renames `tmp` over `path`, then `sidecar_tmp`
+// over `sidecar`, syncs the directory and drops the second name. A failure of any step leaves
+// the earlier pair (a failed sidecar rename puts the earlier file back) or, once both renames are
+// done, the new pair; IoError says which. Only a kill between the two renames leaves the new file
+// beside the earlier sidecar; the sidecar records its file's hash, so readers detect that, and
+// the next run republishes both.
+void publish_pair(const std::string& tmp, const std::string& path, const std::string& sidecar_tmp,
+                  const std::string& sidecar);
+// `<path>.previous`: the earlier file's second name while a pair is published.
+std::string previous_path_for(const std::string& path);
 
 // Prepares `path + ".partial"` for writing: creates the parent directory, refuses an output or
 // temporary that is not a regular file, removes a stale temporary. Returns the temporary's path.

@@ -9,7 +9,9 @@
 #include <limits>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/sha256.hpp"
 #include "io/h5.hpp"
 #include "io/hw_summary.hpp"
 
@@ -27,7 +29,7 @@ std::vector<std::string> xdmf_metrics(bool with_days) {
 }
 
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus,
-                     bool with_days) {
+                     bool with_days, const std::string& h5_sha256) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = n_gpus.size();
   const std::string x = sweep.axes.size() > 1 ? sweep.axes[1].parameters.front().name : "";
   const std::string y = sweep.axes[0].parameters.front().name;
@@ -38,6 +40,8 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
   auto title = [&](const std::string& name) { return name.empty() ? std::string() : name + " (" + find_system_key(name)->unit + ")"; };
   o << "   <Information Name=\"x_axis\" Value=\"" << title(x) << "\"/>\n";
   o << "   <Information Name=\"y_axis\" Value=\"" << title(y) << "\"/>\n";
+  // The .h5 this sidecar belongs to: the SHA-256 of its bytes (`sha256sum`); readers compare.
+  o << "   <Information Name=\"h5_sha256\" Value=\"" << h5_sha256 << "\"/>\n";
   o << "   <Topology TopologyType=\"2DRectMesh\" Dimensions=\"" << n0 << " " << n1 << "\"/>\n";
   o << "   <Geometry GeometryType=\"VXVY\">\n";
   if (x.empty()) {
@@ -68,22 +72,25 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
                          const std::vector<TargetResult>& results) {
   const std::size_t n0 = sweep.axis_size(0), n1 = sweep.axis_size(1), ng = meta.n_gpus.size();
   const std::size_t n_points = sweep.n_points();
-  // The sidecar is written first and published last: a failure anywhere leaves neither new file
-  // under its final name, and the .xmf never points at an .h5 that is not there.
+  // Both files are built and written to temporaries first; publish_pair then renames them into
+  // place as one unit. The sidecar records the SHA-256 of the .h5 bytes it belongs to, so a
+  // reader can tell a pair that was published together from one that was not (docs/robustness.md).
   const std::filesystem::path h5path(path);
   const std::string xmf = xdmf_path_for(path);
-  const std::string xmf_tmp = begin_partial(xmf);
   const bool with_days = meta.model.dataset_samples > 0;
+  const std::string tmp = begin_partial(path);
+  const std::string xmf_tmp = begin_partial(xmf);
+  track_partial(tmp, 0);
   track_partial(xmf_tmp, 1);
-  try {
-    write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus, with_days));
-  } catch (...) {
+  auto discard = [&] {
+    ::unlink(tmp.c_str());
     ::unlink(xmf_tmp.c_str());
+    untrack_partial(0);
     untrack_partial(1);
-    throw;
-  }
+  };
   try {
-    write_atomically(path, [&](const std::string& tmp) {
+    std::string image;
+    {
       h5::Handle file = h5::create_file(tmp);
       write_run_metadata(file.id(), meta);
       {
@@ -200,14 +207,23 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
           }
         }
       }
-      h5::write_file(file, tmp);
-    });
-    publish_file(xmf_tmp, xmf);
+      image = h5::file_image(file, tmp);
+    }
+    write_new_file(tmp, image);
+    write_new_file(xmf_tmp, xdmf_for(h5path.filename().string(), sweep, meta.n_gpus, with_days, sha256_hex(image)));
+    publish_pair(tmp, path, xmf_tmp, xmf);
+  } catch (const IoError& e) {
+    discard();
+    std::string message = "cannot write ";
+    message += path;
+    message += ": ";
+    message += e.what();
+    throw IoError(message);
   } catch (...) {
-    ::unlink(xmf_tmp.c_str());
-    untrack_partial(1);
+    discard();
     throw;
   }
+  untrack_partial(0);
   untrack_partial(1);
 }
 

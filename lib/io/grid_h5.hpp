@@ -9,7 +9,8 @@
 //   /points/<index>       each point's results in the layout of a system group of a plain run
 //   /base                 the unswept base system's results
 // plus a sidecar <file>.xmf (XDMF 3) that opens the grid in ParaView as a 2-D rectilinear mesh
-// with the best throughput, speed-up and days at each GPU count as point data.
+// with the best throughput, speed-up and days at each GPU count as point data, and records the
+// SHA-256 of the .h5 it belongs to; the two are published as one unit (publish_pair).
 #include <string>
 #include <vector>
 
@@ -27,8 +28,9 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
 // The sidecar's path: the .h5 path with its extension replaced by .xmf.
 std::string xdmf_path_for(const std::string& h5_path);
 
-// The XDMF text for an HDF5 file `h5_name` (as referenced from the .xmf's directory).
+// The XDMF text for an HDF5 file `h5_name` (as referenced from the .xmf's directory) whose bytes
+// hash to `h5_sha256` (recorded as the Information "h5_sha256", which readers check).
 std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, const std::vector<std::int64_t>& n_gpus,
-                     bool with_days);
+                     bool with_days, const std::string& h5_sha256);
 
 }  // namespace perfsweep

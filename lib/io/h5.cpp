@@ -101,15 +101,17 @@ Handle create_file(const std::string& path) {
   return {check(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), "create " + path), H5Fclose};
 }
 
-void write_file(Handle& file, const std::string& path) {
+std::string file_image(Handle& file, const std::string& path) {
   check_status(H5Fflush(file.id(), H5F_SCOPE_GLOBAL), "flush " + path);
   const ssize_t size = H5Fget_file_image(file.id(), nullptr, 0);
   check_status(size < 0 ? -1 : 0, "size the image of " + path);
   std::string image(static_cast<std::size_t>(size), '\0');
   check_status(H5Fget_file_image(file.id(), image.data(), image.size()) != size ? -1 : 0, "copy the image of " + path);
   file.close(path);
-  write_new_file(path, image);
+  return image;
 }
+
+void write_file(Handle& file, const std::string& path) { write_new_file(path, file_image(file, path)); }
 
 Handle open_file(const std::string& path, bool writable) {
   quiet_errors();

@@ -38,6 +38,9 @@ Handle create_file(const std::string& path);
 // Writes the file built in memory to `path` (which must not exist) at its exact size, then closes
 // it: an output needs no more disk than its bytes.
 void write_file(Handle& file, const std::string& path);
+// The bytes of the file built in memory (what write_file writes), then closes it; `path` names it
+// in errors.
+std::string file_image(Handle& file, const std::string& path);
 Handle open_file(const std::string& path, bool writable = false);
 // An object creation property list (file, group, dataset) without modification times, so the
 // same results give the same file, byte for byte.

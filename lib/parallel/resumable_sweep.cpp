@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -25,6 +26,7 @@
 #include "model/comm_calibration.hpp"
 #include "parallel/journal.hpp"
 #include "parallel/sweep_run.hpp"
+#include "search/search.hpp"
 
 namespace perfsweep {
 namespace {
@@ -114,6 +116,7 @@ void check_output_paths(const SweepPlan& plan) {
     const std::string xmf = xdmf_path_for(plan.output);
     require_regular_or_absent(xmf, "output");
     require_regular_or_absent(xmf + ".partial", "temporary file");
+    require_regular_or_absent(previous_path_for(plan.output), "temporary file");
   }
 }
 
@@ -128,6 +131,63 @@ std::string schema_text(Strategy strategy) {
   for (const auto& k : config_keys(probe)) s += std::string(" ") + k.first;
   for (const auto& k : nv_keys(probe)) s += std::string(" ") + k.first;
   return s + "\n" + result_schema();
+}
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+// Whether every kept configuration of a journal record comes out of the model as the record says,
+// to the last bit: the configuration it claims is costed again for the target at its GPU count
+// (a few layouts, not a search). The checksum only proves that the bytes are the ones written;
+// this proves that they are ones the search could have written.
+bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, const TargetResult& r) {
+  const SearchProblem& p = searcher.problem();
+  if (r.tops.size() != n_gpus.size()) return false;
+  for (std::size_t k = 0; k < n_gpus.size(); ++k) {
+    for (const Candidate& c : r.tops[k].items()) {
+      const Layout& l = c.layout;
+      // the journal's decoding bounds each degree and their product by 2^30, mbs by 2^32
+      if (l.strategy != p.strategy || l.dp * l.pp * l.tensor.tp1 * l.tensor.tp2 != n_gpus[k] ||
+          p.global_batch % (l.dp * l.mbs) != 0) {
+        return false;
+      }
+      try {
+        bool fits = false;
+        const Candidate again = searcher.evaluate(n_gpus[k], l, fits);
+        if (!fits || !same_bits(again.throughput, c.throughput) || !same_bits(again.mem, c.mem) ||
+            again.layout.exec.first_stage_blocks != l.exec.first_stage_blocks ||
+            again.layout.exec.last_stage_blocks != l.exec.last_stage_blocks) {
+          return false;
+        }
+        for (const TotalsField& f : kTotalsFields) {
+          if (!same_bits(again.totals.*(f.member), c.totals.*(f.member))) return false;
+        }
+      } catch (const std::exception&) {
+        return false;  // a layout the model refuses is not one the search kept
+      }
+    }
+  }
+  return true;
+}
+
+// Drops the resumed targets whose record does not reproduce; returns how many.
+std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, TargetResult>& done) {
+  std::size_t dropped = 0;
+  std::unique_ptr<Searcher> searcher;
+  for (auto it = done.begin(); it != done.end();) {
+    const SearchProblem& problem = plan.targets[it->first].problem;
+    if (searcher) {
+      searcher->set_problem(problem);
+    } else {
+      searcher = std::make_unique<Searcher>(problem);
+    }
+    if (reproduces(*searcher, plan.n_gpus, it->second)) {
+      ++it;
+    } else {
+      it = done.erase(it);
+      ++dropped;
+    }
+  }
+  return dropped;
 }
 
 }  // namespace
@@ -348,6 +408,11 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
       journal = std::make_unique<Journal>(journal_path, sweep_fingerprint(plan, o), mode, plan.n_gpus.size(),
                                           static_cast<std::size_t>(o.top_n), done);
       std::erase_if(done, [&](const auto& kv) { return kv.first >= plan.targets.size(); });
+      const std::size_t records = done.size();
+      if (const std::size_t dropped = drop_unreproduced(plan, done); dropped > 0) {
+        spdlog::warn("resume: {} of {} journal records did not re-evaluate bit for bit; their {} are recomputed",
+                     dropped, records, what);
+      }
       const JournalScan& scan = journal->scan();
       if (scan.damaged > 0 || scan.foreign > 0) {
         spdlog::warn("{}: {} records kept, {} damaged and {} of other inputs dropped ({} bytes); the dropped {} are "

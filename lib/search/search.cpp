@@ -222,6 +222,28 @@ void Searcher::set_problem(const SearchProblem& problem) {
   dense_block_ = describe_dense_block(problem_.model, problem_.attention);
 }
 
+Candidate Searcher::evaluate(std::int64_t n, const Layout& layout, bool& fits) {
+  const SearchProblem& p = problem_;
+  const System sys = at_scale(p.system, n);
+  Candidate cand;
+  cand.layout = layout;
+  Layout& c = cand.layout;
+  const BlockSummary block = cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_);
+  const StageEndSums ends = stage_end_sums(sys, p.model, c);
+  if (!splits_evenly(p.model, c.pp)) {
+    const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, block, ends);
+    c.exec.first_stage_blocks = stages.first;
+    c.exec.last_stage_blocks = stages.last;
+  }
+  const Totals totals = compose_step(sys, p.model, p.runtime, c, block, p.global_batch, ends).totals;
+  cand.throughput = static_cast<double>(p.global_batch) / totals.t;
+  cand.mem = totals.mem;
+  cand.totals = totals;
+  const double limit = p.runtime.is_reference() ? sys.hbm_capacity : memory_limit_gb(sys, p.runtime);
+  fits = !(totals.mem > limit);
+  return cand;
+}
+
 namespace {
 // The index of the last dimension that changes memory (the search checks memory after it).
 std::size_t last_memory_dimension() {

@@ -59,6 +59,12 @@ class Searcher {
   // Every configuration of n GPUs.
   TopN run_all(std::int64_t n_gpus, SearchCounters& counters);
 
+  // The candidate the search makes of `layout` at n GPUs: its step costed as run() costs it (an
+  // uneven pipeline's stages balanced as run() balances them), so a kept candidate comes out the
+  // same to the last bit. `fits`: whether it is within the problem's HBM capacity. Not for the
+  // hot loop (nothing is cached); exceptions of the model propagate.
+  Candidate evaluate(std::int64_t n_gpus, const Layout& layout, bool& fits);
+
   const SearchProblem& problem() const { return problem_; }
   // Re-targets the searcher (another system or sweep point), keeping its scratch space.
   void set_problem(const SearchProblem& problem);

@@ -16,6 +16,7 @@ unchanged on perfsweep's output:
 
     /usr/bin/python3 scripts/perfsweep_h5.py to-npy outputs/exec_1d_gpt3_1T.h5 outputs/
     /usr/bin/python3 scripts/perfsweep_h5.py summary outputs/exec_1d_gpt3_1T.h5
+    /usr/bin/python3 scripts/perfsweep_h5.py check-sidecar outputs/sweep_bw_capacity_1d_gpt3_1T.h5
 
 On a hardware-sweep file, to-npy writes one npy per point as the reference's sweep scripts do
 (outputs/sweeps/sweep_bw_cap_<strat>_<model>_B200-<index>.npy, sweep_flop_cap_... for the FLOP/s
@@ -27,6 +28,8 @@ import sys
 
 import h5py
 import numpy as np
+
+from .sidecar import check_sidecar  # noqa: F401 (part of this module's interface)
 
 SCHEMA = 'perfsweep/1'
 # The reference's key orders (execution.py): config dicts per strategy, then totals() stats.
@@ -377,11 +380,15 @@ def main(argv=None):
     p.add_argument('outdir')
     p = sub.add_parser('summary', help='one line per system')
     p.add_argument('file')
+    p = sub.add_parser('check-sidecar', help="check that a hardware sweep's .xmf belongs to its .h5")
+    p.add_argument('file')
     args = ap.parse_args(argv)
     try:
         if args.cmd == 'to-npy':
             for out in to_npy(args.file, args.outdir):
                 print(out)
+        elif args.cmd == 'check-sidecar':
+            print(f'{check_sidecar(args.file)} belongs to {os.path.splitext(args.file)[0]}.h5')
         else:
             summary(args.file)
     except (OSError, ValueError, KeyError) as e:

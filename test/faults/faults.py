@@ -10,12 +10,15 @@ A full disk is a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored: writes past it 
 "File too large"), which needs neither root nor a mount. Exit 0: passed, 1: failed, 77: skipped.
 """
 import fcntl
+import hashlib
 import os
+import re
 import resource
 import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -97,6 +100,7 @@ def reference(args, name='ref.h5'):
 def resume_matches(args, out, ref):
     r = run([tool('sweep'), *args, '-o', out, '--resume'])
     check(r.returncode == 0, '--resume completes')
+    check('did not re-evaluate' not in r.stderr, 'every intact journal record re-evaluates bit for bit')
     check(os.path.isfile(out) and same_h5(ref, out), '--resume output identical to an uninterrupted run')
     check(not any(os.path.exists(out + s) for s in ('.journal', '.partial', '.journal.lock')),
           'no journal, lock or temporary after the resumed run')
@@ -209,8 +213,20 @@ def case_full_disk_hw_sweep():
     check(leftovers(WORK, ['grid.yaml', 'ref.h5', 'ref.xmf', 'out.h5', 'out.xmf', 'out.h5.journal',
                            'out.h5.journal.lock']) == [], 'no partial .h5 or .xmf')
     resume_matches(args, out, ref)
-    check(read(os.path.join(WORK, 'out.xmf')) == read(os.path.join(WORK, 'ref.xmf')).replace(b'ref.h5', b'out.h5'),
-          'the resumed .xmf equals the uninterrupted one')
+    check(read(os.path.join(WORK, 'out.xmf')) == sidecar_of(os.path.join(WORK, 'ref.h5'), out),
+          "the resumed .xmf equals the uninterrupted one (but for the .h5's name and hash)")
+
+
+def sidecar_of(ref_h5, h5):
+    """The .xmf that `h5` should have: ref_h5's, naming h5 and recording its SHA-256."""
+    text = read(os.path.splitext(ref_h5)[0] + '.xmf')
+    text = text.replace(os.path.basename(ref_h5).encode(), os.path.basename(h5).encode())
+    return re.sub(rb'(<Information Name="h5_sha256" Value=")[0-9a-f]{64}', lambda m: m.group(1) + sha256(h5).encode(),
+                  text)
+
+
+def sha256(path):
+    return hashlib.sha256(read(path)).hexdigest()
 
 
 def case_concurrent():
@@ -356,30 +372,89 @@ def case_bad_numbers():
     check(r.returncode == 0, 'base.system ./mine.yaml is found next to the sweep file')
 
 
+def record_offsets(data):
+    """Where each record of a journal starts: after the header (magic, fingerprint length,
+    fingerprint, its hash), each is magic (4 bytes), fingerprint hash, payload length, payload and
+    checksum (8 bytes each)."""
+    pos = 8 + 8 + int.from_bytes(data[8:16], 'little') + 8
+    records = []
+    while pos < len(data):
+        records.append(pos)
+        pos += 4 + 8 + 8 + int.from_bytes(data[pos + 12:pos + 20], 'little') + 8
+    assert len(records) == 3, records
+    return records
+
+
 def corrupt_middle_record(path):
     data = bytearray(read(path))
-    header_len = 8 + 8 + int.from_bytes(data[8:16], 'little') + 8
-    pos, records = header_len, []
-    while pos < len(data):
-        length = int.from_bytes(data[pos + 12:pos + 20], 'little')
-        records.append(pos)
-        pos += 4 + 8 + 8 + length + 8
-    assert len(records) == 3, records
+    records = record_offsets(data)
     data[records[1] + 4 + 8 + 8 + 16] ^= 0xFF  # a byte of the second record's payload
     with open(path, 'wb') as f:
         f.write(data)
 
 
-def case_damaged_journal():
+def interrupted_run():
+    """An uninterrupted run's output, and out.h5 of a run stopped by a full disk at the final
+    write, which leaves a complete journal of three records."""
     fresh()
     ref = reference(PLAIN)
     out = os.path.join(WORK, 'out.h5')
     r = run([tool('sweep'), *PLAIN, '-o', out], limit=24000)
     assert r.returncode == 1 and os.path.exists(out + '.journal')
+    return ref, out
+
+
+def case_damaged_journal():
+    ref, out = interrupted_run()
     corrupt_middle_record(out + '.journal')
     r = run([tool('sweep'), *PLAIN, '-o', out, '--resume'])
     check(r.returncode == 0 and '2 records kept, 1 damaged' in r.stdout + r.stderr,
           'a damaged record in the middle is reported (records kept and dropped)')
+    check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
+
+
+def fnv1a(data):
+    h = 14695981039346656037
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def alter_middle_record(path):
+    """The second record with its first kept configuration's throughput raised by a millionth and
+    its checksum recomputed: every field still in range, the record intact but for its meaning."""
+    data = bytearray(read(path))
+    rec = record_offsets(data)[1]
+    length = int.from_bytes(data[rec + 12:rec + 20], 'little')
+    payload = bytearray(data[rec + 20:rec + 20 + length])
+    # payload: target id, 6 int64 counters, number of GPU counts, then per GPU count its number
+    # of kept configurations and those (throughput first)
+    q = 8 + 6 * 8
+    n_tops = int.from_bytes(payload[q:q + 8], 'little')
+    q += 8
+    for _ in range(n_tops):
+        count = int.from_bytes(payload[q:q + 8], 'little')
+        q += 8
+        if count:
+            break
+    else:
+        raise AssertionError('the record keeps no configuration')
+    (throughput,) = struct.unpack_from('<d', payload, q)
+    struct.pack_into('<d', payload, q, throughput * 1.000001)
+    data[rec + 20:rec + 20 + length] = payload
+    fingerprint = bytes(data[rec + 4:rec + 12])
+    data[rec + 20 + length:rec + 28 + length] = fnv1a(fingerprint + bytes(payload)).to_bytes(8, 'little')
+    with open(path, 'wb') as f:
+        f.write(data)
+
+
+def case_altered_journal():
+    ref, out = interrupted_run()
+    alter_middle_record(out + '.journal')
+    r = run([tool('sweep'), *PLAIN, '-o', out, '--resume'])
+    log = r.stdout + r.stderr
+    check(r.returncode == 0 and '1 of 3 journal records did not re-evaluate bit for bit' in log,
+          'a record altered under a recomputed checksum is dropped, and the run says so')
     check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
 
 

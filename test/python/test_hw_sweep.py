@@ -101,6 +101,7 @@ def check_xdmf(h5path):
         # best_throughput, speedup and (with the model's dataset_samples) days per GPU count
         metrics = 3 if 'grid/days' in f else 2
         assert n_attr == metrics * len(f['grid/n_gpus']), n_attr
+    assert ps.check_sidecar(h5path) == xmf  # records the SHA-256 of the .h5 beside it
     print(f'{xmf}: {len(items)} HDF data items, {n_attr} point-data arrays, consistent with {h5path}')
 
 
