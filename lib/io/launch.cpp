@@ -136,18 +136,31 @@ Recompute effective_recompute(const Layout& c) {
 
 bool flash_attention(const LaunchInput& in) { return in.layout.attention.flash && in.runtime.flash_attention; }
 
-enum class Precision : std::uint8_t {
+enum class ParamDtype : std::uint8_t {
   Fp16,      // 2-byte weights and gradients (the reference's layout)
   Bf16,      // bf16 weights, fp32 gradients and master weights (Megatron-LM's)
   Autocast,  // fp32 weights with bf16 copies (PyTorch autocast)
 };
-Precision precision(const LaunchInput& in) {
+ParamDtype precision(const LaunchInput& in) {
   const StateBytes b = runtime_state_bytes(in.runtime, in.layout.exec);
-  if (b.weights > 2) return Precision::Autocast;
-  return b.gradients > 2 ? Precision::Bf16 : Precision::Fp16;
+  if (b.weights > 2) return ParamDtype::Autocast;
+  return b.gradients > 2 ? ParamDtype::Bf16 : ParamDtype::Fp16;
 }
 
 bool tp_comm_overlap(const LaunchInput& in) { return in.runtime.tp_comm_overlap > 0; }
+
+// The FP8 recipe as Megatron-LM's --fp8-recipe and Megatron-Core's fp8_recipe name it (current
+// per-tensor scaling is its "tensorwise"); "" at bf16.
+const char* fp8_recipe_name(const LaunchInput& in) {
+  if (in.layout.exec.precision == Precision::Bf16) return "";
+  switch (in.runtime.fp8.recipe) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Current: return "tensorwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
+    case Fp8Recipe::None: break;
+  }
+  return "";
+}
 bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
 
 // The model's and recomputation's settings as Megatron-Core's TransformerConfig fields (NeMo's
@@ -329,17 +342,23 @@ void megatron_line(const LaunchInput& in, Builder& b) {
       break;
   }
   switch (precision(in)) {
-    case Precision::Fp16:
+    case ParamDtype::Fp16:
       b.add("--fp16");
       b.note("2-byte weights and gradients (the reference's parameter layout) are --fp16; --bf16 keeps fp32 "
              "gradients (--layout megatron)");
       break;
-    case Precision::Bf16: b.add("--bf16"); break;
-    case Precision::Autocast:
+    case ParamDtype::Bf16: b.add("--bf16"); break;
+    case ParamDtype::Autocast:
       b.add("--bf16");
       b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); Megatron-LM's "
              "--bf16 keeps bf16 weights with fp32 gradients and master weights");
       break;
+  }
+  if (*fp8_recipe_name(in) != 0) {
+    // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format)
+    b.add("--fp8-format", "hybrid");
+    b.add("--fp8-recipe", fp8_recipe_name(in));
+    if (in.runtime.fp8.weight_gather) b.add("--fp8-param-gather");
   }
   b.add("--attention-backend", flash_attention(in) ? "flash" : "unfused");
   if (tp_comm_overlap(in)) {
@@ -387,15 +406,20 @@ void nemo_line(const LaunchInput& in, Builder& b) {
            "(DistributedDataParallelConfig, ...))");
   }
   switch (precision(in)) {
-    case Precision::Fp16: b.add("trainer.plugins.grad_reduce_in_fp32", no); break;
-    case Precision::Bf16: b.add("trainer.plugins.grad_reduce_in_fp32", yes); break;
-    case Precision::Autocast:
+    case ParamDtype::Fp16: b.add("trainer.plugins.grad_reduce_in_fp32", no); break;
+    case ParamDtype::Bf16: b.add("trainer.plugins.grad_reduce_in_fp32", yes); break;
+    case ParamDtype::Autocast:
       b.add("trainer.plugins.grad_reduce_in_fp32", yes);
       b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); NeMo's bf16_mixed "
              "keeps bf16 weights with fp32 gradients and master weights");
       break;
   }
 
+  if (*fp8_recipe_name(in) != 0) {
+    b.add("model.config.fp8", "hybrid");
+    b.add("model.config.fp8_recipe", fp8_recipe_name(in));
+    if (in.runtime.fp8.weight_gather) b.add("model.config.fp8_param", yes);
+  }
   b.add("data.seq_length", num(m.l));
   b.add("data.micro_batch_size", num(c.mbs));
   b.add("data.global_batch_size", num(in.global_batch));
@@ -508,9 +532,17 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       break;
     case Recompute::Full: b.add("--activation_checkpoint.mode", "full"); break;
   }
-  if (precision(in) != Precision::Autocast) {
+  if (precision(in) != ParamDtype::Autocast) {
     b.note("torchtitan keeps fp32 weights, gradients and optimizer states and computes in bf16 "
            "(training.mixed_precision_param): the estimate's --layout amp");
+  }
+  if (in.layout.exec.precision != Precision::Bf16) {
+    // torchao's float8 linear layers (torchtitan/components/quantization/float8.py)
+    b.add("--model.converters", "quantize.linear.float8");
+    if (in.runtime.fp8.recipe != Fp8Recipe::Current) {
+      b.note("torchtitan's float8 scales per tensor from each tensor (the estimate's runtime gives another fp8_recipe)");
+    }
+    if (in.runtime.fp8.weight_gather) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
   }
   if (!flash_attention(in)) {
     b.note("the estimate costs unfused attention; torchtitan runs PyTorch's scaled_dot_product_attention");

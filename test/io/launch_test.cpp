@@ -85,6 +85,10 @@ std::vector<LaunchLine> many_lines(LaunchFramework f) {
             if (m.is_moe()) c.exec.ep = variant % 3 == 0 ? 1 : 2;
             Runtime rt;
             rt.tp_comm_overlap = variant % 2 == 0 ? 0.5 : 0;
+            if (p != ParamLayout::Reference) {  // FP8 in each recipe, weights gathered in FP8 or not
+              c.exec.precision = Precision::Fp8;
+              rt.fp8 = Fp8Policy{static_cast<Fp8Recipe>(1 + variant % 3), true, true, variant % 2 == 1};
+            }
             lines.push_back(launch_line(f, {m, c, rt, 4096, 8}));
           }
         }
@@ -133,6 +137,11 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
       {"model.config.recompute_granularity", {"None", "full", "selective"}},
       {"model.config.recompute_method", {"uniform", "block"}},
       {"model.config.normalization", {"LayerNorm", "RMSNorm"}},
+      // megatron/training/arguments.py: --fp8-format choices e4m3, hybrid; --fp8-recipe choices
+      {"--fp8-format", {"e4m3", "hybrid"}},
+      {"--fp8-recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
+      {"model.config.fp8", {"e4m3", "hybrid"}},
+      {"model.config.fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
   };
   for (LaunchFramework f : {LaunchFramework::Megatron, LaunchFramework::Nemo, LaunchFramework::Torchtitan}) {
     for (const LaunchLine& line : many_lines(f)) {
@@ -175,6 +184,25 @@ TEST(Launch, MegatronLlama70b) {
   EXPECT_NE(text.find("(data-parallel size 32 = 512 / (tensor 4 x pipeline 4))"), std::string::npos) << text;
   EXPECT_NE(text.find("# argument names of NVIDIA/Megatron-LM core_v0.15.3"), std::string::npos) << text;
   EXPECT_EQ(text.find("placed"), std::string::npos) << text;
+}
+
+// The same in FP8 under the megatron runtime's recipe (Transformer Engine's delayed scaling).
+TEST(Launch, MegatronLlama70bFp8) {
+  Llama70b l;
+  l.layout.exec.precision = Precision::Fp8;
+  l.runtime.fp8 = Fp8Policy{Fp8Recipe::Delayed, true, true};
+  const std::string text = launch_arguments_text(l.line(LaunchFramework::Megatron));
+  EXPECT_NE(text.find("--bf16 --fp8-format hybrid --fp8-recipe delayed --attention-backend flash"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--fp8-param-gather"), std::string::npos) << text;
+  l.runtime.fp8.weight_gather = true;
+  EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Megatron)).find("--fp8-recipe delayed --fp8-param-gather"),
+            std::string::npos);
+  l.runtime.fp8.recipe = Fp8Recipe::Current;
+  EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Nemo)).find("model.config.fp8_recipe=tensorwise"),
+            std::string::npos);
+  EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Torchtitan)).find("--model.converters quantize.linear.float8"),
+            std::string::npos);
 }
 
 TEST(Launch, NemoLlama70b) {
