@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
               p.system.nvlink_size = nvs;
               p.runtime = choose_runtime(exec.runtime, base, p.model);
               ExecutionChoices choices_run = parse_execution_choices(exec);
-              check_runtime_choices(p.runtime, p.strategy, choices_run);
+              check_runtime_choices(p.system, p.runtime, p.strategy, choices_run);
               p.exec = choices_run;
               Searcher searcher(p);
               SearchCounters counters;

@@ -264,7 +264,8 @@ int run(const Options& o) {
   {
     ExecutionChoices one;
     one.zero = {r.exec.zero};
-    check_runtime_choices(r.runtime, strategy, one);
+    one.precision = {r.exec.precision};
+    check_runtime_choices(sys, r.runtime, strategy, one);
   }
 
   ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);

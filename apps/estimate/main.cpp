@@ -109,7 +109,8 @@ int run(const Options& o) {
   {
     ExecutionChoices one;
     one.zero = {layout.exec.zero};
-    check_runtime_choices(runtime, layout.strategy, one);
+    one.precision = {layout.exec.precision};
+    check_runtime_choices(sys, runtime, layout.strategy, one);
   }
   Evaluation ev;
   if (all_given) {

@@ -38,10 +38,15 @@ inline constexpr NumberKey kNumberKeys[] = {
     {"loss_transient_logits", &Runtime::loss_transient_logits, "logit buffers", 0, 16},
     {"optimizer_transient_bytes", &Runtime::optimizer_transient_bytes, "B/parameter", 0, 1024},
 };
-struct BoolKey {
+// A key that sets one member of `Owner` as it is written.
+template <typename Owner, typename T>
+struct MemberKey {
   const char* name;
-  bool Runtime::*member;
+  T Owner::*member;
 };
+using BoolKey = MemberKey<Runtime, bool>;
+using Fp8BoolKey = MemberKey<Fp8Policy, bool>;  // how the runtime runs FP8, beside fp8_recipe
+using StateKey = MemberKey<StateBytes, double>;
 inline constexpr BoolKey kBoolKeys[] = {
     {"p2p_scatter_gather", &Runtime::p2p_scatter_gather}, {"sp_backward_gather", &Runtime::sp_backward_gather},
     {"fused_elementwise", &Runtime::fused_elementwise},   {"dp_after_backward", &Runtime::dp_after_backward},
@@ -49,19 +54,10 @@ inline constexpr BoolKey kBoolKeys[] = {
     {"host_kernel_calls", &Runtime::host_kernel_calls},   {"batch_resident", &Runtime::batch_resident},
     {"allocator_reserve_from_kernels", &Runtime::allocator_reserve_from_kernels},
 };
-// How the runtime runs FP8 (Fp8Policy), beside fp8_recipe.
-struct Fp8BoolKey {
-  const char* name;
-  bool Fp8Policy::*member;
-};
 inline constexpr Fp8BoolKey kFp8BoolKeys[] = {
     {"fp8_fused_casts", &Fp8Policy::fused_casts},   {"fp8_weight_cache", &Fp8Policy::weight_cache},
     {"fp8_weight_gather", &Fp8Policy::weight_gather}, {"fp8_lm_head", &Fp8Policy::lm_head},
     {"fp8_saved_inputs", &Fp8Policy::saved_inputs},
-};
-struct StateKey {
-  const char* name;
-  double StateBytes::*member;
 };
 inline constexpr StateKey kStateKeys[] = {
     {"weights", &StateBytes::weights},          {"gradients", &StateBytes::gradients},

@@ -141,7 +141,7 @@ enum class ParamDtype : std::uint8_t {
   Bf16,      // bf16 weights, fp32 gradients and master weights (Megatron-LM's)
   Autocast,  // fp32 weights with bf16 copies (PyTorch autocast)
 };
-ParamDtype precision(const LaunchInput& in) {
+ParamDtype param_dtype(const LaunchInput& in) {
   const StateBytes b = runtime_state_bytes(in.runtime, in.layout.exec);
   if (b.weights > 2) return ParamDtype::Autocast;
   return b.gradients > 2 ? ParamDtype::Bf16 : ParamDtype::Fp16;
@@ -149,10 +149,14 @@ ParamDtype precision(const LaunchInput& in) {
 
 bool tp_comm_overlap(const LaunchInput& in) { return in.runtime.tp_comm_overlap > 0; }
 
+// Whether the layout runs its linear layers in FP8 (the runtime's recipe).
+bool fp8(const LaunchInput& in) {
+  return in.layout.exec.precision != Precision::Bf16 && in.runtime.fp8.recipe != Fp8Recipe::None;
+}
+
 // The FP8 recipe as Megatron-LM's --fp8-recipe and Megatron-Core's fp8_recipe name it (current
-// per-tensor scaling is its "tensorwise"); "" at bf16.
+// per-tensor scaling is its "tensorwise").
 const char* fp8_recipe_name(const LaunchInput& in) {
-  if (in.layout.exec.precision == Precision::Bf16) return "";
   switch (in.runtime.fp8.recipe) {
     case Fp8Recipe::Delayed: return "delayed";
     case Fp8Recipe::Current: return "tensorwise";
@@ -341,7 +345,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
       b.add("--data-parallel-sharding-strategy", x.zero == 2 ? "optim_grads" : "optim_grads_params");
       break;
   }
-  switch (precision(in)) {
+  switch (param_dtype(in)) {
     case ParamDtype::Fp16:
       b.add("--fp16");
       b.note("2-byte weights and gradients (the reference's parameter layout) are --fp16; --bf16 keeps fp32 "
@@ -354,7 +358,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
              "--bf16 keeps bf16 weights with fp32 gradients and master weights");
       break;
   }
-  if (*fp8_recipe_name(in) != 0) {
+  if (fp8(in)) {
     // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format)
     b.add("--fp8-format", "hybrid");
     b.add("--fp8-recipe", fp8_recipe_name(in));
@@ -405,7 +409,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
     b.note("trainer.strategy.ddp.* needs a recipe whose strategy has a DistributedDataParallelConfig (ddp=run.Config"
            "(DistributedDataParallelConfig, ...))");
   }
-  switch (precision(in)) {
+  switch (param_dtype(in)) {
     case ParamDtype::Fp16: b.add("trainer.plugins.grad_reduce_in_fp32", no); break;
     case ParamDtype::Bf16: b.add("trainer.plugins.grad_reduce_in_fp32", yes); break;
     case ParamDtype::Autocast:
@@ -415,7 +419,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
       break;
   }
 
-  if (*fp8_recipe_name(in) != 0) {
+  if (fp8(in)) {
     b.add("model.config.fp8", "hybrid");
     b.add("model.config.fp8_recipe", fp8_recipe_name(in));
     if (in.runtime.fp8.weight_gather) b.add("model.config.fp8_param", yes);
@@ -532,11 +536,11 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       break;
     case Recompute::Full: b.add("--activation_checkpoint.mode", "full"); break;
   }
-  if (precision(in) != ParamDtype::Autocast) {
+  if (param_dtype(in) != ParamDtype::Autocast) {
     b.note("torchtitan keeps fp32 weights, gradients and optimizer states and computes in bf16 "
            "(training.mixed_precision_param): the estimate's --layout amp");
   }
-  if (in.layout.exec.precision != Precision::Bf16) {
+  if (fp8(in)) {
     // torchao's float8 linear layers (torchtitan/components/quantization/float8.py)
     b.add("--model.converters", "quantize.linear.float8");
     if (in.runtime.fp8.recipe != Fp8Recipe::Current) {

@@ -72,13 +72,15 @@ void to_fp8(const System& s, const BlockLayer& y, const Fp8Policy& fp8, LayerCos
   const bool fused = fp8.fused_casts && after_norm && fp8.recipe != Fp8Recipe::Current;
   const Quantization in = input_quantization(fp8.recipe, fused);
   const Quantization grad = input_quantization(fp8.recipe, false);
-  // Delayed scaling's fused input is transposed in the backward; the others in the forward.
-  const bool transpose_later = fused && fp8.recipe == Fp8Recipe::Delayed;
-  const double to_gb = narrow;  // GB per byte (element_size is a bf16 element's 2 bytes)
-  c.cast_gb[kernels::kFwd] = transpose_later ? 0.0 : in.bytes_per_element * x * to_gb;
-  c.cast_kernels[kernels::kFwd] = transpose_later ? 0 : in.kernels;
-  c.cast_gb[kernels::kBwd] = grad.bytes_per_element * yv * to_gb + (transpose_later ? in.bytes_per_element * x * to_gb : 0.0);
-  c.cast_kernels[kernels::kBwd] = static_cast<std::uint8_t>(grad.kernels + (transpose_later ? in.kernels : 0));
+  // The input's quantization runs in the forward, but delayed scaling's fused one transposes the
+  // saved copy in the backward; the output gradient's runs in the backward.
+  const std::size_t input_pass = fused && fp8.recipe == Fp8Recipe::Delayed ? kernels::kBwd : kernels::kFwd;
+  c.cast_gb = {};
+  c.cast_kernels = {};
+  c.cast_gb[input_pass] += in.bytes_per_element * x * narrow;
+  c.cast_kernels[input_pass] = in.kernels;
+  c.cast_gb[kernels::kBwd] += grad.bytes_per_element * yv * narrow;
+  c.cast_kernels[kernels::kBwd] = static_cast<std::uint8_t>(c.cast_kernels[kernels::kBwd] + grad.kernels);
 }
 
 }  // namespace perfsweep

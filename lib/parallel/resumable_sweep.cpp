@@ -72,7 +72,7 @@ SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transfor
   t.problem.exec = parse_execution_choices(o.exec);
   check_execution_for_model(t.problem.exec, model);
   t.problem.runtime = choose_runtime(o.exec.runtime, system, model);
-  check_runtime_choices(t.problem.runtime, strategy, t.problem.exec);
+  check_runtime_choices(system, t.problem.runtime, strategy, t.problem.exec);
   t.group = std::move(group);
   return t;
 }

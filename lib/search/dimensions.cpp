@@ -104,12 +104,9 @@ void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
   }
 }
 
-// fp8 is modelled for 1d tensor parallelism (Transformer Engine's): the other strategies bf16.
-void precision_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  for (Precision p : x.problem.exec.precision) {
-    if (p != Precision::Bf16 && c.strategy != Strategy::OneD) continue;
-    out.push_back({{static_cast<I>(p)}});
-  }
+// The precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it).
+void precision_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
+  for (Precision p : x.problem.exec.precision) out.push_back({{static_cast<I>(p)}});
 }
 
 constexpr SearchDimension kDimensions[] = {

@@ -176,7 +176,7 @@ SearchProblem with_runtime_attention(SearchProblem p) {
 }
 }  // namespace
 
-void check_runtime_choices(const Runtime& rt, Strategy strategy, ExecutionChoices& choices) {
+void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices) {
   if (!rt.runs(strategy)) {
     throw InputError("runtime " + rt.name + " does not run strategy " + std::string(plan_of(strategy).name) +
                      " (use --runtime reference for the paper's model of it)");
@@ -201,6 +201,19 @@ void check_runtime_choices(const Runtime& rt, Strategy strategy, ExecutionChoice
     throw InputError("runtime " + rt.name + " does not run --zero " + refused + " (it runs " + runs + ")");
   }
   choices.zero = zero;
+  const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
+  std::string no_fp8;
+  if (rt.fp8.recipe == Fp8Recipe::None) {
+    no_fp8 = "runtime " + rt.name + " runs no FP8 (its file gives no fp8_recipe)";
+  } else if (strategy != Strategy::OneD) {
+    no_fp8 = "fp8 is modelled for 1d tensor parallelism only";
+  } else if (!((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0)) {
+    no_fp8 = "system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8");
+  }
+  if (!no_fp8.empty()) {
+    std::erase_if(choices.precision, [](Precision p) { return p != Precision::Bf16; });
+    if (choices.precision.empty()) throw InputError("--precision fp8: " + no_fp8);
+  }
 }
 
 Searcher::Searcher(const SearchProblem& problem_in)

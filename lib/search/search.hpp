@@ -21,9 +21,10 @@ struct SearchProblem {
   Runtime runtime;        // how the framework executes each configuration (the reference's by default)
 };
 
-// The choices the runtime runs: the strategy and the ZeRO stages of `choices` it has; InputError
-// naming the runtime and what it runs otherwise (docs/runtimes.md).
-void check_runtime_choices(const Runtime& rt, Strategy strategy, ExecutionChoices& choices);
+// The choices the runtime runs on the system: the strategy, the ZeRO stages of `choices` it has,
+// and fp8 only where the runtime has an fp8_recipe, the strategy is 1d and the system has the
+// recipe's tensor cores; InputError naming what is missing where nothing is left (docs/runtimes.md).
+void check_runtime_choices(const System& system, const Runtime& rt, Strategy strategy, ExecutionChoices& choices);
 
 // How many candidates each check took out (the reference's "#possible candidates" is
 // `candidates`; memory-infeasible ones are among them).

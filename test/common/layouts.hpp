@@ -4,7 +4,7 @@
 
 #include "model/plan.hpp"
 
-namespace perfsweep::testing {
+namespace perfsweep::test {
 
 // 1d tensor parallelism over tp GPUs, dp data-parallel replicas, pp pipeline stages; the rest as
 // Layout's defaults (micro-batch 1, every group placed by the caller or left at 1).
@@ -16,4 +16,4 @@ inline Layout one_d(std::int64_t tp, std::int64_t dp, std::int64_t pp) {
   return c;
 }
 
-}  // namespace perfsweep::testing
+}  // namespace perfsweep::test

@@ -23,7 +23,7 @@ const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
 
 System h100() { return load_system(kRoot / "systems" / "H100.yaml"); }
 
-using testing::one_d;
+using test::one_d;
 
 // fc1 of a 4096 -> 16384 MLP over 2048 tokens, tensor-parallel over 4: (2048 x 4096)(4096 x 4096).
 constexpr std::int64_t kRows = 2048, kDepth = 4096, kCols = 4096;
@@ -163,6 +163,37 @@ TEST(Fp8, RefusedWhereItCannotRun) {
   any.strategies = 0x7;
   EXPECT_NE(config_error(h100(), m, any, c).find("1d"), std::string::npos);
   EXPECT_THROW(parse_precision("fp16", "--precision"), InputError);
+}
+
+// Before any work (sweep, configs, estimate): fp8 is dropped from a list where the runtime, the
+// strategy or the system cannot run it, and refused when nothing is left.
+TEST(Fp8, ChoicesCheckedBeforeTheSearch) {
+  const System a100 = load_system(kRoot / "systems" / "A100.yaml");
+  const Runtime mg = load_runtime_named("megatron");
+  ExecutionChoices both;
+  both.precision = {Precision::Bf16, Precision::Fp8};
+  ExecutionChoices c = both;
+  check_runtime_choices(h100(), mg, Strategy::OneD, c);
+  EXPECT_EQ(c.precision, both.precision);
+  c = both;
+  check_runtime_choices(a100, mg, Strategy::OneD, c);
+  EXPECT_EQ(c.precision, std::vector<Precision>{Precision::Bf16});
+  auto refusal = [&](const System& s, const Runtime& rt, Strategy strategy) -> std::string {
+    ExecutionChoices only;
+    only.precision = {Precision::Fp8};
+    try {
+      check_runtime_choices(s, rt, strategy, only);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return {};
+  };
+  EXPECT_NE(refusal(a100, mg, Strategy::OneD).find("matrix_flops_fp8"), std::string::npos);
+  EXPECT_NE(refusal(h100(), load_runtime_named("deepspeed"), Strategy::OneD).find("runs no FP8"), std::string::npos);
+  Runtime any = mg;
+  any.strategies = 0x7;
+  EXPECT_NE(refusal(h100(), any, Strategy::TwoD).find("1d"), std::string::npos);
   EXPECT_EQ(parse_precision("fp8", "--precision"), Precision::Fp8);
 }
 

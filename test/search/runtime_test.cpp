@@ -27,7 +27,7 @@ namespace {
 
 const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
 
-using testing::one_d;
+using test::one_d;
 
 // Table 2 (Korthikanti et al. 2022, arXiv 2205.05198): bytes per layer sbh (34/t) with tensor and
 // sequence parallelism, sbh (10 + 24/t) with tensor parallelism alone, flash attention keeping no
