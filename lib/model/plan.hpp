@@ -3,6 +3,7 @@
 // makes of the degrees (the reference's execute_1d, execute_2d, execute_seqp): which GPUs share a
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -156,6 +157,46 @@ inline StageBlocks stage_blocks(std::int64_t depth, std::int64_t pp, const Execu
   b.middle = pp > 2 ? share : b.first;
   if (pp == 1) b.last = b.first;
   return b;
+}
+
+// How an interleaved schedule (V virtual stages a GPU) cuts each stage's blocks into V chunks, as
+// Megatron-LM builds them: either every stage's count is a multiple of V (plain: its
+// --decoder-first/last-pipeline-num-layers), or every stage has k slots, k a multiple of V, and
+// the embedding (the loss) fills one slot of the first (last) stage, which then holds k - 1 blocks
+// (slotted: its --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split).
+struct InterleavedChunks {
+  bool valid = false;
+  bool embedding_slot = false, loss_slot = false;  // slotted: the first (last) stage's k - 1 blocks
+  std::int64_t slots = 0;                           // blocks and end slots a stage: V chunks of slots / V
+};
+inline InterleavedChunks interleaved_chunks(const StageBlocks& b, std::int64_t pp, std::int64_t v) {
+  InterleavedChunks out;
+  if (v < 1 || pp < 2) return out;
+  const bool middle_ok = pp <= 2 || b.middle % v == 0;
+  if (middle_ok && b.first % v == 0 && b.last % v == 0) {
+    out.valid = true;
+    out.slots = pp > 2 ? b.middle : b.first;
+    return out;
+  }
+  const std::int64_t k = pp > 2 ? b.middle : std::max(b.first, b.last);
+  const bool first_ok = b.first == k || b.first == k - 1, last_ok = b.last == k || b.last == k - 1;
+  if (k % v != 0 || !first_ok || !last_ok || k < 2) return out;
+  out.valid = true;
+  out.embedding_slot = b.first == k - 1;
+  out.loss_slot = b.last == k - 1;
+  out.slots = k;
+  return out;
+}
+// The slotted partition of depth blocks over pp stages for V chunks a stage (interleaved_chunks):
+// k = ceil(depth / pp) slots a stage, the loss filling one of the last stage's and, with two slots
+// over, the embedding one of the first's. None (all zero) where k is not a multiple of V or the
+// depth leaves more than two slots over; an even split (depth / pp each) is not slotted.
+inline StageBlocks slotted_stages(std::int64_t depth, std::int64_t pp, std::int64_t v) {
+  if (pp < 2 || v < 1 || depth < pp) return {};
+  const std::int64_t k = (depth + pp - 1) / pp, over = k * pp - depth;
+  if (over < 1 || over > 2 || k % v != 0 || k < 2) return {};
+  const std::int64_t first = over == 2 ? k - 1 : k;
+  return {first, pp > 2 ? k : first, k - 1};
 }
 
 // The execution options a search tries (each list the reference's value alone by default).

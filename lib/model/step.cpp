@@ -452,12 +452,17 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
   if (x.interleave > 1) {
     require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
-    require(blocks.even(), "interleave=" + str(x.interleave) +
-                               " is modelled for an even split of the blocks only, got " + str(blocks.first) +
-                               " on the first stage, " + str(blocks.middle) + " on a middle one, " +
-                               str(blocks.last) + " on the last");
-    require(blocks.first % x.interleave == 0,
-            "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage");
+    if (blocks.even()) {
+      require(blocks.first % x.interleave == 0, "interleave=" + str(x.interleave) + " does not divide the " +
+                                                    str(blocks.first) + " blocks of a stage");
+    } else {
+      require(interleaved_chunks(blocks, c.pp, x.interleave).valid,
+              "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
+                  " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
+                  " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
+                  ", or k a stage (a multiple of " + str(x.interleave) +
+                  ") with the first and last holding k or k - 1, the embedding and the loss taking a slot");
+    }
   }
   if (x.interleave > 1 && c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
     const I micro_batches = global_batch / c.dp / c.mbs;
@@ -904,6 +909,8 @@ StageBlocks balanced_stages(I depth, I pp, I every, double block_s, double block
 
 StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
                             const BlockSummary& block, const StageEndSums& ends) {
+  // interleaved chunks: the one partition Megatron-LM cuts into chunks, the ends taking a slot
+  if (c.exec.interleave > 1) return slotted_stages(m.depth, c.pp, c.exec.interleave);
   const bool reference = rt.is_reference();
   const BlockSummary view = reference ? block : runtime_view(m, rt, c, block);
   const double floor_s = reference ? 0 : host_floor_per_block_s(s, rt, c);
@@ -917,7 +924,16 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   Layout out = layout;
   out.exec.first_stage_blocks = 0;
   out.exec.last_stage_blocks = 0;
-  if (layout.pp < 2 || layout.exec.interleave > 1) return out;
+  if (layout.pp < 2) return out;
+  if (layout.exec.interleave > 1) {
+    // the slotted partition where the depth does not split evenly (there is no other to balance)
+    if (m.depth % layout.pp != 0) {
+      const StageBlocks slotted = slotted_stages(m.depth, layout.pp, layout.exec.interleave);
+      out.exec.first_stage_blocks = slotted.first;
+      out.exec.last_stage_blocks = slotted.last;
+    }
+    return out;
+  }
   // A partition of the blocks alone lets the rest of the layout be checked and its block costed.
   const I every = m.is_moe() ? m.moe.every : 1;
   const StageBlocks by_count = balanced_stages(m.depth, layout.pp, every, 1, 0, 0, 0);

@@ -266,7 +266,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
 // runtime's tensor-parallel overlap and host floor per block) and its end layers (`ends`), so no
 // block is costed again. Ties go to fewer blocks on the first stage (which holds the most
 // micro-batches' activations), then on the last. ConfigError when no such partition exists
-// (depth < pp, or moe.every not dividing the depth).
+// (depth < pp, or moe.every not dividing the depth). With interleaving (V > 1) the one partition
+// Megatron-LM cuts into V chunks a stage where the depth does not split evenly: slotted_stages's.
 StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             const BlockSummary& block, const StageEndSums& ends);
 // The same from the times alone (seconds per micro-batch): a block's, its host floor, and the end
@@ -275,7 +276,8 @@ StageBlocks balanced_stages(std::int64_t depth, std::int64_t pp, std::int64_t ev
                             double block_floor_s, double first_extra_s, double last_extra_s);
 
 // The layout with the partition balanced_stages chooses for its block under the runtime (with
-// pp = 1 or interleaving, the even split); ConfigError as validate_layout gives it.
+// pp = 1, the even split; with interleaving, the even split or slotted_stages's where the depth
+// does not split evenly); ConfigError as validate_layout gives it.
 Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             std::int64_t global_batch);
 

@@ -78,10 +78,15 @@ void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vect
 // micro-batches a multiple of pp (Megatron-LM's schedule).
 void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
+  const Transformer& m = x.problem.model;
   for (I v : x.problem.exec.interleave) {
-    if (v > 1 && (c.pp == 1 || !splits_evenly(x.problem.model, c.pp) || (x.problem.model.depth / c.pp) % v ||
-                  micro_batches % c.pp)) {
-      continue;
+    if (v > 1) {
+      if (c.pp == 1 || micro_batches % c.pp) continue;
+      // an even split in chunks of V, or the slotted one (the ends taking a slot) of dense blocks
+      const bool chunks = splits_evenly(m, c.pp) ? (m.depth / c.pp) % v == 0
+                                                 : (!m.is_moe() || m.moe.every == 1) &&
+                                                       slotted_stages(m.depth, c.pp, v).first > 0;
+      if (!chunks) continue;
     }
     out.push_back({{v}});
   }

@@ -88,6 +88,10 @@ SearchProblem megatron_search(const char* model, std::int64_t global_batch) {
   return p;
 }
 
+std::string text_of(const StageBlocks& b) {
+  return std::to_string(b.first) + "/" + std::to_string(b.middle) + "/" + std::to_string(b.last);
+}
+
 // What the search ranks for n GPUs is what evaluate gives for each layout, bit for bit.
 TopN expect_ranked_as_evaluated(const SearchProblem& p, std::int64_t n_gpus) {
   Searcher searcher(p);
@@ -300,6 +304,30 @@ TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
   for (const Candidate& c : reference.run_all(1024, reference_counters).items()) {
     EXPECT_TRUE(splits_evenly(p.model, c.layout.pp));
   }
+}
+
+// Interleaving over a depth no pipeline divides: the search tries V where the slotted partition
+// (the embedding and the loss each taking a block's slot) cuts into V chunks, as Megatron-LM's
+// --account-for-embedding/loss-in-pipeline-split, and what it ranks is what evaluate gives.
+TEST(UnevenStages, SearchInterleavesSlottedStages) {
+  SearchProblem p = megatron_search("llama3_405b", 512);
+  p.exec.interleave = {1, 2, 4};
+  bool slotted = false;
+  for (const Candidate& c : expect_ranked_as_evaluated(p, 1024).items()) {
+    const Layout& l = c.layout;
+    if (l.exec.interleave == 1 || splits_evenly(p.model, l.pp)) continue;
+    slotted = true;
+    const StageBlocks b = stage_blocks(p.model.depth, l.pp, l.exec);
+    EXPECT_EQ(text_of(b), text_of(slotted_stages(p.model.depth, l.pp, l.exec.interleave)));
+    EXPECT_TRUE(interleaved_chunks(b, l.pp, l.exec.interleave).valid);
+  }
+  EXPECT_TRUE(slotted);
+  // estimate's --first-stage-blocks auto gives the same partition
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  Layout c = one_d(8, 8, 16);
+  c.exec.interleave = 4;
+  const Layout balanced = with_balanced_stages(h100, p.model, p.runtime, c, 512);
+  EXPECT_EQ(text_of(stage_blocks(126, 16, balanced.exec)), "7/8/7");
 }
 
 // A stage partition given to estimate or configs through with_balanced_stages: the balanced
