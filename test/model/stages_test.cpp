@@ -78,17 +78,25 @@ Layout llama_layout() {
 // 7 x 3 + 4 = 25 s. The step is the last's: 32 x 25 + 15 x 25 (its bubble) = 1175 s.
 // Memory: the first (7 + 0.5) x 8 + 7 x 0.5 x 16 in flight = 116 GB, a middle one 8 x 8 +
 // 8 x 0.5 x 15 = 124 GB, the last (7 + 0.5) x 8 + 7 x 0.5 x 1 = 63.5 GB: the middle is fullest.
-TEST(UnevenStages, SlowestTimeFullestMemory) {
-  const StepCosts step =
-      compose_step(round_system(), llama_like(), llama_layout(), round_block(), 32, round_ends());
-  EXPECT_EQ(step.totals.t, 1175.0);
-  EXPECT_EQ(step.totals.t_bubble, 375.0);
-  EXPECT_EQ(step.model.time_stage, 15);
-  EXPECT_EQ(step.totals.mem, 124.0);
-  EXPECT_EQ(step.totals.acts_mem, 60.0);
+// The llama-like step of the round block under `c` (its stages' time and memory fields).
+struct StepByHand {
+  double t, bubble;
+  std::int64_t time_stage;
+  double mem, acts;
+  std::int64_t memory_stage;
+};
+void expect_step(const Layout& c, const StepByHand& x) {
+  const StepCosts step = compose_step(round_system(), llama_like(), c, round_block(), 32, round_ends());
+  EXPECT_EQ(step.totals.t, x.t);
+  EXPECT_EQ(step.totals.t_bubble, x.bubble);
+  EXPECT_EQ(step.model.time_stage, x.time_stage);
+  EXPECT_EQ(step.totals.mem, x.mem);
+  EXPECT_EQ(step.totals.acts_mem, x.acts);
   EXPECT_EQ(step.totals.wts_mem, 8.0);
-  EXPECT_EQ(step.model.memory_stage, 1);
+  EXPECT_EQ(step.model.memory_stage, x.memory_stage);
 }
+
+TEST(UnevenStages, SlowestTimeFullestMemory) { expect_step(llama_layout(), {1175.0, 375.0, 15, 124.0, 60.0, 1}); }
 
 // Each stage as stage_totals costs it alone: the composition takes the time fields of the
 // slowest and the memory fields of the fullest, bit for bit.
@@ -253,13 +261,7 @@ TEST(InterleavedStages, SlottedPartition) {
 TEST(InterleavedStages, UnevenStepByHand) {
   Layout c = llama_layout();
   c.exec.interleave = 2;
-  const StepCosts step = compose_step(round_system(), llama_like(), c, round_block(), 32, round_ends());
-  EXPECT_EQ(step.totals.t, 987.5);
-  EXPECT_EQ(step.totals.t_bubble, 187.5);
-  EXPECT_EQ(step.model.time_stage, 15);
-  EXPECT_EQ(step.totals.mem, 152.125);
-  EXPECT_EQ(step.totals.acts_mem, 88.125);
-  EXPECT_EQ(step.model.memory_stage, 1);
+  expect_step(c, {987.5, 187.5, 15, 152.125, 88.125, 1});
 }
 
 }  // namespace
