@@ -61,6 +61,8 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   for (const std::string& v : split_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
   c.precision.clear();
   for (const std::string& v : split_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
+  c.schedule.clear();
+  for (const std::string& v : split_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
   return c;
 }
 
@@ -87,6 +89,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.params.size(), "--layout", f.layout);
   one(c.ep.size(), "--ep", f.ep);
   one(c.precision.size(), "--precision", f.precision);
+  one(c.schedule.size(), "--schedule", f.schedule);
   Execution x;
   if (!balances_stages(f)) {
     x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
@@ -99,6 +102,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.params = c.params.front();
   x.ep = c.ep.front();
   x.precision = c.precision.front();
+  x.schedule = c.schedule.front();
   return x;
 }
 
@@ -108,7 +112,10 @@ std::string execution_arguments(const Execution& x) {
          param_layout_name(x.params) + " --ep " + std::to_string(x.ep) +
          (x.first_stage_blocks > 0 ? " --first-stage-blocks " + std::to_string(x.first_stage_blocks) : "") +
          (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "") +
-         (x.precision != Precision::Bf16 ? " --precision fp8" : "");
+         (x.precision != Precision::Bf16 ? " --precision fp8" : "") +
+         (x.schedule != PipelineSchedule::OneFOneB
+              ? std::string(" --schedule ") + kScheduleNames[static_cast<std::size_t>(x.schedule)]
+              : std::string());
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -143,6 +150,10 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   if (c.ep != std::vector<std::int64_t>{1}) list("ep", c.ep, [](std::int64_t v) { return std::to_string(v); });
   if (c.precision != std::vector<Precision>{Precision::Bf16}) {
     list("precision", c.precision, [](Precision p) { return std::string(kPrecisionNames[static_cast<std::size_t>(p)]); });
+  }
+  if (c.schedule != std::vector<PipelineSchedule>{PipelineSchedule::OneFOneB}) {
+    list("schedule", c.schedule,
+         [](PipelineSchedule p) { return std::string(kScheduleNames[static_cast<std::size_t>(p)]); });
   }
   return out;
 }

@@ -648,6 +648,16 @@ LaunchLine launch_line(LaunchFramework framework, const LaunchInput& in) {
   b.note(std::move(source));
   b.note(gpus_note(in.layout, info.gpus));
   note_model(b.notes(), in.model, info.display);
+  if (in.layout.exec.schedule != PipelineSchedule::OneFOneB) {
+    // Megatron-LM and NeMo run 1F1B and interleaved 1F1B; torchtitan's zero-bubble and DualPipe
+    // schedules are the V-shaped ones (two chunks a GPU), which the estimate does not cost
+    std::string note = "the estimate's ";
+    note += kScheduleNames[static_cast<std::size_t>(in.layout.exec.schedule)];
+    note += " schedule has no ";
+    note += info.display;
+    note += " argument: the line runs 1F1B";
+    b.note(std::move(note));
+  }
   switch (framework) {
     case LaunchFramework::Megatron: megatron_line(in, b); break;
     case LaunchFramework::Nemo: nemo_line(in, b); break;

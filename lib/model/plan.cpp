@@ -52,6 +52,13 @@ Precision parse_precision(const std::string& text, const std::string& flag) {
   throw InputError(flag + " must be bf16 or fp8, got '" + text + "'");
 }
 
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag) {
+  for (std::size_t i = 0; i < std::size(kScheduleNames); ++i) {
+    if (text == kScheduleNames[i]) return static_cast<PipelineSchedule>(i);
+  }
+  throw InputError(flag + " must be 1f1b, zb-h1, zb-h2 or dualpipe, got '" + text + "'");
+}
+
 std::string config_key_names(Strategy strategy, KeyKind kind) {
   std::string out;
   const StrategyPlan& plan = plan_of(strategy);
@@ -69,6 +76,10 @@ std::string execution_text(const Execution& x) {
                     " interleave=" + std::to_string(x.interleave) + " layout=" + param_layout_name(x.params) +
                     " ep=" + std::to_string(x.ep);
   if (x.precision != Precision::Bf16) out += std::string(" precision=") + kPrecisionNames[static_cast<std::size_t>(x.precision)];
+  if (x.schedule != PipelineSchedule::OneFOneB) {
+    out += " schedule=";
+    out += kScheduleNames[static_cast<std::size_t>(x.schedule)];
+  }
   if (x.first_stage_blocks != 0 || x.last_stage_blocks != 0) {
     out += " first_stage_blocks=" + std::to_string(x.first_stage_blocks) +
            " last_stage_blocks=" + std::to_string(x.last_stage_blocks);

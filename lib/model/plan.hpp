@@ -133,6 +133,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::always, true},
     {"precision", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.precision)}; },
      config_key_detail::always, true},
+    {"schedule", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.schedule)}; },
+     config_key_detail::always, true},
 };
 
 // The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
@@ -208,6 +210,7 @@ struct ExecutionChoices {
   std::vector<ParamLayout> params{ParamLayout::Reference};
   std::vector<std::int64_t> ep{1};
   std::vector<Precision> precision{Precision::Bf16};
+  std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -222,6 +225,8 @@ Recompute parse_recompute(const std::string& text, const std::string& flag);
 ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
 // "bf16" or "fp8" (a layout's precision; mxfp8 is the fp8 of a block-scaling runtime).
 Precision parse_precision(const std::string& text, const std::string& flag);
+// "1f1b", "zb-h1", "zb-h2" or "dualpipe" (kScheduleNames); InputError naming the flag otherwise.
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
 template <typename F>

@@ -146,6 +146,14 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
+// The pipeline schedule's bubble (seconds) from a micro-batch's slot on the stage (F + B + W, with
+// its transfers and host floor), its backward (B + W) and weight gradients (W): the formulas of
+// PipelineSchedule (model/block.hpp), interleaving aside (1F1B's (p - 1) slots).
+double schedule_bubble(PipelineSchedule schedule, std::int64_t pp, double slot_s, double backward_s, double weight_s);
+// The schedule's activations in flight on the first stage relative to 1F1B's pp micro-batches:
+// 1 (1F1B, ZB-H1), (2 pp - 1) / pp (ZB-H2), (pp + 1) / pp (DualPipe).
+double schedule_activation_factor(PipelineSchedule schedule, std::int64_t pp);
+
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t blocks, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
                        double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,

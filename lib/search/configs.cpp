@@ -97,7 +97,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     problem.global_batch = global_batch;
     problem.attention = r.attention;
     problem.exec = ExecutionChoices{{r.exec.recompute}, {r.exec.sequence_parallel}, {r.exec.zero}, {r.exec.interleave},
-                                    {r.exec.params}, {r.exec.ep}, {r.exec.precision}};
+                                    {r.exec.params}, {r.exec.ep}, {r.exec.precision}, {r.exec.schedule}};
     splits = tensor_splits(problem, n_gpus);
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
