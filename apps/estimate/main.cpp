@@ -20,6 +20,7 @@
 #include "io/report.hpp"
 #include "model/step.hpp"
 #include "search/configs.hpp"
+#include "search/pipeline_advice.hpp"
 #include "search/search.hpp"
 
 using namespace perfsweep;
@@ -141,6 +142,9 @@ int run(const Options& o) {
     std::cout << estimate_csv_totals(ev, layout, sys);
   } else {
     std::cout << estimate_text(ev, layout, sys, model, o.global_batch);
+    const std::string advice = pipeline_alternatives_text(
+        ev, pipeline_alternatives(sys, model, runtime, layout, ev, o.global_batch));
+    if (!advice.empty()) std::cout << '\n' << advice;
     if (line) std::cout << "\nlaunch (" << launch_framework_info(line->framework).name << "):\n" << launch_text(*line);
   }
   flush_stdout();

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "model/step.hpp"
 #include "search/dimensions.hpp"
+#include "search/pipeline_advice.hpp"
 #include "search/search.hpp"
 
 namespace perfsweep {
@@ -360,6 +361,47 @@ TEST(Runtime, SearchOverSchedules) {
   const Evaluation zb = evaluate(h100, p.model, p.runtime, c, 256);
   EXPECT_LT(zb.totals.t_bubble, one.totals.t_bubble);
   EXPECT_EQ(zb.totals.mem, one.totals.mem);
+}
+
+// estimate's advice for a bubble that dominates the step: Llama 3 405B on 16 stages with 16
+// micro-batches loses about half its step to the 1F1B bubble; each alternative is the layout with
+// one option changed, evaluated as evaluate gives it, fastest first; interleaving keeps the
+// 7 + 14 x 8 + 7 partition, which cuts into chunks of 2, 4 and 8 (slotted).
+TEST(UnevenStages, PipelineAlternatives) {
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
+  const Runtime rt = load_runtime_named("megatron");
+  Layout c = one_d(8, 128, 16);
+  c.tensor.nv1 = 8;
+  c.exec.first_stage_blocks = c.exec.last_stage_blocks = 7;
+  const Evaluation base = evaluate(h100, llama, rt, c, 2048);
+  EXPECT_GT(base.totals.bubble_frac, 0.4);
+  const std::vector<PipelineAlternative> alternatives = pipeline_alternatives(h100, llama, rt, c, base, 2048, 0.15, 16);
+  ASSERT_FALSE(alternatives.empty());
+  std::set<std::string> flags;
+  for (std::size_t i = 0; i < alternatives.size(); ++i) {
+    const PipelineAlternative& a = alternatives[i];
+    flags.insert(a.flags);
+    const Evaluation ev = evaluate(h100, llama, rt, a.layout, 2048);
+    EXPECT_EQ(ev.throughput, a.ev.throughput) << a.flags;
+    EXPECT_EQ(ev.totals.mem, a.ev.totals.mem) << a.flags;
+    EXPECT_LT(a.ev.totals.t_bubble, base.totals.t_bubble) << a.flags;
+    if (i > 0) {
+      EXPECT_GE(alternatives[i - 1].ev.throughput, a.ev.throughput);
+    }
+    EXPECT_EQ(a.layout.exec.first_stage_blocks, 7) << a.flags;
+  }
+  for (const char* f : {"--interleave 2", "--interleave 4", "--interleave 8", "--schedule zb-h1", "--schedule zb-h2"}) {
+    EXPECT_TRUE(flags.count(f)) << f;
+  }
+  EXPECT_FALSE(flags.count("--interleave 3"));       // 8 slots do not cut into 3
+  EXPECT_FALSE(flags.count("--schedule dualpipe"));  // 16 micro-batches, fewer than 2 pp
+  EXPECT_NE(pipeline_alternatives_text(base, alternatives).find("pipeline bubble"), std::string::npos);
+  // nothing to advise: a small bubble, or interleaving already chosen
+  EXPECT_TRUE(pipeline_alternatives(h100, llama, rt, c, base, 2048, 0.99).empty());
+  Layout interleaved = c;
+  interleaved.exec.interleave = 2;
+  EXPECT_TRUE(pipeline_alternatives(h100, llama, rt, interleaved, base, 2048).empty());
 }
 
 // A stage partition given to estimate or configs through with_balanced_stages: the balanced
