@@ -251,6 +251,16 @@ TEST(UnevenStages, ExplicitEvenSplitIsTheDefaultBitForBit) {
   expect_same_step(evaluate(a100, gpt, paper, 4096), evaluate(a100, gpt, paper_given, 4096));
 }
 
+// Llama 3 405B's layout on 16 stages as Dubey et al. 2024 ran it: tp 8 in a domain, 7 + 14 x 8 + 7
+// blocks (one fewer on the first and the last, which hold the embedding and the LM head).
+Layout llama405b_stages(std::int64_t dp) {
+  Layout c = one_d(8, dp, 16);
+  c.tensor.nv1 = 8;
+  c.exec.first_stage_blocks = 7;
+  c.exec.last_stage_blocks = 7;
+  return c;
+}
+
 // Llama 3 405B on 16 stages (Dubey et al. 2024: one block fewer on the first and the last, which
 // hold the embedding and the LM head): the step's memory is its fullest stage's and its time
 // its slowest's, each what the stage costs.
@@ -258,10 +268,7 @@ TEST(UnevenStages, Llama405bOnSixteenStages) {
   const System h100 = load_system(kRoot / "systems" / "H100.yaml");
   const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
   const Runtime rt = load_runtime_named("megatron");
-  Layout c = one_d(8, 8, 16);
-  c.tensor.nv1 = 8;
-  c.exec.first_stage_blocks = 7;
-  c.exec.last_stage_blocks = 7;
+  const Layout c = llama405b_stages(8);
   const Evaluation ev = evaluate(h100, llama, rt, c, 512);
   // a model of the same blocks whose every stage holds 8: the middle stages of the uneven split
   Transformer eight = llama;
@@ -371,9 +378,7 @@ TEST(UnevenStages, PipelineAlternatives) {
   const System h100 = load_system(kRoot / "systems" / "H100.yaml");
   const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
   const Runtime rt = load_runtime_named("megatron");
-  Layout c = one_d(8, 128, 16);
-  c.tensor.nv1 = 8;
-  c.exec.first_stage_blocks = c.exec.last_stage_blocks = 7;
+  const Layout c = llama405b_stages(128);
   const Evaluation base = evaluate(h100, llama, rt, c, 2048);
   EXPECT_GT(base.totals.bubble_frac, 0.4);
   const std::vector<PipelineAlternative> alternatives = pipeline_alternatives(h100, llama, rt, c, base, 2048, 0.15, 16);
