@@ -324,7 +324,12 @@ int run(const Options& o) {
 
 }  // namespace
 
+// PERFSWEEP_TOOL_ENTRY names this function where the tool runs in-process (the Python module).
+#ifdef PERFSWEEP_TOOL_ENTRY
+int PERFSWEEP_TOOL_ENTRY(int argc, char** argv) {
+#else
 int main(int argc, char** argv) {
+#endif
   std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
   CLI::App app{
       "configs: chosen parallel configurations at a fixed GPU count, side by side: time per iteration by component "

@@ -153,7 +153,12 @@ int run(const Options& o) {
 
 }  // namespace
 
+// PERFSWEEP_TOOL_ENTRY names this function where the tool runs in-process (the Python module).
+#ifdef PERFSWEEP_TOOL_ENTRY
+int PERFSWEEP_TOOL_ENTRY(int argc, char** argv) {
+#else
 int main(int argc, char** argv) {
+#endif
   CLI::App app{"estimate: time, FLOPs, memory and communication of one parallel configuration of a transformer"};
   Options o;
   cli::add_model_flags(app, o.model, o.seq_len);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """`pip install .` of the perfsweep package into a fresh venv (Debian's h5py, numpy and pandas
 through --system-site-packages, no index, no build isolation), then the installed package and its
-console script on a sweep's HDF5 file, checked against the file read with h5py.
+console script on a sweep's HDF5 file, checked against the file read with h5py; and the in-process
+API (perfsweep.estimate, perfsweep.search) against the estimate and configs tools' own output.
 
-    test_package.py REPO WORK FILE.h5
+    test_package.py REPO WORK FILE.h5 BIN
 """
 import os
 import shutil
@@ -18,7 +19,34 @@ def run(*cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, **kw)
 
 
-def main(repo, work, h5):
+# perfsweep.estimate and perfsweep.search in the venv, and the tools' --json and --csv, each
+# parsed the same way: equal to the last bit.
+API_PROBE = r'''
+import io, json, subprocess, sys
+import pandas as pd
+import perfsweep
+bin_dir = sys.argv[1]
+flags = dict(model="llama3_70b", system="H100", tp=8, pp=4, dp=2, global_batch_size=64, zero=1)
+words = perfsweep.api.flags_of(**flags)
+got = perfsweep.estimate(**flags)
+want = json.loads(subprocess.run([bin_dir + "/estimate", *words, "--json", "-q"], capture_output=True, text=True,
+                                 check=True).stdout)
+search = dict(model="llama3_70b", system="H100", n_gpus=64, global_batch_size=64, top=5)
+rows = perfsweep.search(**search)
+csv = subprocess.run([bin_dir + "/configs", *perfsweep.api.flags_of(**search), "--csv", "-q"], capture_output=True,
+                     text=True, check=True).stdout
+want_rows = pd.read_csv(io.StringIO(csv), float_precision="round_trip")
+try:
+    perfsweep.estimate(model="llama3_70b", tp=3)
+    code = 0
+except perfsweep.PerfsweepError as e:
+    code = e.code
+print(json.dumps({"estimate_equal": got == want, "t": got["totals"]["t"], "rows": len(rows),
+                  "search_equal": rows.equals(want_rows), "bad_input_code": code}))
+'''
+
+
+def main(repo, work, h5, bin_dir):
     shutil.rmtree(work, ignore_errors=True)
     src = os.path.join(work, 'src')
     os.makedirs(src)
@@ -62,6 +90,14 @@ def main(repo, work, h5):
     summary = run(script, 'summary', h5, capture_output=True).stdout
     if not all(name in summary for name in expected_best):
         failures.append(f'summary names not every system:\n{summary}')
+    api = json.loads(run(py, '-c', API_PROBE, bin_dir, capture_output=True, cwd=work).stdout)
+    print('in-process API:', api)
+    if not api['estimate_equal']:
+        failures.append('perfsweep.estimate differs from estimate --json')
+    if not api['search_equal'] or api['rows'] != 5:
+        failures.append(f'perfsweep.search differs from configs --csv ({api["rows"]} rows)')
+    if api['bad_input_code'] != 2:
+        failures.append(f'bad input raised code {api["bad_input_code"]}, not 2')
     for msg in failures:
         print('FAIL', msg)
     print(f'{len(expected_best)} systems, {expected_rows} rows' if not failures else f'{len(failures)} failure(s)')

@@ -1,0 +1,64 @@
+"""perfsweep's estimate and configs in-process (the pybind11 module _perfsweep, built with the
+tools: apps/python/module.cpp).
+
+    import perfsweep
+    r = perfsweep.estimate(model='llama3_70b', system='H100', tp=8, pp=4, dp=2, global_batch_size=64)
+    r['totals']['t']                       # what `estimate ... --json` prints, as a dict
+    df = perfsweep.search(model='llama3_70b', system='H100', n_gpus=64, global_batch_size=64, top=5)
+
+Keyword arguments are the tools' flags with dashes as underscores: True adds a flag, False and None
+leave it out, a list or tuple is a comma-separated list (`zero=[0, 1]`), anything else its str().
+A tool that exits non-zero raises PerfsweepError with its exit code (2: bad input); its message is
+on standard error, as from the command line.
+"""
+import io
+import json
+
+__all__ = ['estimate', 'search', 'PerfsweepError', 'flags_of']
+
+
+class PerfsweepError(RuntimeError):
+    """A tool's non-zero exit: `code` 2 for bad input, 1 for a failure to write."""
+
+    def __init__(self, tool, code, args):
+        super().__init__(f'{tool} exited with {code} (arguments: {" ".join(args)})')
+        self.code = code
+
+
+def flags_of(**flags):
+    """The command-line words of keyword arguments: flags_of(global_batch_size=64, quiet=True)
+    is ['--global-batch-size', '64', '--quiet']."""
+    words = []
+    for key, value in flags.items():
+        flag = '--' + key.replace('_', '-')
+        if value is None or value is False:
+            continue
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, (list, tuple)):
+            words += [flag, ','.join(str(v) for v in value)]
+        else:
+            words += [flag, str(value)]
+    return words
+
+
+def _run(tool, words):
+    from . import _perfsweep  # built beside this file by the C++ build (apps/CMakeLists.txt)
+    code, out = _perfsweep.run(tool, words)
+    if code != 0:
+        raise PerfsweepError(tool, code, words)
+    return out
+
+
+def estimate(**flags):
+    """`estimate FLAGS --json` in-process: its JSON object as a dict (floats as the text gives them,
+    so bit for bit what the command prints)."""
+    return json.loads(_run('estimate', flags_of(**flags) + ['--json', '--quiet']))
+
+
+def search(**flags):
+    """`configs FLAGS --csv` in-process: its rows as a pandas DataFrame (floats parsed round-trip,
+    so bit for bit what the command prints)."""
+    import pandas as pd
+    out = _run('configs', flags_of(**flags) + ['--csv', '--quiet'])
+    return pd.read_csv(io.StringIO(out), float_precision='round_trip')
