@@ -87,11 +87,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.params.size(), "--layout", f.layout);
   one(c.ep.size(), "--ep", f.ep);
   one(c.precision.size(), "--precision", f.precision);
-  Execution x;
-  if (!balances_stages(f)) {
-    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
-    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
-  }
+  Execution x = parse_stage_blocks(f);
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
   x.zero = c.zero.front();
@@ -99,6 +95,15 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.params = c.params.front();
   x.ep = c.ep.front();
   x.precision = c.precision.front();
+  return x;
+}
+
+Execution parse_stage_blocks(const ExecutionFlags& f) {
+  Execution x;
+  if (!balances_stages(f)) {
+    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
+    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+  }
   return x;
 }
 

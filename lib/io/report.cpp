@@ -20,7 +20,50 @@ Strategy parse_strategy(const std::string& s) {
     if (s == plan_of(k).name) return k;
   }
   if (s == "2d-seq") return Strategy::TwoDSeqp;  // the reference's spelling
-  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
+  throw InputError("--strat must be 1d, 2d, 2d-seqp (or, for configs and sweep, a list of them or all), got '" + s + "'");
+}
+
+namespace {
+// "a,b,c" as its items; InputError on an empty or repeated one.
+std::vector<std::string> list_items(const std::string& text, const char* flag) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(std::string(flag) + ": an empty value in '" + text + "'");
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw InputError(std::string(flag) + " lists " + item + " twice, got '" + text + "'");
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+}  // namespace
+
+std::vector<Strategy> parse_strategies(const std::string& text) {
+  if (text == "all") return {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp};
+  std::vector<Strategy> out;
+  for (const std::string& item : list_items(text, "--strat")) {
+    if (item == "all") throw InputError("--strat all stands alone, got '" + text + "'");
+    const Strategy s = parse_strategy(item);
+    if (std::find(out.begin(), out.end(), s) != out.end()) {
+      throw InputError("--strat lists " + std::string(strategy_name(s)) + " twice, got '" + text + "'");
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<AttentionMode> parse_attentions(const std::string& modes, bool recompute, Strategy strategy) {
+  const std::vector<std::string> items = list_items(modes, "--attention");
+  std::vector<AttentionMode> out;
+  for (const std::string& mode : items) {
+    // in a list, --attention-recompute is the unfused mode's (flash recomputes inside its kernel)
+    out.push_back(parse_attention(mode, recompute && (items.size() == 1 || mode != "flash"), strategy));
+  }
+  return out;
 }
 
 AttentionMode parse_attention(const std::string& mode, bool recompute, Strategy strategy) {
@@ -611,8 +654,8 @@ std::string training_budget_text(const TrainingBudget& b) {
 }
 
 std::string configuration_summary(const Layout& layout, const Totals& t, const Transformer& model,
-                                  const System& system, std::int64_t global_batch, double tokens,
-                                  double gpu_hour_cost) {
+                                  const System& system, std::int64_t global_batch, std::string_view runtime,
+                                  double tokens, double gpu_hour_cost) {
   std::string out = plan_of(layout.strategy).name;
   auto keys = config_keys(layout);
   for (const auto& kv : nv_keys(layout)) keys.push_back(kv);
@@ -624,6 +667,11 @@ std::string configuration_summary(const Layout& layout, const Totals& t, const T
   }
   out += ' ';
   out += execution_text(layout.exec);
+  if (layout.exec.precision == Precision::Bf16) out += " precision=bf16";  // execution_text names fp8 only
+  out += " attention=";
+  out += attention_name(layout.attention);
+  out += " runtime=";
+  out += runtime;
   const Efficiency e = efficiency(model, system, layout.n_gpus(), global_batch, t.t);
   const double limit = t.mem_limit > 0 ? t.mem_limit : system.hbm_capacity;
   out += "; step " + fmt("%.4g", t.t) + " s (compute " + fmt("%.1f", 100 * t.comp_frac) + "%, memory " +

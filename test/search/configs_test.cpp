@@ -117,7 +117,7 @@ TEST(configs, AttentionModeReachesEveryRow) {
   r.pp = {8, 16};
   const ConfigSweep flash = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
   for (const bool recompute : {false, true}) {
-    r.attention = {false, recompute};
+    r.attentions = {AttentionMode{false, recompute}};
     const ConfigSweep unfused = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
     ASSERT_EQ(unfused.rows.size(), flash.rows.size());
     for (std::size_t i = 0; i < unfused.rows.size(); ++i) {
