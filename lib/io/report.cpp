@@ -309,6 +309,22 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   }
   w.key("placement").value(std::string_view(placement_given ? "given" : "fastest"));
   w.end_object();
+  // The unit of every number that follows, from the fields' registries (GB: 1e9 bytes).
+  w.key("units").begin_object();
+  w.key("modules").value(std::string_view("flops TFLOP; memory, activations and communication GB; times s"));
+  w.key("throughput").value(std::string_view("samples/s"));
+  auto units = [&w](const char* section, const auto& fields) {
+    w.key(section).begin_object();
+    for (const auto& f : fields) w.key(f.name).value(std::string_view(f.unit));
+    w.end_object();
+  };
+  units("system", kSystemKeys);
+  units("totals", kTotalsFields);
+  if (ev.under_runtime()) units("runtime_totals", kRuntimeTotalsFields);
+  if (shows_efficiency(ev)) units("efficiency", kEfficiencyFields);
+  if (ev.budget.tokens > 0) units("training", kBudgetFields);
+  if (ev.model_section) units("model", kModelTotalsFields);
+  w.end_object();
   estimate_json_body(w, ev, layout, system);
   if (launch != nullptr) {
     w.key("launch").value(std::string_view(launch_arguments_text(*launch)));

@@ -46,7 +46,8 @@ std::string_view comm_use_name(const CommUse& use);
 // system names one, "calibration" (the calibration file's path).
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system);
 // The same with the inputs echoed first: {"inputs": {"model": {...}, "system": {...}, "strategy",
-// "global_batch_size", the configuration and NVLink keys, "placement": "given" or "fastest"}, ...}.
+// "global_batch_size", the configuration and NVLink keys, "placement": "given" or "fastest"},
+// "units": {the unit of each system key, totals field, ...}, ...}.
 // With a launch line, its arguments ("launch": one string), framework and notes follow last.
 std::string estimate_json(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
                           std::int64_t global_batch, bool placement_given, const LaunchLine* launch = nullptr);
