@@ -1,5 +1,6 @@
 #include "io/report.hpp"
 
+#include "core/csv.hpp"
 #include "core/hash.hpp"
 
 #include <algorithm>
@@ -23,29 +24,10 @@ Strategy parse_strategy(const std::string& s) {
   throw InputError("--strat must be 1d, 2d, 2d-seqp (or, for configs and sweep, a list of them or all), got '" + s + "'");
 }
 
-namespace {
-// "a,b,c" as its items; InputError on an empty or repeated one.
-std::vector<std::string> list_items(const std::string& text, const char* flag) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) throw InputError(std::string(flag) + ": an empty value in '" + text + "'");
-    if (std::find(out.begin(), out.end(), item) != out.end()) {
-      throw InputError(std::string(flag) + " lists " + item + " twice, got '" + text + "'");
-    }
-    out.push_back(std::move(item));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-}  // namespace
-
 std::vector<Strategy> parse_strategies(const std::string& text) {
   if (text == "all") return {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp};
   std::vector<Strategy> out;
-  for (const std::string& item : list_items(text, "--strat")) {
+  for (const std::string& item : split_flag_list(text, "--strat")) {
     if (item == "all") throw InputError("--strat all stands alone, got '" + text + "'");
     const Strategy s = parse_strategy(item);
     if (std::find(out.begin(), out.end(), s) != out.end()) {
@@ -57,7 +39,7 @@ std::vector<Strategy> parse_strategies(const std::string& text) {
 }
 
 std::vector<AttentionMode> parse_attentions(const std::string& modes, bool recompute, Strategy strategy) {
-  const std::vector<std::string> items = list_items(modes, "--attention");
+  const std::vector<std::string> items = split_flag_list(modes, "--attention");
   std::vector<AttentionMode> out;
   for (const std::string& mode : items) {
     // in a list, --attention-recompute is the unfused mode's (flash recomputes inside its kernel)
