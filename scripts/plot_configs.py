@@ -36,7 +36,8 @@ INT_COLUMNS = ['n_gpus', 'dp', 'tp', 'tp1', 'tp2', 'pp', 'mbs', 'nb', 'nv_tp1', 
 TEXT_COLUMNS = ['strategy', 'attention', 'launch']
 # The execution options' codes (model/plan.hpp kConfigKeys), as the table names them.
 OPTION_NAMES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'], 'zero': None, 'interleave': None,
-                'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8']}
+                'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8'],
+                'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe']}
 
 
 def _fits(v):

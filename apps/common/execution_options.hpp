@@ -36,6 +36,11 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "data type of the linear layers' GEMMs: bf16, or fp8 as the runtime runs it (its fp8_recipe: "
                  "Transformer Engine's delayed or current scaling, MXFP8 block scaling; 1d only; docs/fp8.md)" + each)
       ->capture_default_str();
+  app.add_option("--schedule", f.schedule,
+                 "pipeline schedule: 1f1b (interleaved with --interleave > 1), zb-h1 or zb-h2 (zero bubble: the "
+                 "backward split into input and weight gradients), dualpipe (DeepSeek-V3's, fed from both ends); "
+                 "docs/models.md" + each)
+      ->capture_default_str();
   app.add_option("--runtime", f.runtime,
                  "how a training framework executes each configuration: reference (the paper's model), megatron, "
                  "deepspeed, fsdp, nanotron (runtimes/) or a runtime file; default: the system file's runtime, else "

@@ -46,6 +46,8 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   for (const std::string& v : split_flag_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
   c.precision.clear();
   for (const std::string& v : split_flag_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
+  c.schedule.clear();
+  for (const std::string& v : split_flag_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
   return c;
 }
 
@@ -72,6 +74,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.params.size(), "--layout", f.layout);
   one(c.ep.size(), "--ep", f.ep);
   one(c.precision.size(), "--precision", f.precision);
+  one(c.schedule.size(), "--schedule", f.schedule);
   Execution x = parse_stage_blocks(f);
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
@@ -80,6 +83,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.params = c.params.front();
   x.ep = c.ep.front();
   x.precision = c.precision.front();
+  x.schedule = c.schedule.front();
   return x;
 }
 
@@ -98,7 +102,10 @@ std::string execution_arguments(const Execution& x) {
          param_layout_name(x.params) + " --ep " + std::to_string(x.ep) +
          (x.first_stage_blocks > 0 ? " --first-stage-blocks " + std::to_string(x.first_stage_blocks) : "") +
          (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "") +
-         (x.precision != Precision::Bf16 ? " --precision fp8" : "");
+         (x.precision != Precision::Bf16 ? " --precision fp8" : "") +
+         (x.schedule != PipelineSchedule::OneFOneB
+              ? std::string(" --schedule ") + kScheduleNames[static_cast<std::size_t>(x.schedule)]
+              : std::string());
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -133,6 +140,10 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   if (c.ep != std::vector<std::int64_t>{1}) list("ep", c.ep, [](std::int64_t v) { return std::to_string(v); });
   if (c.precision != std::vector<Precision>{Precision::Bf16}) {
     list("precision", c.precision, [](Precision p) { return std::string(kPrecisionNames[static_cast<std::size_t>(p)]); });
+  }
+  if (c.schedule != std::vector<PipelineSchedule>{PipelineSchedule::OneFOneB}) {
+    list("schedule", c.schedule,
+         [](PipelineSchedule p) { return std::string(kScheduleNames[static_cast<std::size_t>(p)]); });
   }
   return out;
 }

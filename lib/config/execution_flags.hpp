@@ -17,6 +17,7 @@ struct ExecutionFlags {
   std::string layout = "reference";
   std::string ep = "1";
   std::string precision = "bf16";
+  std::string schedule = "1f1b";
   // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
   // given; "auto" the partition balanced_stages chooses.
   std::string first_stage_blocks = "0";

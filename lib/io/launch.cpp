@@ -299,6 +299,16 @@ std::string intro(LaunchFramework f, const Transformer& m) {
   return {};
 }
 
+// The layout's interleaved chunks where its stages are slotted (the embedding or the loss taking
+// a block's slot, interleaved_chunks); not valid otherwise (no interleaving, an even split, or
+// every stage's blocks a multiple of V, which the frameworks' first/last stage counts express).
+InterleavedChunks slotted_chunks(const Transformer& m, const Layout& c) {
+  const Execution& x = c.exec;
+  if (x.interleave < 2 || c.pp < 2 || (x.first_stage_blocks == 0 && x.last_stage_blocks == 0)) return {};
+  const InterleavedChunks chunks = interleaved_chunks(stage_blocks(m.depth, c.pp, x), c.pp, x.interleave);
+  return chunks.embedding_slot || chunks.loss_slot ? chunks : InterleavedChunks{};
+}
+
 // Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
 void megatron_line(const LaunchInput& in, Builder& b) {
   const auto [m, c, x] = parts(in);
@@ -306,8 +316,15 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   b.add("--tensor-model-parallel-size", num(c.tensor.tp1));
   b.add("--pipeline-model-parallel-size", num(c.pp));
   if (x.interleave > 1) b.add("--num-virtual-stages-per-pipeline-rank", num(x.interleave));
-  if (c.pp > 1 && x.first_stage_blocks > 0) b.add("--decoder-first-pipeline-num-layers", num(x.first_stage_blocks));
-  if (c.pp > 1 && x.last_stage_blocks > 0) b.add("--decoder-last-pipeline-num-layers", num(x.last_stage_blocks));
+  const InterleavedChunks chunks = slotted_chunks(m, c);
+  if (chunks.embedding_slot) b.add("--account-for-embedding-in-pipeline-split");
+  if (chunks.loss_slot) b.add("--account-for-loss-in-pipeline-split");
+  if (!chunks.valid && c.pp > 1 && x.first_stage_blocks > 0) {
+    b.add("--decoder-first-pipeline-num-layers", num(x.first_stage_blocks));
+  }
+  if (!chunks.valid && c.pp > 1 && x.last_stage_blocks > 0) {
+    b.add("--decoder-last-pipeline-num-layers", num(x.last_stage_blocks));
+  }
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
   const DomainShares placed = layout_shares(c);
@@ -389,10 +406,13 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
   b.add("trainer.strategy.context_parallel_size", "1");
   b.add("trainer.strategy.sequence_parallel", sequence_parallel(c) ? yes : no);
-  if (c.pp > 1 && x.first_stage_blocks > 0) {
+  const InterleavedChunks chunks = slotted_chunks(m, c);
+  if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
+  if (chunks.loss_slot) b.add("trainer.strategy.account_for_loss_in_pipeline_split", yes);
+  if (!chunks.valid && c.pp > 1 && x.first_stage_blocks > 0) {
     b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(x.first_stage_blocks));
   }
-  if (c.pp > 1 && x.last_stage_blocks > 0) {
+  if (!chunks.valid && c.pp > 1 && x.last_stage_blocks > 0) {
     b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(x.last_stage_blocks));
   }
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
@@ -505,10 +525,18 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     b.add("--training.local_batch_size", num(in.global_batch / c.dp));
     b.add("--parallelism.pipeline_parallel_microbatch_size", num(c.mbs));
     if (x.interleave > 1) {
+      // one chunk of slots / V blocks a virtual stage, the first and last one block fewer where
+      // the embedding or the loss takes a slot
+      const InterleavedChunks chunks = slotted_chunks(m, c);
+      const std::int64_t per_stage = chunks.valid ? chunks.slots : m.depth / c.pp;
       b.add("--parallelism.pipeline_parallel_schedule", "Interleaved1F1B");
-      b.add("--parallelism.pipeline_parallel_layers_per_stage", num(m.depth / (c.pp * x.interleave)));
-      b.add("--parallelism.pipeline_parallel_first_stage_less_layers", "0");
-      b.add("--parallelism.pipeline_parallel_last_stage_less_layers", "0");
+      b.add("--parallelism.pipeline_parallel_layers_per_stage", num(per_stage / x.interleave));
+      b.add("--parallelism.pipeline_parallel_first_stage_less_layers", chunks.embedding_slot ? "1" : "0");
+      b.add("--parallelism.pipeline_parallel_last_stage_less_layers", chunks.loss_slot ? "1" : "0");
+      if (x.first_stage_blocks > 0 && !chunks.embedding_slot && !chunks.loss_slot) {
+        b.note("torchtitan shortens only the first and last virtual stages; the estimate's stages of " +
+               num(x.first_stage_blocks) + " and " + num(x.last_stage_blocks) + " blocks are not expressed");
+      }
     } else {
       // generate_llm_fqn_per_model_part: the first stage holds per_stage - first_less blocks, the
       // last per_stage - last_less, the others per_stage, where per_stage = (depth + first_less +
@@ -620,6 +648,16 @@ LaunchLine launch_line(LaunchFramework framework, const LaunchInput& in) {
   b.note(std::move(source));
   b.note(gpus_note(in.layout, info.gpus));
   note_model(b.notes(), in.model, info.display);
+  if (in.layout.exec.schedule != PipelineSchedule::OneFOneB) {
+    // Megatron-LM and NeMo run 1F1B and interleaved 1F1B; torchtitan's zero-bubble and DualPipe
+    // schedules are the V-shaped ones (two chunks a GPU), which the estimate does not cost
+    std::string note = "the estimate's ";
+    note += kScheduleNames[static_cast<std::size_t>(in.layout.exec.schedule)];
+    note += " schedule has no ";
+    note += info.display;
+    note += " argument: the line runs 1F1B";
+    b.note(std::move(note));
+  }
   switch (framework) {
     case LaunchFramework::Megatron: megatron_line(in, b); break;
     case LaunchFramework::Nemo: nemo_line(in, b); break;

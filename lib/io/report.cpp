@@ -373,6 +373,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("interleave").value(x.interleave);
     w.key("layout").value(std::string_view(param_layout_name(x.params)));
     w.key("ep").value(x.ep);
+    w.key("schedule").value(std::string_view(kScheduleNames[static_cast<std::size_t>(x.schedule)]));
     if (partitioned(layout)) {
       w.key("first_stage_blocks").value(x.first_stage_blocks);
       w.key("last_stage_blocks").value(x.last_stage_blocks);
@@ -614,7 +615,15 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   mem("weights", t.wts_mem);
   mem("weight gradients", t.wts_grad_mem);
   mem("optimizer states", t.wts_optimizer_states_mem);
-  mem("activations (1F1B)", t.acts_mem);
+  // the pipeline schedule that keeps them: "activations (1F1B)", "(interleaved 1F1B)", "(zb-h2)"
+  std::string acts_name = "activations (";
+  if (layout.exec.schedule != PipelineSchedule::OneFOneB) {
+    acts_name += kScheduleNames[static_cast<std::size_t>(layout.exec.schedule)];
+  } else {
+    acts_name += layout.exec.interleave > 1 ? "interleaved 1F1B" : "1F1B";
+  }
+  acts_name += ")";
+  mem(acts_name.c_str(), t.acts_mem);
   if (runtime) mem("transients, resident inputs", t.mem - (t.wts_mem + t.wts_grad_mem + t.wts_optimizer_states_mem + t.acts_mem));
   mem("total", t.mem);
   if (runtime) {

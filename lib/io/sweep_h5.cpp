@@ -175,7 +175,8 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     h5::dataset(top.id(), nv_names[k].first, col, "GPUs in the NVLink domain");
   }
   // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution), as integers: recompute 0 none,
-  // 1 selective, 2 full; sp 1 on; layout 0 reference, 1 megatron, 2 amp; precision 0 bf16, 1 fp8.
+  // 1 selective, 2 full; sp 1 on; layout 0 reference, 1 megatron, 2 amp; precision 0 bf16, 1 fp8;
+  // schedule 0 1f1b, 1 zb-h1, 2 zb-h2, 3 dualpipe.
   h5::attr(top.id(), "execution_keys", config_key_names(strategy, KeyKind::Execution));
   for (const ConfigKey& k : kConfigKeys) {
     if (k.kind != KeyKind::Execution) continue;

@@ -90,6 +90,20 @@ enum class Fp8Recipe : std::uint8_t {
             // (Float8CurrentScaling; torchao's dynamic scaling)
   Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
 };
+// The pipeline schedule (model/step.cpp: stage_totals, step_memory), each with the bubble, the
+// activations in flight and the parameter copies of its paper:
+//  OneFOneB      1F1B (PipeDream-Flush; Narayanan et al. 2021), interleaved with interleave > 1
+//  ZeroBubbleH1  ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the backward
+//                split into input (B) and weight (W) gradients, W filling the bubble;
+//                (p - 1)(F + B - W), 1F1B's activations
+//  ZeroBubbleH2  ZB-H2 (the same paper): (p - 1)(F + B - 2W) (at least 0), 2p - 1 micro-batches
+//                of activations on the first stage
+//  DualPipe      DeepSeek-V3's (DeepSeek-AI 2024, Table 2): micro-batches fed from both ends,
+//                (p/2 - 1)(F&B + B - 3W) with F&B = F + B, two copies of the parameters, p + 1
+//                micro-batches of activations
+enum class PipelineSchedule : std::uint8_t { OneFOneB, ZeroBubbleH1, ZeroBubbleH2, DualPipe };
+inline constexpr const char* kScheduleNames[] = {"1f1b", "zb-h1", "zb-h2", "dualpipe"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -117,6 +131,7 @@ struct Execution {
   // 0 shards nothing.
   std::int64_t zero = 1;
   std::int64_t interleave = 1;  // virtual pipeline stages per GPU (interleaved 1F1B)
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // Blocks on the first and on the last pipeline stage (Megatron-LM's
   // --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers); the stages not
   // given share the other blocks evenly. 0: not given, so both 0 is depth / pp blocks a stage

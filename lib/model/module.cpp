@@ -59,6 +59,10 @@ ModuleSums sum_module(const Module& module) {
   for (std::size_t i = 0; i < n; ++i) {
     const KernelOp op = module.layers[i].cost.op;
     if (op == KernelOp::Gemm || op == KernelOp::Bias) s.gemm_weights_mem += module.layers[i].cost.weights_mem;
+    const LayerResult& r = module.layers[i];
+    if (op == KernelOp::Gemm && r.cost.weights_mem > 0 && r.cost.flops_bwd > 0) {
+      s.t_bwd_weight += (r.bwd.t - r.bwd.comm) * (r.cost.flops_fwd / r.cost.flops_bwd);
+    }
     if (module.layers[i].cost.precision != Precision::Bf16) {
       s.fp8_weights_mem += module.layers[i].cost.weights_mem;
       s.fp8_gemms += 1;

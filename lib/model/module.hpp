@@ -32,6 +32,11 @@ struct ModuleSums {
   double calls = 0;             // layer passes the host issues, per pass (forward or backward)
   double fp8_weights_mem = 0;   // of gemm_weights_mem, the FP8 GEMMs' (quantized once per step or micro-batch)
   double fp8_gemms = 0;         // FP8 GEMM layers (a weight quantization kernel each)
+  // Of t_bwd, the weight gradients' part (W of the zero-bubble schedules): a GEMM with weights
+  // spends flops_fwd of its flops_bwd on them (its wgrad GEMM, as large as the forward's), and
+  // that share of its backward's time beside communication; every other layer's backward and
+  // every collective belong to the input gradient.
+  double t_bwd_weight = 0;
 };
 
 ModuleSums sum_module(const Module& module);

@@ -52,6 +52,13 @@ Precision parse_precision(const std::string& text, const std::string& flag) {
   throw InputError(flag + " must be bf16 or fp8, got '" + text + "'");
 }
 
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag) {
+  for (std::size_t i = 0; i < std::size(kScheduleNames); ++i) {
+    if (text == kScheduleNames[i]) return static_cast<PipelineSchedule>(i);
+  }
+  throw InputError(flag + " must be 1f1b, zb-h1, zb-h2 or dualpipe, got '" + text + "'");
+}
+
 std::string config_key_names(Strategy strategy, KeyKind kind) {
   std::string out;
   const StrategyPlan& plan = plan_of(strategy);
@@ -80,7 +87,10 @@ std::vector<Execution> execution_combinations(const ExecutionChoices& c, const E
               x.ep = ep;
               for (Precision q : c.precision) {
                 x.precision = q;
-                out.push_back(x);
+                for (PipelineSchedule schedule : c.schedule) {
+                  x.schedule = schedule;
+                  out.push_back(x);
+                }
               }
             }
           }
@@ -99,6 +109,7 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
           {"layout", param_layout_name(x.params)},
           {"ep", std::to_string(x.ep)},
           {"precision", kPrecisionNames[static_cast<std::size_t>(x.precision)]},
+          {"schedule", kScheduleNames[static_cast<std::size_t>(x.schedule)]},
           {"first_stage_blocks", std::to_string(x.first_stage_blocks)},
           {"last_stage_blocks", std::to_string(x.last_stage_blocks)}};
 }
@@ -109,6 +120,7 @@ std::string execution_text(const Execution& x) {
   for (const auto& [key, value] : execution_values(x)) {
     const std::string_view k = key;
     if (k == "precision" && x.precision == Precision::Bf16) continue;
+    if (k == "schedule" && x.schedule == PipelineSchedule::OneFOneB) continue;
     if (k.ends_with("_stage_blocks") && !stages) continue;
     if (!out.empty()) out += ' ';
     out += k;

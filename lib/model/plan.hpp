@@ -3,6 +3,7 @@
 // makes of the degrees (the reference's execute_1d, execute_2d, execute_seqp): which GPUs share a
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -133,6 +134,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::always, true},
     {"precision", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.precision)}; },
      config_key_detail::always, true},
+    {"schedule", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.schedule)}; },
+     config_key_detail::always, true},
 };
 
 // The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
@@ -159,6 +162,46 @@ inline StageBlocks stage_blocks(std::int64_t depth, std::int64_t pp, const Execu
   return b;
 }
 
+// How an interleaved schedule (V virtual stages a GPU) cuts each stage's blocks into V chunks, as
+// Megatron-LM builds them: either every stage's count is a multiple of V (plain: its
+// --decoder-first/last-pipeline-num-layers), or every stage has k slots, k a multiple of V, and
+// the embedding (the loss) fills one slot of the first (last) stage, which then holds k - 1 blocks
+// (slotted: its --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split).
+struct InterleavedChunks {
+  bool valid = false;
+  bool embedding_slot = false, loss_slot = false;  // slotted: the first (last) stage's k - 1 blocks
+  std::int64_t slots = 0;                           // blocks and end slots a stage: V chunks of slots / V
+};
+inline InterleavedChunks interleaved_chunks(const StageBlocks& b, std::int64_t pp, std::int64_t v) {
+  InterleavedChunks out;
+  if (v < 1 || pp < 2) return out;
+  const bool middle_ok = pp <= 2 || b.middle % v == 0;
+  if (middle_ok && b.first % v == 0 && b.last % v == 0) {
+    out.valid = true;
+    out.slots = pp > 2 ? b.middle : b.first;
+    return out;
+  }
+  const std::int64_t k = pp > 2 ? b.middle : std::max(b.first, b.last);
+  const bool first_ok = b.first == k || b.first == k - 1, last_ok = b.last == k || b.last == k - 1;
+  if (k % v != 0 || !first_ok || !last_ok || k < 2) return out;
+  out.valid = true;
+  out.embedding_slot = b.first == k - 1;
+  out.loss_slot = b.last == k - 1;
+  out.slots = k;
+  return out;
+}
+// The slotted partition of depth blocks over pp stages for V chunks a stage (interleaved_chunks):
+// k = ceil(depth / pp) slots a stage, the loss filling one of the last stage's and, with two slots
+// over, the embedding one of the first's. None (all zero) where k is not a multiple of V or the
+// depth leaves more than two slots over; an even split (depth / pp each) is not slotted.
+inline StageBlocks slotted_stages(std::int64_t depth, std::int64_t pp, std::int64_t v) {
+  if (pp < 2 || v < 1 || depth < pp) return {};
+  const std::int64_t k = (depth + pp - 1) / pp, over = k * pp - depth;
+  if (over < 1 || over > 2 || k % v != 0 || k < 2) return {};
+  const std::int64_t first = over == 2 ? k - 1 : k;
+  return {first, pp > 2 ? k : first, k - 1};
+}
+
 // The execution options a search tries (each list the reference's value alone by default).
 struct ExecutionChoices {
   std::vector<Recompute> recompute{Recompute::None};
@@ -168,12 +211,13 @@ struct ExecutionChoices {
   std::vector<ParamLayout> params{ParamLayout::Reference};
   std::vector<std::int64_t> ep{1};
   std::vector<Precision> precision{Precision::Bf16};
+  std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
 // Every combination of the choices as one Execution (the fields the choices do not hold, such
 // as the stages' blocks, from `base`), in the search's dimension order: recompute outermost, then
-// sp, interleave, zero, layout, ep, precision innermost.
+// sp, interleave, zero, layout, ep, precision, schedule innermost.
 std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
 
 // Names of the execution options' values, as flags and reports spell them.
@@ -181,17 +225,20 @@ const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
 // Every searched option of one configuration as flags spell its value, in declared order:
 // {"recompute", "none"}, {"sp", "on"}, {"zero", "1"}, {"interleave", "1"}, {"layout", "reference"},
-// {"ep", "1"}, {"precision", "bf16"}, {"first_stage_blocks", "0"}, {"last_stage_blocks", "0"}.
+// {"ep", "1"}, {"precision", "bf16"}, {"schedule", "1f1b"}, {"first_stage_blocks", "0"},
+// {"last_stage_blocks", "0"}.
 std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x);
 // "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
-// " precision=fp8" unless bf16, and " first_stage_blocks=7 last_stage_blocks=7" when a stage's
-// blocks are given.
+// " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, and " first_stage_blocks=7
+// last_stage_blocks=7" when a stage's blocks are given.
 std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
 ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
 // "bf16" or "fp8" (a layout's precision; mxfp8 is the fp8 of a block-scaling runtime).
 Precision parse_precision(const std::string& text, const std::string& flag);
+// "1f1b", "zb-h1", "zb-h2" or "dualpipe" (kScheduleNames); InputError naming the flag otherwise.
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
 template <typename F>

@@ -51,7 +51,8 @@ constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
     &ModuleSums::t_fwd_comm, &ModuleSums::t_bwd_comm, &ModuleSums::t_fwd_comp, &ModuleSums::t_bwd_comp,
     &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer,
-    &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms};
+    &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms,
+    &ModuleSums::t_bwd_weight};
 }  // namespace
 
 BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
@@ -232,6 +233,28 @@ std::string result_schema() {
   return out;
 }
 
+double schedule_bubble(PipelineSchedule schedule, I pp, double slot_s, double backward_s, double weight_s) {
+  const double p = D(pp - 1);
+  switch (schedule) {
+    case PipelineSchedule::OneFOneB: return p * slot_s;
+    case PipelineSchedule::ZeroBubbleH1: return p * (slot_s - 2 * weight_s);  // (p - 1)(F + B - W)
+    case PipelineSchedule::ZeroBubbleH2: return p * std::max(0.0, slot_s - 3 * weight_s);
+    case PipelineSchedule::DualPipe:  // (p/2 - 1)(F&B + B_full - 3W), F&B = F + B_full = the slot
+      return std::max(0.0, D(pp) / 2 - 1) * (slot_s + backward_s - 3 * weight_s);
+  }
+  return p * slot_s;
+}
+
+double schedule_activation_factor(PipelineSchedule schedule, I pp) {
+  switch (schedule) {
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::ZeroBubbleH1: return 1;
+    case PipelineSchedule::ZeroBubbleH2: return D(2 * pp - 1) / D(pp);
+    case PipelineSchedule::DualPipe: return D(pp + 1) / D(pp);
+  }
+  return 1;
+}
+
 StepMemory step_memory(double weights_per_block, double activations_per_block, I blocks, I pp, I dp, I seqp,
                        I in_flight, const Execution& exec, double extra_weights, double extra_activations,
                        double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes) {
@@ -271,6 +294,13 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
     copies = ((b.weights + b.casts) / kReferenceBytes) *
              (whole_block_weights > 0 ? whole_block_weights : weights_per_block);
   }
+  if (exec.schedule == PipelineSchedule::DualPipe && pp > 1) [[unlikely]] {
+    // each GPU holds stages k and pp - 1 - k: two copies of a stage's parameter states
+    weights *= 2;
+    copies *= 2;
+    grads *= 2;
+    x.optimizer_states *= 2;
+  }
   x.weights = weights + copies;
   x.weight_grads = grads;
   double acts = activations_per_block * layers;
@@ -279,6 +309,9 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
   acts *= D(in_flight);
   // interleaved: the first stage holds pp (1 + (pp - 1) / (pp V)) micro-batches' worth
   if (exec.interleave > 1) acts *= 1 + D(pp - 1) / D(pp * exec.interleave);
+  if (exec.schedule != PipelineSchedule::OneFOneB && pp > 1) [[unlikely]] {
+    acts *= schedule_activation_factor(exec.schedule, pp);
+  }
   x.activations = acts;
   x.total = x.weights + x.weight_grads + x.optimizer_states + acts;
   return x;
@@ -320,6 +353,13 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   }
   x.t_bubble = D(pp - 1) * (t / nmb);
   if (exec.interleave > 1) x.t_bubble /= D(exec.interleave);  // (p - 1) / (V m) of the work
+  if (exec.schedule != PipelineSchedule::OneFOneB) [[unlikely]] {
+    // a micro-batch's slot F + B + W (with its share of transfers and host floor), W its weight
+    // gradients' part and B_full = B + W its backward
+    const double w = (m.t_bwd_weight + a.t_bwd_weight) * layers + e.t_bwd_weight;
+    const double backward = (m.t_bwd + a.t_bwd) * layers + e.t_bwd;
+    x.t_bubble = schedule_bubble(exec.schedule, pp, t / nmb, backward, w);
+  }
   t += x.t_bubble;
   x.t_dp_comm = t_dp_comm;
   t += t_dp_comm;
@@ -452,12 +492,32 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
   if (x.interleave > 1) {
     require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
-    require(blocks.even(), "interleave=" + str(x.interleave) +
-                               " is modelled for an even split of the blocks only, got " + str(blocks.first) +
-                               " on the first stage, " + str(blocks.middle) + " on a middle one, " +
-                               str(blocks.last) + " on the last");
-    require(blocks.first % x.interleave == 0,
-            "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage");
+    if (blocks.even()) {
+      require(blocks.first % x.interleave == 0, "interleave=" + str(x.interleave) + " does not divide the " +
+                                                    str(blocks.first) + " blocks of a stage");
+    } else {
+      require(interleaved_chunks(blocks, c.pp, x.interleave).valid,
+              "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
+                  " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
+                  " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
+                  ", or k a stage (a multiple of " + str(x.interleave) +
+                  ") with the first and last holding k or k - 1, the embedding and the loss taking a slot");
+    }
+  }
+  if (x.schedule != PipelineSchedule::OneFOneB) {
+    const std::string name = kScheduleNames[static_cast<std::size_t>(x.schedule)];
+    require(c.pp > 1, "schedule " + name + " needs pipeline stages (pp > 1)");
+    require(x.interleave == 1, "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave));
+    if (x.schedule == PipelineSchedule::DualPipe) {
+      require(c.pp % 2 == 0, "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp));
+      if (c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
+        const I micro_batches = global_batch / c.dp / c.mbs;
+        // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
+        require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp,
+                "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
+                    str(2 * c.pp) + ", got " + str(micro_batches));
+      }
+    }
   }
   if (x.interleave > 1 && c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
     const I micro_batches = global_batch / c.dp / c.mbs;
@@ -905,6 +965,8 @@ StageBlocks balanced_stages(I depth, I pp, I every, double block_s, double block
 
 StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
                             const BlockSummary& block, const StageEndSums& ends) {
+  // interleaved chunks: the one partition Megatron-LM cuts into chunks, the ends taking a slot
+  if (c.exec.interleave > 1) return slotted_stages(m.depth, c.pp, c.exec.interleave);
   const bool reference = rt.is_reference();
   const BlockSummary view = reference ? block : runtime_view(m, rt, c, block);
   const double floor_s = reference ? 0 : host_floor_per_block_s(s, rt, c);
@@ -918,7 +980,16 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   Layout out = layout;
   out.exec.first_stage_blocks = 0;
   out.exec.last_stage_blocks = 0;
-  if (layout.pp < 2 || layout.exec.interleave > 1) return out;
+  if (layout.pp < 2) return out;
+  if (layout.exec.interleave > 1) {
+    // the slotted partition where the depth does not split evenly (there is no other to balance)
+    if (m.depth % layout.pp != 0) {
+      const StageBlocks slotted = slotted_stages(m.depth, layout.pp, layout.exec.interleave);
+      out.exec.first_stage_blocks = slotted.first;
+      out.exec.last_stage_blocks = slotted.last;
+    }
+    return out;
+  }
   // A partition of the blocks alone lets the rest of the layout be checked and its block costed.
   const I every = m.is_moe() ? m.moe.every : 1;
   const StageBlocks by_count = balanced_stages(m.depth, layout.pp, every, 1, 0, 0, 0);

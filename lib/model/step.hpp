@@ -146,6 +146,14 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
 };
+// The pipeline schedule's bubble (seconds) from a micro-batch's slot on the stage (F + B + W, with
+// its transfers and host floor), its backward (B + W) and weight gradients (W): the formulas of
+// PipelineSchedule (model/block.hpp), interleaving aside (1F1B's (p - 1) slots).
+double schedule_bubble(PipelineSchedule schedule, std::int64_t pp, double slot_s, double backward_s, double weight_s);
+// The schedule's activations in flight on the first stage relative to 1F1B's pp micro-batches:
+// 1 (1F1B, ZB-H1), (2 pp - 1) / pp (ZB-H2), (pp + 1) / pp (DualPipe).
+double schedule_activation_factor(PipelineSchedule schedule, std::int64_t pp);
+
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t blocks, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
                        double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,
@@ -266,7 +274,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
 // runtime's tensor-parallel overlap and host floor per block) and its end layers (`ends`), so no
 // block is costed again. Ties go to fewer blocks on the first stage (which holds the most
 // micro-batches' activations), then on the last. ConfigError when no such partition exists
-// (depth < pp, or moe.every not dividing the depth).
+// (depth < pp, or moe.every not dividing the depth). With interleaving (V > 1) the one partition
+// Megatron-LM cuts into V chunks a stage where the depth does not split evenly: slotted_stages's.
 StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             const BlockSummary& block, const StageEndSums& ends);
 // The same from the times alone (seconds per micro-batch): a block's, its host floor, and the end
@@ -275,7 +284,8 @@ StageBlocks balanced_stages(std::int64_t depth, std::int64_t pp, std::int64_t ev
                             double block_floor_s, double first_extra_s, double last_extra_s);
 
 // The layout with the partition balanced_stages chooses for its block under the runtime (with
-// pp = 1 or interleaving, the even split); ConfigError as validate_layout gives it.
+// pp = 1, the even split; with interleaving, the even split or slotted_stages's where the depth
+// does not split evenly); ConfigError as validate_layout gives it.
 Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             std::int64_t global_batch);
 

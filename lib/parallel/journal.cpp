@@ -92,6 +92,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.recompute), static_cast<unsigned>(Recompute::Full)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(Precision::Fp8)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.schedule), static_cast<unsigned>(PipelineSchedule::DualPipe)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(Fp8Recipe::Mxfp8));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),

@@ -58,7 +58,7 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, precision 9, nv 10.
+// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, nv 11.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -78,10 +78,15 @@ void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vect
 // micro-batches a multiple of pp (Megatron-LM's schedule).
 void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
+  const Transformer& m = x.problem.model;
   for (I v : x.problem.exec.interleave) {
-    if (v > 1 && (c.pp == 1 || !splits_evenly(x.problem.model, c.pp) || (x.problem.model.depth / c.pp) % v ||
-                  micro_batches % c.pp)) {
-      continue;
+    if (v > 1) {
+      if (c.pp == 1 || micro_batches % c.pp) continue;
+      // an even split in chunks of V, or the slotted one (the ends taking a slot) of dense blocks
+      const bool chunks = splits_evenly(m, c.pp) ? (m.depth / c.pp) % v == 0
+                                                 : (!m.is_moe() || m.moe.every == 1) &&
+                                                       slotted_stages(m.depth, c.pp, v).first > 0;
+      if (!chunks) continue;
     }
     out.push_back({{v}});
   }
@@ -109,6 +114,19 @@ void precision_values(const SearchContext& x, const Layout&, std::vector<Choice>
   for (Precision p : x.problem.exec.precision) out.push_back({{static_cast<I>(p)}});
 }
 
+// The schedules a layout can run: 1F1B always; the others with pp > 1 and no interleaving, and
+// DualPipe with pp even and an even count of at least 2 pp micro-batches.
+void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
+  for (PipelineSchedule s : x.problem.exec.schedule) {
+    if (s != PipelineSchedule::OneFOneB) {
+      if (c.pp == 1 || c.exec.interleave > 1) continue;
+      if (s == PipelineSchedule::DualPipe && (c.pp % 2 || micro_batches % 2 || micro_batches < 2 * c.pp)) continue;
+    }
+    out.push_back({{static_cast<I>(s)}});
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -130,6 +148,8 @@ constexpr SearchDimension kDimensions[] = {
     {"ep", true, 1u << 0, expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
     {"precision", true, 0, precision_values,
      [](Layout& c, const Choice& v) { c.exec.precision = static_cast<Precision>(v.v[0]); }},
+    {"schedule", true, 1u << 0 | 1u << 1 | 1u << 5, schedule_values,
+     [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

@@ -312,6 +312,51 @@ TEST(Launch, UnevenStagesAndPlacement) {
             std::string::npos);
 }
 
+// Llama 3 405B as Dubey et al. 2024 ran it: 16 stages, interleaved, one block fewer on the first
+// and the last (which hold the embedding and the loss). Megatron-LM cuts such stages into chunks
+// only with the embedding and the loss counted as blocks (--account-for-*-in-pipeline-split);
+// torchtitan shortens the first and last virtual stages by one. Every name is in its parser.
+TEST(Launch, SlottedInterleavedStages) {
+  const Transformer model = load_model_named("llama3_405b");
+  Layout c = layout_1d(8, 16, 128, 1);
+  c.exec.interleave = 4;
+  c.exec.first_stage_blocks = c.exec.last_stage_blocks = 7;
+  const Runtime rt;
+  const LaunchLine megatron = launch_line(LaunchFramework::Megatron, {model, c, rt, 2048, 8});
+  const std::string text = launch_arguments_text(megatron);
+  EXPECT_NE(text.find("--num-virtual-stages-per-pipeline-rank 4 --account-for-embedding-in-pipeline-split "
+                      "--account-for-loss-in-pipeline-split "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--decoder-first-pipeline-num-layers"), std::string::npos) << text;
+  const LaunchLine nemo = launch_line(LaunchFramework::Nemo, {model, c, rt, 2048, 8});
+  EXPECT_NE(launch_arguments_text(nemo).find("trainer.strategy.account_for_embedding_in_pipeline_split=True "
+                                             "trainer.strategy.account_for_loss_in_pipeline_split=True"),
+            std::string::npos)
+      << launch_arguments_text(nemo);
+  // torchtitan: 8 slots a stage in 4 chunks of 2, the first and last virtual stages 1 fewer
+  const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 2048, 8});
+  EXPECT_NE(launch_arguments_text(titan).find("--parallelism.pipeline_parallel_layers_per_stage 2 "
+                                              "--parallelism.pipeline_parallel_first_stage_less_layers 1 "
+                                              "--parallelism.pipeline_parallel_last_stage_less_layers 1"),
+            std::string::npos)
+      << launch_arguments_text(titan);
+  const std::pair<const LaunchLine*, const char*> lines[] = {
+      {&megatron, "megatron"}, {&nemo, "nemo"}, {&titan, "torchtitan"}};
+  for (const auto& [line, list] : lines) {
+    const std::set<std::string> names = parser_names(list);
+    for (const LaunchArgument& a : line->arguments) EXPECT_TRUE(names.count(a.name)) << a.name << " in " << list;
+  }
+  // plain uneven chunks (every stage a multiple of V) keep the stage counts
+  c.exec.first_stage_blocks = 4;
+  c.exec.last_stage_blocks = 10;  // 112 over 14 middle stages of 8
+  c.exec.interleave = 2;
+  const std::string plain = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 2048, 8}));
+  EXPECT_NE(plain.find("--decoder-first-pipeline-num-layers 4 --decoder-last-pipeline-num-layers 10 "),
+            std::string::npos)
+      << plain;
+}
+
 TEST(Launch, TwoDimensionalStrategiesAreRefused) {
   const Transformer model = load_model_named("gpt3_1T");
   const Runtime rt;

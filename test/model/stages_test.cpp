@@ -1,7 +1,8 @@
-// Uneven pipeline stages (model/plan.hpp: stage_blocks; model/step.hpp: compose_step,
-// balanced_stages): Megatron-LM's partition, hand-derived stage times and memory of a Llama 3
-// 405B-like split (126 blocks on 16 stages, 7 on each end, 8 in the middle), the balanced
-// partition, and the errors that name a bad one.
+// Uneven pipeline stages (model/plan.hpp: stage_blocks, interleaved_chunks, slotted_stages;
+// model/step.hpp: compose_step, balanced_stages): Megatron-LM's partition, hand-derived stage
+// times and memory of a Llama 3 405B-like split (126 blocks on 16 stages, 7 on each end, 8 in the
+// middle) with and without interleaving, the balanced partition, Megatron-LM's rules for cutting
+// uneven stages into interleaved chunks, and the errors that name a bad partition.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,17 +78,25 @@ Layout llama_layout() {
 // 7 x 3 + 4 = 25 s. The step is the last's: 32 x 25 + 15 x 25 (its bubble) = 1175 s.
 // Memory: the first (7 + 0.5) x 8 + 7 x 0.5 x 16 in flight = 116 GB, a middle one 8 x 8 +
 // 8 x 0.5 x 15 = 124 GB, the last (7 + 0.5) x 8 + 7 x 0.5 x 1 = 63.5 GB: the middle is fullest.
-TEST(UnevenStages, SlowestTimeFullestMemory) {
-  const StepCosts step =
-      compose_step(round_system(), llama_like(), llama_layout(), round_block(), 32, round_ends());
-  EXPECT_EQ(step.totals.t, 1175.0);
-  EXPECT_EQ(step.totals.t_bubble, 375.0);
-  EXPECT_EQ(step.model.time_stage, 15);
-  EXPECT_EQ(step.totals.mem, 124.0);
-  EXPECT_EQ(step.totals.acts_mem, 60.0);
+// The llama-like step of the round block under `c` (its stages' time and memory fields).
+struct StepByHand {
+  double t, bubble;
+  std::int64_t time_stage;
+  double mem, acts;
+  std::int64_t memory_stage;
+};
+void expect_step(const Layout& c, const StepByHand& x) {
+  const StepCosts step = compose_step(round_system(), llama_like(), c, round_block(), 32, round_ends());
+  EXPECT_EQ(step.totals.t, x.t);
+  EXPECT_EQ(step.totals.t_bubble, x.bubble);
+  EXPECT_EQ(step.model.time_stage, x.time_stage);
+  EXPECT_EQ(step.totals.mem, x.mem);
+  EXPECT_EQ(step.totals.acts_mem, x.acts);
   EXPECT_EQ(step.totals.wts_mem, 8.0);
-  EXPECT_EQ(step.model.memory_stage, 1);
+  EXPECT_EQ(step.model.memory_stage, x.memory_stage);
 }
+
+TEST(UnevenStages, SlowestTimeFullestMemory) { expect_step(llama_layout(), {1175.0, 375.0, 15, 124.0, 60.0, 1}); }
 
 // Each stage as stage_totals costs it alone: the composition takes the time fields of the
 // slowest and the memory fields of the fullest, bit for bit.
@@ -189,11 +198,70 @@ TEST(UnevenStages, ErrorsNameThePartition) {
                                                      "depth 30 with pp=2");
   EXPECT_EQ(partition_error(126, 16, {}),
             "pp=16 does not divide depth 126 (first_stage_blocks and last_stage_blocks split it unevenly)");
+  // interleaved: Llama 3's 7 + 14 x 8 + 7 is Megatron-LM's slotted split (the embedding and the
+  // loss each taking a slot of the ends) for V = 2, 4, 8; V = 3 divides no stage's 8 slots
   Execution interleaved = stages(7, 7);
-  interleaved.interleave = 2;
+  for (const std::int64_t v : {2, 4, 8}) {
+    interleaved.interleave = v;
+    EXPECT_EQ(partition_error(126, 16, interleaved), "") << "V=" << v;
+  }
+  interleaved.interleave = 3;
   EXPECT_EQ(partition_error(126, 16, interleaved),
-            "interleave=2 is modelled for an even split of the blocks only, got 7 on the first stage, 8 on a middle "
-            "one, 7 on the last");
+            "interleave=3 cannot cut the stages' blocks (7 on the first stage, 8 on a middle one, 7 on the last) "
+            "into chunks as Megatron-LM does: each a multiple of 3, or k a stage (a multiple of 3) with the first "
+            "and last holding k or k - 1, the embedding and the loss taking a slot");
+}
+
+// Megatron-LM's rules for cutting uneven stages into V chunks (its TransformerConfig checks of
+// --decoder-first/last-pipeline-num-layers with --num-virtual-stages-per-pipeline-rank, and
+// --account-for-embedding/loss-in-pipeline-split), worked by hand.
+std::string chunks(const StageBlocks& b, std::int64_t pp, std::int64_t v) {
+  const InterleavedChunks c = interleaved_chunks(b, pp, v);
+  if (!c.valid) return "no";
+  return std::to_string(c.slots) + (c.embedding_slot ? " embedding" : "") + (c.loss_slot ? " loss" : "");
+}
+
+TEST(InterleavedStages, MegatronChunks) {
+  // 7 + 14 x 8 + 7: slots of 8, the embedding and the loss in one each of the ends'
+  EXPECT_EQ(chunks({7, 8, 7}, 16, 2), "8 embedding loss");
+  EXPECT_EQ(chunks({7, 8, 7}, 16, 8), "8 embedding loss");
+  EXPECT_EQ(chunks({7, 8, 7}, 16, 3), "no");
+  // every stage a multiple of V: Megatron-LM's first/last stage counts, no slot
+  EXPECT_EQ(chunks({8, 8, 6}, 16, 2), "8");
+  EXPECT_EQ(chunks({6, 8, 8}, 16, 4), "no");  // 6 is neither a multiple of 4 nor 8 - 1
+  EXPECT_EQ(chunks({8, 8, 7}, 16, 4), "8 loss");
+  EXPECT_EQ(chunks({7, 8, 8}, 16, 4), "8 embedding");
+  EXPECT_EQ(chunks({6, 8, 7}, 16, 4), "no");
+  // pp = 2 has no middle stage: k is the larger end's count
+  EXPECT_EQ(chunks({15, 15, 14}, 2, 5), "15 loss");
+  EXPECT_EQ(chunks({15, 15, 14}, 2, 3), "15 loss");
+  EXPECT_EQ(chunks({15, 15, 14}, 2, 2), "no");
+  EXPECT_EQ(chunks({8, 8, 7}, 1, 2), "no");  // no pipeline
+}
+
+// The slotted partition: ceil(depth / pp) slots a stage, the loss filling the last stage's
+// spare slot and, with two over, the embedding the first's.
+TEST(InterleavedStages, SlottedPartition) {
+  EXPECT_EQ(text(slotted_stages(126, 16, 2)), "7/8/7");  // 128 slots, 2 over
+  EXPECT_EQ(text(slotted_stages(126, 16, 8)), "7/8/7");
+  EXPECT_EQ(text(slotted_stages(127, 16, 4)), "8/8/7");  // 1 over: the loss's
+  EXPECT_EQ(text(slotted_stages(29, 2, 5)), "15/15/14");
+  EXPECT_EQ(text(slotted_stages(126, 16, 3)), "0/0/0");  // 8 slots do not cut in 3
+  EXPECT_EQ(text(slotted_stages(125, 16, 2)), "0/0/0");  // 3 over
+  EXPECT_EQ(text(slotted_stages(128, 16, 2)), "0/0/0");  // even: not slotted
+  EXPECT_EQ(text(slotted_stages(10, 16, 2)), "0/0/0");   // fewer blocks than stages
+}
+
+// Interleaved 1F1B over the 7 + 14 x 8 + 7 split (V = 2, 32 micro-batches): each stage's bubble
+// is (p - 1) / V of its micro-batch, and its activations pp (1 + (p - 1) / (p V)) micro-batches'
+// worth (Korthikanti et al. 2022, section 4.2.3). Per micro-batch the first stage takes 21.5 s,
+// a middle one 24 s, the last 25 s: the step is the last's, 32 x 25 + 15 x 25 / 2 = 987.5 s.
+// Memory: (1 + 15 / 32) = 1.46875 times the 1F1B activations, the middle's 8 x 8 + 8 x 0.5 x 15
+// x 1.46875 = 152.125 GB the fullest (the first's 60 + 82.25, the last's 60 + 5.140625).
+TEST(InterleavedStages, UnevenStepByHand) {
+  Layout c = llama_layout();
+  c.exec.interleave = 2;
+  expect_step(c, {987.5, 187.5, 15, 152.125, 88.125, 1});
 }
 
 }  // namespace

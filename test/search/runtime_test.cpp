@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,10 @@ SearchProblem megatron_search(const char* model, std::int64_t global_batch) {
   p.global_batch = global_batch;
   p.runtime = load_runtime_named("megatron");
   return p;
+}
+
+std::string text_of(const StageBlocks& b) {
+  return std::to_string(b.first) + "/" + std::to_string(b.middle) + "/" + std::to_string(b.last);
 }
 
 // What the search ranks for n GPUs is what evaluate gives for each layout, bit for bit.
@@ -300,6 +305,61 @@ TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
   for (const Candidate& c : reference.run_all(1024, reference_counters).items()) {
     EXPECT_TRUE(splits_evenly(p.model, c.layout.pp));
   }
+}
+
+// Interleaving over a depth no pipeline divides: the search tries V where the slotted partition
+// (the embedding and the loss each taking a block's slot) cuts into V chunks, as Megatron-LM's
+// --account-for-embedding/loss-in-pipeline-split, and what it ranks is what evaluate gives.
+TEST(UnevenStages, SearchInterleavesSlottedStages) {
+  SearchProblem p = megatron_search("llama3_405b", 512);
+  p.exec.interleave = {1, 2, 4};
+  bool slotted = false;
+  for (const Candidate& c : expect_ranked_as_evaluated(p, 1024).items()) {
+    const Layout& l = c.layout;
+    if (l.exec.interleave == 1 || splits_evenly(p.model, l.pp)) continue;
+    slotted = true;
+    const StageBlocks b = stage_blocks(p.model.depth, l.pp, l.exec);
+    EXPECT_EQ(text_of(b), text_of(slotted_stages(p.model.depth, l.pp, l.exec.interleave)));
+    EXPECT_TRUE(interleaved_chunks(b, l.pp, l.exec.interleave).valid);
+  }
+  EXPECT_TRUE(slotted);
+  // estimate's --first-stage-blocks auto gives the same partition
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  Layout c = one_d(8, 8, 16);
+  c.exec.interleave = 4;
+  const Layout balanced = with_balanced_stages(h100, p.model, p.runtime, c, 512);
+  EXPECT_EQ(text_of(stage_blocks(126, 16, balanced.exec)), "7/8/7");
+}
+
+// Pipeline schedules as a search dimension: every ranked configuration of a search over 1F1B,
+// ZB-H1, ZB-H2 and DualPipe is what evaluate gives, the zero-bubble schedules appear only with
+// pipeline stages and no interleaving, DualPipe only with pp even and at least 2 pp micro-batches,
+// and ZB-H1 (1F1B's memory, a smaller bubble) beats 1F1B wherever both fit.
+TEST(Runtime, SearchOverSchedules) {
+  SearchProblem p = megatron_search("llama3_70b", 256);
+  p.exec.interleave = {1, 2};
+  p.exec.schedule = {PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1, PipelineSchedule::ZeroBubbleH2,
+                     PipelineSchedule::DualPipe};
+  std::set<PipelineSchedule> seen;
+  for (const Candidate& c : expect_ranked_as_evaluated(p, 64).items()) {
+    const Layout& l = c.layout;
+    seen.insert(l.exec.schedule);
+    if (l.exec.schedule == PipelineSchedule::OneFOneB) continue;
+    EXPECT_GT(l.pp, 1);
+    EXPECT_EQ(l.exec.interleave, 1);
+    if (l.exec.schedule == PipelineSchedule::DualPipe) {
+      EXPECT_EQ(l.pp % 2, 0);
+      EXPECT_GE(256 / l.dp / l.mbs, 2 * l.pp);
+    }
+  }
+  EXPECT_GT(seen.size(), 1u);
+  const System h100 = load_system(kRoot / "systems" / "H100.yaml");
+  Layout c = one_d(8, 2, 4);
+  const Evaluation one = evaluate(h100, p.model, p.runtime, c, 256);
+  c.exec.schedule = PipelineSchedule::ZeroBubbleH1;
+  const Evaluation zb = evaluate(h100, p.model, p.runtime, c, 256);
+  EXPECT_LT(zb.totals.t_bubble, one.totals.t_bubble);
+  EXPECT_EQ(zb.totals.mem, one.totals.mem);
 }
 
 // A stage partition given to estimate or configs through with_balanced_stages: the balanced
