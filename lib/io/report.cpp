@@ -674,7 +674,9 @@ std::string configuration_summary(const Layout& layout, const Totals& t, const T
   }
   out += ' ';
   out += execution_text(layout.exec);
-  if (layout.exec.precision == Precision::Bf16) out += " precision=bf16";  // execution_text names fp8 only
+  // execution_text leaves out the default precision and schedule; the summary names every option
+  if (layout.exec.precision == Precision::Bf16) out += " precision=bf16";
+  if (layout.exec.schedule == PipelineSchedule::OneFOneB) out += " schedule=1f1b";
   out += " attention=";
   out += attention_name(layout.attention);
   out += " runtime=";

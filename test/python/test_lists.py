@@ -109,7 +109,7 @@ with tempfile.TemporaryDirectory() as work:
           'sweep --strat all: the closing best is the fastest of the three single-strategy sweeps\' best')
     line = overall[0][1] if overall else ''
     wanted = ['dp=', 'tp=', 'pp=', 'mbs=', 'nv_dp=', 'nv_pp=', 'recompute=', 'sp=', 'zero=', 'interleave=', 'layout=',
-              'ep=', 'precision=', 'attention=', 'runtime=reference', 'step ', 'compute ', 'bubble ', 'MFU ',
+              'ep=', 'precision=', 'schedule=', 'attention=', 'runtime=reference', 'step ', 'compute ', 'bubble ', 'MFU ',
               'memory ', ' of 80.0 GB', 'days', 'GPU-hours']
     check(all(w in line for w in wanted), 'the closing summary names every axis and option, the step\'s parts, '
           'the memory against the capacity and the days: ' + line[:80] + '...')
