@@ -13,8 +13,10 @@ against the HBM capacity (dashed). Configurations that do not fit are hatched.
   /usr/bin/python3 scripts/plot_configs.py configs.csv --out configs
 
 The CSV has one row per configuration with columns n_gpus, strategy, dp, tp, tp1, tp2, pp, mbs,
-nb, nv_tp1, nv_tp2, nv_dp, nv_pp, micro_batches, throughput, fits, every totals key (t, mem,
-t_comp, ..., acts_mem) and hbm_capacity.
+nb, nv_tp1, nv_tp2, nv_dp, nv_pp, micro_batches, the execution options (recompute, sp, zero, ...,
+coded as in the sweep's HDF5 columns), attention, throughput, fits, every totals key (t, mem,
+t_comp, ..., acts_mem) and hbm_capacity. Rows of several strategies (configs --strat all) or of
+lists of options name their strategy and the options that differ in the table.
 """
 import csv
 import string
@@ -31,6 +33,11 @@ MEMORY_PARTS = [('wts_mem', 'weights', '#4c72b0'), ('wts_grad_mem', 'weight grad
                 ('wts_optimizer_states_mem', 'optimizer states', '#ccb974'), ('acts_mem', 'activations', '#dd8452')]
 INT_COLUMNS = ['n_gpus', 'dp', 'tp', 'tp1', 'tp2', 'pp', 'mbs', 'nb', 'nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp',
                'micro_batches']
+TEXT_COLUMNS = ['strategy', 'attention', 'launch']
+# The execution options' codes (model/plan.hpp kConfigKeys), as the table names them.
+OPTION_NAMES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'], 'zero': None, 'interleave': None,
+                'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8'],
+                'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe']}
 
 
 def _fits(v):
@@ -57,7 +64,7 @@ def read_csv(path):
     for c in header:
         vals = [r[c] for r in rows]
         try:
-            if c == 'strategy':
+            if c in TEXT_COLUMNS:
                 cols[c] = np.array([v.strip() for v in vals])
             elif c == 'fits':
                 cols[c] = np.array([_fits(v) for v in vals])
@@ -87,14 +94,26 @@ def names(k):
     return letters[k] if k < 26 else letters[k // 26 - 1] + letters[k % 26]
 
 
+def option_text(cols, key, i):
+    v = cols[key][i]
+    if key not in OPTION_NAMES:
+        return str(v)
+    names = OPTION_NAMES[key]
+    code = int(float(v))
+    return names[code] if names and 0 <= code < len(names) else str(code)
+
+
 def table_rows(cols, idx):
-    strategy = cols['strategy'][idx[0]]
-    two_d = strategy != '1d' and 'tp1' in cols
+    strategies = [cols['strategy'][i] for i in idx]
+    two_d = any(s != '1d' for s in strategies) and 'tp1' in cols
     rows = [('config', [names(k) for k in range(len(idx))])]
+    if len(set(strategies)) > 1:
+        rows.append(('strategy', strategies))
     if two_d:
-        rows.append(('TP (tp1 x tp2)', [f'{cols["tp1"][i]}x{cols["tp2"][i]}' for i in idx]))
-        if strategy == '2d' and 'nb' in cols:
-            rows.append(('SUMMA nb', [str(cols['nb'][i]) for i in idx]))
+        rows.append(('TP (tp1 x tp2)', [f'{cols["tp1"][i]}x{cols["tp2"][i]}' if cols['strategy'][i] != '1d'
+                                         else str(cols['tp'][i]) for i in idx]))
+        if '2d' in strategies and 'nb' in cols:
+            rows.append(('SUMMA nb', [str(cols['nb'][i]) if cols['strategy'][i] == '2d' else '-' for i in idx]))
     else:
         rows.append(('TP', [str(cols['tp'][i]) for i in idx]))
     rows += [('PP', [str(cols['pp'][i]) for i in idx]), ('DP', [str(cols['dp'][i]) for i in idx]),
@@ -104,6 +123,10 @@ def table_rows(cols, idx):
     if nv:
         label = 'NVLink ' + '/'.join('tp' if (k == 'nv_tp1' and not two_d) else k[3:] for k in nv)
         rows.append((label, ['/'.join(str(cols[k][i]) for k in nv) for i in idx]))
+    # the options that differ between the configurations plotted (lists of options)
+    for key in ['attention'] + list(OPTION_NAMES):
+        if key in cols and len({str(cols[key][i]) for i in idx}) > 1:
+            rows.append((key, [option_text(cols, key, i) for i in idx]))
     rows.append(('samples/s', [f'{cols["throughput"][i]:.4g}' for i in idx]))
     rows.append(('fits in HBM', ['yes' if cols['fits'][i] else 'no' for i in idx]))
     return rows

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return cli::exit_for(app, e) == 0 ? 0 : 2;
   }
   cli::use_stderr_log("bench", verbosity);
   cli::log_start(argc, argv, 1);
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     flush_stdout();
   } catch (...) {
     const cli::ErrorExit e = cli::current_error_exit();
-    std::fprintf(stderr, "bench: %s: %s\n", e.kind, e.message.c_str());
+    cli::print_error("bench", e);
     return e.code;
   }
   return 0;

@@ -72,11 +72,15 @@ inline std::string nearest_flag(const CLI::App& app, const std::string& unknown)
   return best;
 }
 
-// CLI11's message and exit code for a bad command line, after a hint for each unknown flag
-// ("did you mean --global-batch-size?").
+// CLI11's message and exit code for a bad command line, in every tool's error form ("TOOL:
+// error: ..."), after a hint for each unknown flag ("did you mean --global-batch-size?"). The one
+// place every tool's parse errors go through.
 inline int exit_for(CLI::App& app, const CLI::ParseError& e) {
+  const std::string tool = app.get_name().substr(app.get_name().rfind('/') + 1);
+  app.failure_message([tool](const CLI::App*, const CLI::Error& error) {
+    return tool + ": error: " + error.what() + "\nRun with --help for more information.\n";
+  });
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-    const std::string tool = app.get_name().substr(app.get_name().rfind('/') + 1);
     for (const std::string& arg : app.remaining()) {
       if (!arg.starts_with("--")) continue;
       if (const std::string flag = nearest_flag(app, arg); !flag.empty()) {

@@ -1,6 +1,6 @@
 #pragma once
 // The execution-option flags of `estimate`, `configs` and `sweep` (parsed by
-// config/execution_flags.hpp; `sweep` takes lists, the others one value each).
+// config/execution_flags.hpp; `sweep` and `configs` take lists, `estimate` one value each).
 #include <CLI/CLI.hpp>
 #include <string>
 
@@ -9,7 +9,7 @@
 namespace perfsweep {
 
 inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) {
-  const std::string each = lists ? " (a comma-separated list: each is searched)" : "";
+  const std::string each = lists ? " (a comma-separated list: each is tried)" : "";
   app.add_option("--recompute", f.recompute,
                  "activation recomputation: none, selective (the attention core) or full (every block keeps only "
                  "its input)" + each)

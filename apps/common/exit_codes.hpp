@@ -3,6 +3,7 @@
 // exception escapes a tool: 1 when an output could not be written (IoError, LockedError, out of
 // memory), 2 for bad input (InputError, ConfigError) and for any other exception, which can only
 // come from an input no check foresaw.
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -35,6 +36,13 @@ inline ErrorExit current_error_exit() noexcept {
   } catch (...) {
     return {2, "error", "unexpected error of unknown type", false};
   }
+}
+
+// Every tool's errors on stderr in one form: "TOOL: error: MESSAGE", and for a configuration the
+// model refuses "TOOL: error: invalid configuration: MESSAGE".
+inline void print_error(const char* tool, const ErrorExit& e) {
+  const std::string kind = std::string(e.kind) == "error" ? "" : std::string(e.kind) + ": ";
+  std::fprintf(stderr, "%s: error: %s%s\n", tool, kind.c_str(), e.message.c_str());
 }
 
 }  // namespace perfsweep::cli

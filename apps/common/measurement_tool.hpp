@@ -21,7 +21,7 @@ inline void init_tool_logger(const char* name) {
 }
 
 // Parses the command line, then runs `body`; returns its exit code, 1 after an output that could
-// not be written, or 2 after a parse error or another exception (logged).
+// not be written, or 2 after a parse error or another exception ("TOOL: error: ..." on stderr).
 template <class Body>
 int run_tool(CLI::App& app, int argc, char** argv, const cli::Verbosity& verbosity, Body&& body) {
   try {
@@ -38,7 +38,7 @@ int run_tool(CLI::App& app, int argc, char** argv, const cli::Verbosity& verbosi
     return body();
   } catch (...) {
     const cli::ErrorExit e = cli::current_error_exit();
-    spdlog::error("{}", e.message);
+    cli::print_error(app.get_name().substr(app.get_name().rfind('/') + 1).c_str(), e);
     return e.code;
   }
 }

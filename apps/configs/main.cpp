@@ -130,8 +130,13 @@ RowTraining row_training(const ConfigRow& r, const Transformer& model, const Sys
   return x;
 }
 
+// The attention column's value: flash, unfused, or unfused-recompute.
+std::string attention_column(const AttentionMode& a) {
+  return a.flash ? "flash" : a.recompute ? "unfused-recompute" : "unfused";
+}
+
 // launch: each row's launch line (arguments only), a last column; empty: no such column.
-std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Strategy strategy, const System& sys,
+std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, const System& sys,
                    const std::vector<RowTraining>& training, const std::vector<LaunchLine>& launch) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
   std::ostringstream out;
@@ -139,7 +144,7 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   for (const Column& c : kIntColumns) out << ',' << c.name;
   // the execution options (model/plan.hpp kConfigKeys), coded as in the sweep's HDF5 columns
   for_each_config_key(Layout{}, KeyKind::Execution, [&](const char* name, std::int64_t) { out << ',' << name; });
-  out << ",throughput,fits";
+  out << ",attention,throughput,fits";
   for (const TotalsField& f : kTotalsFields) out << ',' << f.name;
   out << ",hbm_capacity,tokens_per_s_per_gpu,model_tflops_per_gpu,mfu";
   if (budget) out << ",train_days,gpu_hours,cost";
@@ -148,10 +153,10 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ConfigRow& r = rows[i];
     const RowTraining& x = training[i];
-    out << n_gpus << ',' << strategy_name(strategy);
+    out << n_gpus << ',' << strategy_name(r.layout.strategy);
     for (const Column& c : kIntColumns) out << ',' << c.get(r);
     for_each_config_key(r.layout, KeyKind::Execution, [&](const char*, std::int64_t v) { out << ',' << v; });
-    out << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
+    out << ',' << attention_column(r.layout.attention) << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
     for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member));
     out << ',' << g17(sys.hbm_capacity) << ',' << g17(x.efficiency.tokens_per_s_per_gpu) << ','
         << g17(x.efficiency.model_tflops_per_gpu) << ',' << g17(x.efficiency.mfu);
@@ -162,40 +167,86 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, Stra
   return out.str();
 }
 
-// Aligned, for people: one line per configuration, times in seconds per iteration.
-std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, const System& sys, std::int64_t depth,
-                     const std::vector<RowTraining>& training) {
+// A row's options as the flags spell them: the attention kernels, then execution_values.
+std::vector<std::pair<const char*, std::string>> option_values(const ConfigRow& r) {
+  std::vector<std::pair<const char*, std::string>> out{{"attention", std::string(attention_name(r.layout.attention))}};
+  for (auto& kv : execution_values(r.layout.exec)) out.push_back(std::move(kv));
+  return out;
+}
+
+// Aligned, for people: one line per configuration, times in seconds per iteration. The options
+// every row shares on a line above the table; those given as lists (`listed`, option_values'
+// names) or differing between rows in an options column, and with several strategies
+// (several_strategies) each row's in a column.
+std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies, const std::vector<std::string>& listed,
+                     const System& sys, std::int64_t depth, const std::vector<RowTraining>& training) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
-  const bool one_d = strategy == Strategy::OneD;
+  const bool all_1d =
+      std::all_of(rows.begin(), rows.end(), [](const ConfigRow& r) { return r.layout.strategy == Strategy::OneD; });
   std::ostringstream out;
   char line[512];
-  // one value per option, every row's; the stages' blocks (given, or balanced for each row) in a column
+  // the stages' blocks (given, or balanced for each row) in a column of their own
   const bool partitioned = std::any_of(rows.begin(), rows.end(), [](const ConfigRow& r) {
     return r.layout.exec.first_stage_blocks != 0 || r.layout.exec.last_stage_blocks != 0;
   });
+  std::vector<std::size_t> varying;  // indices into option_values of the options that differ between rows
   if (!rows.empty()) {
+    const auto first = option_values(rows.front());
+    for (std::size_t k = 0; k < first.size(); ++k) {
+      const std::string_view key = first[k].first;
+      if (key.ends_with("_stage_blocks")) continue;
+      if (std::find(listed.begin(), listed.end(), key) != listed.end()) {
+        varying.push_back(k);
+        continue;
+      }
+      for (const ConfigRow& r : rows) {
+        if (option_values(r)[k].second != first[k].second) {
+          varying.push_back(k);
+          break;
+        }
+      }
+    }
     Execution shared = rows.front().layout.exec;
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
-    if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
+    if (varying.empty()) {
+      if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
+    } else {
+      std::string common, differ;
+      for (std::size_t k = 1; k < first.size(); ++k) {  // attention is in the title unless it varies
+        const std::string_view key = first[k].first;
+        if (key.ends_with("_stage_blocks")) continue;
+        if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
+        common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
+      }
+      for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
+      out << "execution: " << common << "; per row (options): " << differ << "\n";
+    }
   }
-  std::snprintf(line, sizeof line, "%-3s %9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s %6s%s%s\n",
-                "#", one_d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s", "t (s)",
-                "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits", "MFU %",
-                budget ? "     days" : "", partitioned ? "  blocks first/middle/last" : "");
+  const char* strat_header = several_strategies ? "strat    " : "";
+  std::snprintf(line, sizeof line,
+                "%-3s %s%9s %4s %5s %4s %5s %6s %11s %11s %9s %8s %8s %8s %8s %8s %8s %7s %4s %6s%s%s%s\n", "#",
+                strat_header, all_1d ? "tp" : "tp1xtp2", "pp", "dp", "mbs", "nb", "m-b", "nv tp/dp/pp", "samples/s",
+                "t (s)", "comp", "mem", "tp comm", "dp comm", "pp comm", "bubble", "mem GB", "fits", "MFU %",
+                budget ? "     days" : "", partitioned ? "  blocks first/middle/last" : "",
+                varying.empty() ? "" : "  options");
   out << line;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ConfigRow& r = rows[i];
     const Layout& l = r.layout;
+    const bool one_d = l.strategy == Strategy::OneD;
     const std::string tp = one_d ? std::to_string(l.tensor.tp1)
                                  : std::to_string(l.tensor.tp1) + "x" + std::to_string(l.tensor.tp2);
     const std::string nv = (one_d ? std::to_string(l.tensor.nv1)
                                   : std::to_string(l.tensor.nv1) + "x" + std::to_string(l.tensor.nv2)) +
                            "/" + std::to_string(l.nv_dp) + "/" + std::to_string(l.nv_pp);
-    const std::string nb = strategy == Strategy::TwoD ? std::to_string(l.tensor.nb) : "-";
+    const std::string nb = l.strategy == Strategy::TwoD ? std::to_string(l.tensor.nb) : "-";
+    char strat[32] = "";
+    if (several_strategies) std::snprintf(strat, sizeof strat, "%-8s ", std::string(strategy_name(l.strategy)).c_str());
     const Totals& t = r.totals;
     std::snprintf(line, sizeof line,
-                  "%-3zu %9s %4lld %5lld %4lld %5s %6lld %11s %11.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7.1f %4s\n",
-                  i + 1, tp.c_str(), static_cast<long long>(l.pp), static_cast<long long>(l.dp),
+                  "%-3zu %s%9s %4lld %5lld %4lld %5s %6lld %11s %11.3f %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %7.1f "
+                  "%4s\n",
+                  i + 1, strat, tp.c_str(), static_cast<long long>(l.pp), static_cast<long long>(l.dp),
                   static_cast<long long>(l.mbs), nb.c_str(), static_cast<long long>(r.micro_batches), nv.c_str(),
                   r.throughput, t.t, t.t_comp, t.t_mem, t.t_tp_comm, t.t_dp_comm, t.t_pp_comm, t.t_bubble, t.mem,
                   r.fits ? "yes" : "no");
@@ -209,14 +260,22 @@ std::string to_table(const std::vector<ConfigRow>& rows, Strategy strategy, cons
     }
     if (partitioned) {
       const StageBlocks b = stage_blocks(depth, l.pp, l.exec);
-      text.insert(text.size() - 1, "  " + std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") +
-                                       "/" + std::to_string(b.last));
+      std::string blocks = std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") + "/" +
+                           std::to_string(b.last);
+      if (!varying.empty()) blocks.resize(std::max<std::size_t>(blocks.size(), 23), ' ');
+      text.insert(text.size() - 1, "  " + blocks);
+    }
+    if (!varying.empty()) {
+      const auto values = option_values(r);
+      std::string options;
+      for (std::size_t k : varying) options += " " + std::string(values[k].first) + "=" + values[k].second;
+      text.insert(text.size() - 1, " " + options);
     }
     out << text;
   }
   std::snprintf(line, sizeof line,
                 "m-b: micro-batches per step; nv: GPUs of each group in one NVLink domain of %lld; times: seconds "
-                "per iteration; HBM capacity %.1f GB.\n",
+                "per iteration; memory: GB (1e9 bytes), HBM capacity %.1f GB.\n",
                 static_cast<long long>(sys.nvlink_size), sys.hbm_capacity);
   out << line;
   return out.str();
@@ -233,42 +292,74 @@ int run(const Options& o) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
   }
-  const Strategy strategy = parse_strategy(o.strat);
-  if (launch) check_launch_strategy(*launch, strategy);
-  const bool one_d = strategy == Strategy::OneD;
-  if (one_d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
+  const std::vector<Strategy> strategies = parse_strategies(o.strat);
+  auto listed = [&](auto&& pred) { return std::any_of(strategies.begin(), strategies.end(), pred); };
+  const bool any_1d = listed([](Strategy s) { return s == Strategy::OneD; });
+  const bool any_2d = listed([](Strategy s) { return s != Strategy::OneD; });
+  if (!any_2d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
     throw InputError("--tp1, --tp2, --nb, --nv-tp1 and --nv-tp2 go with --strat 2d or 2d-seqp; 1d takes --tp, --nv-tp");
   }
-  if (!one_d && (!o.tp.empty() || o.nv_tp)) {
+  if (!any_1d && (!o.tp.empty() || o.nv_tp)) {
     throw InputError("--tp and --nv-tp go with --strat 1d; " + o.strat + " takes --tp1, --tp2, --nv-tp1, --nv-tp2");
   }
-  if (strategy != Strategy::TwoD && !o.nb.empty()) throw InputError("--nb (SUMMA blocks) goes with --strat 2d");
-
-  ConfigRanges r;
-  r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1", o.n_gpus);
-  r.tp2 = degrees(o.tp2, "--tp2", o.n_gpus);
-  r.pp = degrees(o.pp, "--pp", o.n_gpus);
-  r.dp = degrees(o.dp, "--dp", o.n_gpus);
-  r.all_micro_batch_sizes = o.mbs == "all";
-  if (!r.all_micro_batch_sizes) r.mbs = values(o.mbs, "--mbs");
-  r.nb = values(o.nb, "--nb");
-  r.placement.nv1 = one_d ? o.nv_tp : o.nv_tp1;
-  r.placement.nv2 = o.nv_tp2;
-  r.placement.nv_dp = o.nv_dp;
-  r.placement.nv_pp = o.nv_pp;
-  r.all_placements = o.all_placements;
-  r.attention = parse_attention(o.attention.mode, o.attention.recompute, strategy);
-  r.exec = parse_execution(o.exec);
-  r.balance_stages = balances_stages(o.exec);
-  r.runtime = choose_runtime(o.exec.runtime, sys, model);
-  {
-    ExecutionChoices one;
-    one.zero = {r.exec.zero};
-    one.precision = {r.exec.precision};
-    check_runtime_choices(sys, r.runtime, strategy, one);
+  if (!listed([](Strategy s) { return s == Strategy::TwoD; }) && !o.nb.empty()) {
+    throw InputError("--nb (SUMMA blocks) goes with --strat 2d");
   }
+  ExecutionChoices choices = parse_execution_choices(o.exec);
+  check_execution_for_model(choices, model);
+  const Execution stages = parse_stage_blocks(o.exec);
+  const bool balance = balances_stages(o.exec);
+  const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
 
-  ConfigSweep sweep = sweep_configs(sys, model, strategy, o.n_gpus, o.global_batch, r);
+  // Each strategy's rows (its degrees, attention modes and execution options; --tp and --nv-tp
+  // are 1d's, --tp1, --tp2, --nv-tp1 and --nv-tp2 the 2d strategies', --nb 2d's), checked before
+  // any is evaluated.
+  std::vector<ConfigRanges> ranges;
+  std::vector<Strategy> run_strategies;
+  for (const Strategy strategy : strategies) {
+    if (launch) check_launch_strategy(*launch, strategy);
+    const bool one_d = strategy == Strategy::OneD;
+    ConfigRanges r;
+    r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1", o.n_gpus);
+    if (!one_d) r.tp2 = degrees(o.tp2, "--tp2", o.n_gpus);
+    r.pp = degrees(o.pp, "--pp", o.n_gpus);
+    r.dp = degrees(o.dp, "--dp", o.n_gpus);
+    r.all_micro_batch_sizes = o.mbs == "all";
+    if (!r.all_micro_batch_sizes) r.mbs = values(o.mbs, "--mbs");
+    if (strategy == Strategy::TwoD) r.nb = values(o.nb, "--nb");
+    r.placement.nv1 = one_d ? o.nv_tp : o.nv_tp1;
+    if (!one_d) r.placement.nv2 = o.nv_tp2;
+    r.placement.nv_dp = o.nv_dp;
+    r.placement.nv_pp = o.nv_pp;
+    r.all_placements = o.all_placements;
+    r.attentions = parse_attentions(o.attention.mode, o.attention.recompute, strategy);
+    ExecutionChoices runnable = choices;
+    std::vector<std::string> dropped;
+    try {
+      check_runtime_choices(sys, runtime, strategy, runnable, &dropped);
+    } catch (const StrategyNotRunError& e) {
+      // of several strategies, one the runtime does not run is left out; when none is left, refused
+      if (strategies.size() == 1 || (run_strategies.empty() && strategy == strategies.back())) throw;
+      spdlog::info("--strat {} dropped: {}", strategy_name(strategy), e.what());
+      continue;
+    }
+    for (const std::string& line : dropped) spdlog::info("{}", line);
+    r.executions = execution_combinations(runnable, stages);
+    r.balance_stages = balance;
+    r.runtime = runtime;
+    ranges.push_back(std::move(r));
+    run_strategies.push_back(strategy);
+  }
+  ConfigSweep sweep;
+  for (std::size_t k = 0; k < run_strategies.size(); ++k) {
+    ConfigSweep one = sweep_configs(sys, model, run_strategies[k], o.n_gpus, o.global_batch, ranges[k]);
+    sweep.rows.insert(sweep.rows.end(), one.rows.begin(), one.rows.end());
+    sweep.combinations += one.combinations;
+    for (std::string& why : one.rejections) {
+      if (run_strategies.size() > 1) why = std::string(strategy_name(run_strategies[k])) + ": " + why;
+      sweep.rejections.push_back(std::move(why));
+    }
+  }
   std::vector<ConfigRow>& rows = sweep.rows;
   if (o.fits_only) std::erase_if(rows, [](const ConfigRow& row) { return !row.fits; });
   if (rows.empty()) {
@@ -277,7 +368,7 @@ int run(const Options& o) {
     throw ConfigError("no configuration of " + std::to_string(o.n_gpus) + " GPUs " +
                       (o.fits_only ? "fits in memory among those asked for" : "matches the ranges asked for") + why);
   }
-  const bool ranges_given = !r.tp1.empty() || !r.tp2.empty() || !r.pp.empty() || !r.dp.empty();
+  const bool ranges_given = !o.tp.empty() || !o.tp1.empty() || !o.tp2.empty() || !o.pp.empty() || !o.dp.empty();
   const bool by_throughput = o.sort == "throughput" || (o.sort == "auto" && !ranges_given);
   if (by_throughput) {
     // Those that fit first, as the search ranks them; then the fastest of those that do not.
@@ -292,10 +383,10 @@ int run(const Options& o) {
   std::vector<LaunchLine> lines;
   if (launch) {
     for (const ConfigRow& row : rows) {
-      lines.push_back(launch_line(*launch, {model, row.layout, r.runtime, o.global_batch, sys.nvlink_size}));
+      lines.push_back(launch_line(*launch, {model, row.layout, runtime, o.global_batch, sys.nvlink_size}));
     }
   }
-  const std::string csv = to_csv(rows, o.n_gpus, strategy, sys, training, lines);
+  const std::string csv = to_csv(rows, o.n_gpus, sys, training, lines);
   if (!o.output.empty()) {
     write_text_atomically(o.output, csv);
     spdlog::info("wrote {} configurations to {}", rows.size(), o.output);
@@ -303,13 +394,32 @@ int run(const Options& o) {
   if (o.csv) {
     std::cout << csv;
   } else if (o.output.empty()) {
-    const std::string attention = r.attention.flash ? "" : ", attention " + std::string(attention_name(r.attention));
+    // one attention mode for every row: in the title (several: in the options column)
+    const std::vector<AttentionMode>& modes = ranges.front().attentions;
+    const std::string attention =
+        modes.size() != 1 || modes.front().flash ? "" : ", attention " + std::string(attention_name(modes.front()));
+    std::string strategy_names;
+    for (Strategy s : run_strategies) strategy_names += (strategy_names.empty() ? "" : ", ") + std::string(strategy_name(s));
     std::printf("%s on %s (NVLink domain %lld), %s%s, %lld GPUs, global batch %lld: %zu configurations%s\n",
                 model.name.c_str(), sys.name.c_str(), static_cast<long long>(sys.nvlink_size),
-                std::string(strategy_name(strategy)).c_str(), attention.c_str(), static_cast<long long>(o.n_gpus),
+                strategy_names.c_str(), attention.c_str(), static_cast<long long>(o.n_gpus),
                 static_cast<long long>(o.global_batch), rows.size(),
                 by_throughput ? ", fastest first (those that fit before those that do not)" : ", in the order asked for");
-    std::cout << to_table(rows, strategy, sys, model.depth, training);
+    // the options given as lists, each row's value in the options column
+    std::vector<std::string> listed_options;
+    auto several = [&](const char* key, std::size_t n) {
+      if (n > 1) listed_options.emplace_back(key);
+    };
+    several("attention", modes.size());
+    several("recompute", choices.recompute.size());
+    several("sp", choices.sequence_parallel.size());
+    several("zero", choices.zero.size());
+    several("interleave", choices.interleave.size());
+    several("layout", choices.params.size());
+    several("ep", choices.ep.size());
+    several("precision", choices.precision.size());
+    several("schedule", choices.schedule.size());
+    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model.depth, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
@@ -338,7 +448,10 @@ int main(int argc, char** argv) {
   cli::add_model_flags(app, o.model, o.seq_len);
   app.add_option("--system", o.system, "system name (systems/NAME.yaml) or path")->capture_default_str();
   app.add_option("--nvs", o.nvs, "GPUs per NVLink domain (default: the system file's nvlink_size)");
-  app.add_option("--strat", o.strat, "1d, 2d (SUMMA) or 2d-seqp (context parallel)")->capture_default_str();
+  app.add_option("--strat", o.strat,
+                 "1d, 2d (SUMMA) or 2d-seqp (context parallel), a list 1d,2d-seqp, or all: the rows of every strategy "
+                 "ranked together")
+      ->capture_default_str();
   app.add_option("--n-gpus", o.n_gpus, "GPU count")->required();
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
   const char* list = "8 or 1,2,4 (each dividing --n-gpus) or 1:64 (the divisors of --n-gpus from 1 to 64)";
@@ -358,8 +471,8 @@ int main(int argc, char** argv) {
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
-  add_attention_options(app, o.attention);
-  add_execution_options(app, o.exec, false);
+  add_attention_options(app, o.attention, true);
+  add_execution_options(app, o.exec, true);
   add_stage_options(app, o.exec);
   app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
   app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
@@ -391,12 +504,7 @@ int main(int argc, char** argv) {
     return run(o);
   } catch (...) {
     const cli::ErrorExit e = cli::current_error_exit();
-    // Bad input reads "configs: <what>", as the usage errors before it.
-    if (e.code == 2 && e.typed) {
-      std::fprintf(stderr, "configs: %s\n", e.message.c_str());
-    } else {
-      std::fprintf(stderr, "configs: error: %s\n", e.message.c_str());
-    }
+    cli::print_error("configs", e);
     return e.code;
   }
 }

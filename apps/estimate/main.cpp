@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
     return run(o);
   } catch (...) {
     const cli::ErrorExit e = cli::current_error_exit();
-    std::fprintf(stderr, "estimate: %s: %s\n", e.kind, e.message.c_str());
+    cli::print_error("estimate", e);
     return e.code;
   }
 }

@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   SweepOptions o;
   cli::Verbosity verbosity;
   cli::add_model_flags(app, o.model, o.seq_len);
-  app.add_option("--strat", o.strat, "tensor-parallel strategy: 1d, 2d (SUMMA), 2d-seqp (context parallel; 2d-seq accepted)")
+  app.add_option("--strat", o.strat,
+                 "tensor-parallel strategies: 1d, 2d (SUMMA), 2d-seqp (context parallel; 2d-seq accepted), a list "
+                 "1d,2d-seqp, or all; one run and file per strategy, then the best over them")
       ->capture_default_str();
   app.add_option("--systems", o.systems_file, "YAML list of systems and NVLink sizes (default: sweeps/paper.yaml, the paper's nine)");
   app.add_option("--system", o.system, "one system (name or path) instead of --systems");
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out_dir,
                  "output directory (file exec_<strat>_<model>[_<system>].h5, sweep_<sweep>_<strat>_<model>.h5)")
       ->capture_default_str();
-  app.add_option("-o,--output", o.output, "output file path (overrides --out)");
+  app.add_option("-o,--output", o.output, "output file path (overrides --out; with several strategies, each's name before the extension)");
   app.add_flag("--dry-run", o.dry_run,
                "print what would run (targets, GPU counts, work units, output) and exit; with -v also every work unit");
   app.add_flag("--force", o.force, "overwrite an existing output file of the default name");
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
-    run_resumable_sweep(o, MPI_COMM_WORLD, thread_level);
+    run_sweeps(o, MPI_COMM_WORLD, thread_level);
   } catch (const CLI::ParseError& e) {
     code = (rank == 0 ? cli::exit_for(app, e) : e.get_exit_code()) == 0 ? 0 : 2;
   } catch (...) {
@@ -101,12 +103,12 @@ int main(int argc, char** argv) {
     if (!e.typed) {
       // Thrown on this rank only, perhaps while the others wait in a collective: this rank says
       // why and stops them all.
-      std::fprintf(stderr, "sweep: rank %d failed: %s\n", rank, e.message.c_str());
+      std::fprintf(stderr, "sweep: error: rank %d failed: %s\n", rank, e.message.c_str());
       MPI_Abort(MPI_COMM_WORLD, e.code);
     }
     // The library's typed errors come from the inputs every rank reads alike, or from rank 0's
     // publishing after the last collective: rank 0 reports them and every rank exits.
-    if (rank == 0) std::fprintf(stderr, "sweep: %s: %s\n", e.kind, e.message.c_str());
+    if (rank == 0) cli::print_error("sweep", e);
     code = e.code;
   }
   MPI_Finalize();

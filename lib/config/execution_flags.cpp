@@ -3,27 +3,12 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/csv.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 
 namespace perfsweep {
 namespace {
-
-std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (item.empty()) throw InputError(flag + ": an empty value in '" + text + "'");
-    if (std::find(out.begin(), out.end(), item) != out.end()) {
-      throw InputError(flag + " lists " + item + " twice, got '" + text + "'");
-    }
-    out.push_back(std::move(item));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
 
 std::int64_t integer(const std::string& item, const std::string& flag, std::int64_t lo, std::int64_t hi) {
   std::int64_t v = 0;
@@ -46,23 +31,23 @@ bool on_off(const std::string& item, const std::string& flag) {
 ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   ExecutionChoices c;
   c.recompute.clear();
-  for (const std::string& v : split_list(f.recompute, "--recompute")) c.recompute.push_back(parse_recompute(v, "--recompute"));
+  for (const std::string& v : split_flag_list(f.recompute, "--recompute")) c.recompute.push_back(parse_recompute(v, "--recompute"));
   c.sequence_parallel.clear();
-  for (const std::string& v : split_list(f.sp, "--sp")) c.sequence_parallel.push_back(on_off(v, "--sp"));
+  for (const std::string& v : split_flag_list(f.sp, "--sp")) c.sequence_parallel.push_back(on_off(v, "--sp"));
   c.zero.clear();
-  for (const std::string& v : split_list(f.zero, "--zero")) c.zero.push_back(integer(v, "--zero", 0, 3));
+  for (const std::string& v : split_flag_list(f.zero, "--zero")) c.zero.push_back(integer(v, "--zero", 0, 3));
   c.interleave.clear();
-  for (const std::string& v : split_list(f.interleave, "--interleave")) {
+  for (const std::string& v : split_flag_list(f.interleave, "--interleave")) {
     c.interleave.push_back(integer(v, "--interleave", 1, 1024));
   }
   c.params.clear();
-  for (const std::string& v : split_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
+  for (const std::string& v : split_flag_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
   c.ep.clear();
-  for (const std::string& v : split_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
+  for (const std::string& v : split_flag_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
   c.precision.clear();
-  for (const std::string& v : split_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
+  for (const std::string& v : split_flag_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
   c.schedule.clear();
-  for (const std::string& v : split_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
+  for (const std::string& v : split_flag_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
   return c;
 }
 
@@ -90,11 +75,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.ep.size(), "--ep", f.ep);
   one(c.precision.size(), "--precision", f.precision);
   one(c.schedule.size(), "--schedule", f.schedule);
-  Execution x;
-  if (!balances_stages(f)) {
-    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
-    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
-  }
+  Execution x = parse_stage_blocks(f);
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
   x.zero = c.zero.front();
@@ -103,6 +84,15 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.ep = c.ep.front();
   x.precision = c.precision.front();
   x.schedule = c.schedule.front();
+  return x;
+}
+
+Execution parse_stage_blocks(const ExecutionFlags& f) {
+  Execution x;
+  if (!balances_stages(f)) {
+    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
+    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+  }
   return x;
 }
 

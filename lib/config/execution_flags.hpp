@@ -1,7 +1,7 @@
 #pragma once
 // The execution options as flags give them: `--recompute none,selective,full --sp off,on
-// --zero 0,1 --interleave 1,2,4 --layout megatron --ep 1,8` (lists for `sweep`, one value each for
-// `estimate` and `configs`), checked once with the flag and value in every message.
+// --zero 0,1 --interleave 1,2,4 --layout megatron --ep 1,8` (lists for `sweep` and `configs`, one
+// value each for `estimate`), checked once with the flag and value in every message.
 #include <string>
 
 #include "model/plan.hpp"
@@ -33,9 +33,13 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& flags);
 // 1 for a dense model, or one not dividing a mixture-of-experts model's experts.
 void check_execution_for_model(const ExecutionChoices& choices, const Transformer& model);
 
-// One value per option (estimate, configs): InputError if a flag lists several. A stage's blocks
-// given as "auto" read 0 here (balances_stages says so).
+// One value per option (estimate): InputError if a flag lists several. A stage's blocks given as
+// "auto" read 0 here (balances_stages says so).
 Execution parse_execution(const ExecutionFlags& flags);
+
+// The reference's execution with the end stages' blocks of --first-stage-blocks and
+// --last-stage-blocks (0: not given, and "auto" reads 0; balances_stages says so).
+Execution parse_stage_blocks(const ExecutionFlags& flags);
 
 // The flags that parse_execution reads back to `exec`'s searched options: "--recompute full --sp
 // off --zero 0 --interleave 1 --layout megatron --ep 1" (and the end stages' blocks where given). The framework mechanisms

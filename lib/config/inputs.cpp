@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -22,6 +23,7 @@
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "core/units.hpp"
 
 #ifndef PERFSWEEP_SOURCE_DIR
 #error "PERFSWEEP_SOURCE_DIR must be defined by CMake (the project root)"
@@ -103,6 +105,24 @@ class Mapping {
       if (ec == std::errc() && ptr == end && std::isfinite(v)) return v;
     }
     throw InputError(file_ + ": " + key + " must be a finite number, got " + shown(n));
+  }
+
+  // A number, or one written with a unit of `units` ("400 Gb/s"), in the units' base; InputError
+  // naming the file, the key and the value for a unit not among them.
+  double quantity(const std::string& key, const YAML::Node& n, std::span<const UnitFactor> units,
+                  bool& unit_given) const {
+    unit_given = false;
+    if (units.empty() || !n.IsScalar() || n.Tag() == "!") return number(key, n);
+    const std::optional<WrittenQuantity> q = split_quantity(n.Scalar());
+    if (!q) return number(key, n);
+    for (const UnitFactor& u : units) {
+      if (q->unit == u.name) {
+        unit_given = true;
+        return q->number * u.factor;
+      }
+    }
+    throw InputError(file_ + ": " + key + ": unknown unit '" + q->unit + "' in '" + n.Scalar() + "' (known: " +
+                     unit_names(units) + "; a bare number is " + units.front().name + ")");
   }
 
   std::int64_t positive_integer(const std::string& key, const YAML::Node& n) const {
@@ -276,9 +296,11 @@ System load_system(const fs::path& file) {
   for (const SystemKey& k : kSystemKeys) {
     const std::optional<YAML::Node> n = k.required ? m.require(k.name) : m.find(k.name);
     if (!n) continue;
-    const double v = m.number(k.name, *n);
+    bool unit_given = false;
+    const double v = m.quantity(k.name, *n, units_for(k.unit), unit_given);
     check_range(m, k, *n, v);
     s.*(k.member) = v;
+    if (std::string_view(k.name) == "hbm_capacity") s.hbm_capacity_exact = unit_given;
   }
   if (auto n = m.find("nvlink_size")) {
     s.nvlink_size = m.positive_integer("nvlink_size", *n);
@@ -494,7 +516,9 @@ std::string system_to_yaml(const System& system) {
   for (const SystemKey& k : kSystemKeys) {
     // The reference's order puts nvlink_size before nic_factor and empirical, summa_nb after it.
     if (std::string_view(k.name) == "nic_factor") line("nvlink_size", std::to_string(system.nvlink_size), "GPUs");
-    line(k.name, yaml_double(system.*(k.member)), k.unit);
+    // a capacity written with a unit is exact (a runtime reading bare capacities as GiB leaves it)
+    const bool exact = std::string_view(k.name) == "hbm_capacity" && system.hbm_capacity_exact;
+    line(k.name, yaml_double(system.*(k.member)) + (exact ? " GB" : ""), k.unit);
     if (std::string_view(k.name) == "nic_factor") {
       line("empirical", system.empirical ? "true" : "false", "");
       line("summa_nb", std::to_string(system.summa_nb), "");

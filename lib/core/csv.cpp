@@ -1,5 +1,6 @@
 #include "core/csv.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -61,6 +62,22 @@ std::string csv_field(std::string_view text) {
   }
   out += '"';
   return out;
+}
+
+std::vector<std::string> split_flag_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(flag + ": an empty value in '" + text + "'");
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw InputError(flag + " lists " + item + " twice, got '" + text + "'");
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 }  // namespace perfsweep

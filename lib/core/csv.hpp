@@ -16,6 +16,10 @@ std::vector<std::string> split_csv_line(std::string_view text, const std::string
 // comma, a quote or a line break (RFC 4180), so split_csv_line reads it back.
 std::string csv_field(std::string_view text);
 
+// A flag's comma-separated values ("none,full" of --recompute): InputError naming `flag` for an
+// empty or repeated one.
+std::vector<std::string> split_flag_list(const std::string& text, const std::string& flag);
+
 // `text` without leading and trailing white space.
 std::string trim(std::string_view text);
 

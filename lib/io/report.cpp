@@ -1,5 +1,6 @@
 #include "io/report.hpp"
 
+#include "core/csv.hpp"
 #include "core/hash.hpp"
 
 #include <algorithm>
@@ -20,7 +21,31 @@ Strategy parse_strategy(const std::string& s) {
     if (s == plan_of(k).name) return k;
   }
   if (s == "2d-seq") return Strategy::TwoDSeqp;  // the reference's spelling
-  throw InputError("--strat must be 1d, 2d or 2d-seqp, got '" + s + "'");
+  throw InputError("--strat must be 1d, 2d, 2d-seqp (or, for configs and sweep, a list of them or all), got '" + s + "'");
+}
+
+std::vector<Strategy> parse_strategies(const std::string& text) {
+  if (text == "all") return {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp};
+  std::vector<Strategy> out;
+  for (const std::string& item : split_flag_list(text, "--strat")) {
+    if (item == "all") throw InputError("--strat all stands alone, got '" + text + "'");
+    const Strategy s = parse_strategy(item);
+    if (std::find(out.begin(), out.end(), s) != out.end()) {
+      throw InputError("--strat lists " + std::string(strategy_name(s)) + " twice, got '" + text + "'");
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<AttentionMode> parse_attentions(const std::string& modes, bool recompute, Strategy strategy) {
+  const std::vector<std::string> items = split_flag_list(modes, "--attention");
+  std::vector<AttentionMode> out;
+  for (const std::string& mode : items) {
+    // in a list, --attention-recompute is the unfused mode's (flash recomputes inside its kernel)
+    out.push_back(parse_attention(mode, recompute && (items.size() == 1 || mode != "flash"), strategy));
+  }
+  return out;
 }
 
 AttentionMode parse_attention(const std::string& mode, bool recompute, Strategy strategy) {
@@ -265,6 +290,22 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
     w.key("last_stage_blocks").value(layout.exec.last_stage_blocks);
   }
   w.key("placement").value(std::string_view(placement_given ? "given" : "fastest"));
+  w.end_object();
+  // The unit of every number that follows, from the fields' registries (GB: 1e9 bytes).
+  w.key("units").begin_object();
+  w.key("modules").value(std::string_view("flops TFLOP; memory, activations and communication GB; times s"));
+  w.key("throughput").value(std::string_view("samples/s"));
+  auto units = [&w](const char* section, const auto& fields) {
+    w.key(section).begin_object();
+    for (const auto& f : fields) w.key(f.name).value(std::string_view(f.unit));
+    w.end_object();
+  };
+  units("system", kSystemKeys);
+  units("totals", kTotalsFields);
+  if (ev.under_runtime()) units("runtime_totals", kRuntimeTotalsFields);
+  if (shows_efficiency(ev)) units("efficiency", kEfficiencyFields);
+  if (ev.budget.tokens > 0) units("training", kBudgetFields);
+  if (ev.model_section) units("model", kModelTotalsFields);
   w.end_object();
   estimate_json_body(w, ev, layout, system);
   if (launch != nullptr) {
@@ -620,8 +661,8 @@ std::string training_budget_text(const TrainingBudget& b) {
 }
 
 std::string configuration_summary(const Layout& layout, const Totals& t, const Transformer& model,
-                                  const System& system, std::int64_t global_batch, double tokens,
-                                  double gpu_hour_cost) {
+                                  const System& system, std::int64_t global_batch, std::string_view runtime,
+                                  double tokens, double gpu_hour_cost) {
   std::string out = plan_of(layout.strategy).name;
   auto keys = config_keys(layout);
   for (const auto& kv : nv_keys(layout)) keys.push_back(kv);
@@ -633,6 +674,13 @@ std::string configuration_summary(const Layout& layout, const Totals& t, const T
   }
   out += ' ';
   out += execution_text(layout.exec);
+  // execution_text leaves out the default precision and schedule; the summary names every option
+  if (layout.exec.precision == Precision::Bf16) out += " precision=bf16";
+  if (layout.exec.schedule == PipelineSchedule::OneFOneB) out += " schedule=1f1b";
+  out += " attention=";
+  out += attention_name(layout.attention);
+  out += " runtime=";
+  out += runtime;
   const Efficiency e = efficiency(model, system, layout.n_gpus(), global_batch, t.t);
   const double limit = t.mem_limit > 0 ? t.mem_limit : system.hbm_capacity;
   out += "; step " + fmt("%.4g", t.t) + " s (compute " + fmt("%.1f", 100 * t.comp_frac) + "%, memory " +

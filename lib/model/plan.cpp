@@ -70,19 +70,62 @@ std::string config_key_names(Strategy strategy, KeyKind kind) {
   return out;
 }
 
-std::string execution_text(const Execution& x) {
-  std::string out = std::string("recompute=") + recompute_name(x.recompute) +
-                    " sp=" + (x.sequence_parallel ? "on" : "off") + " zero=" + std::to_string(x.zero) +
-                    " interleave=" + std::to_string(x.interleave) + " layout=" + param_layout_name(x.params) +
-                    " ep=" + std::to_string(x.ep);
-  if (x.precision != Precision::Bf16) out += std::string(" precision=") + kPrecisionNames[static_cast<std::size_t>(x.precision)];
-  if (x.schedule != PipelineSchedule::OneFOneB) {
-    out += " schedule=";
-    out += kScheduleNames[static_cast<std::size_t>(x.schedule)];
+std::vector<Execution> execution_combinations(const ExecutionChoices& c, const Execution& base) {
+  std::vector<Execution> out;
+  Execution x = base;
+  for (Recompute r : c.recompute) {
+    x.recompute = r;
+    for (bool sp : c.sequence_parallel) {
+      x.sequence_parallel = sp;
+      for (std::int64_t v : c.interleave) {
+        x.interleave = v;
+        for (std::int64_t z : c.zero) {
+          x.zero = z;
+          for (ParamLayout p : c.params) {
+            x.params = p;
+            for (std::int64_t ep : c.ep) {
+              x.ep = ep;
+              for (Precision q : c.precision) {
+                x.precision = q;
+                for (PipelineSchedule schedule : c.schedule) {
+                  x.schedule = schedule;
+                  out.push_back(x);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
   }
-  if (x.first_stage_blocks != 0 || x.last_stage_blocks != 0) {
-    out += " first_stage_blocks=" + std::to_string(x.first_stage_blocks) +
-           " last_stage_blocks=" + std::to_string(x.last_stage_blocks);
+  return out;
+}
+
+std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x) {
+  return {{"recompute", recompute_name(x.recompute)},
+          {"sp", x.sequence_parallel ? "on" : "off"},
+          {"zero", std::to_string(x.zero)},
+          {"interleave", std::to_string(x.interleave)},
+          {"layout", param_layout_name(x.params)},
+          {"ep", std::to_string(x.ep)},
+          {"precision", kPrecisionNames[static_cast<std::size_t>(x.precision)]},
+          {"schedule", kScheduleNames[static_cast<std::size_t>(x.schedule)]},
+          {"first_stage_blocks", std::to_string(x.first_stage_blocks)},
+          {"last_stage_blocks", std::to_string(x.last_stage_blocks)}};
+}
+
+std::string execution_text(const Execution& x) {
+  const bool stages = x.first_stage_blocks != 0 || x.last_stage_blocks != 0;
+  std::string out;
+  for (const auto& [key, value] : execution_values(x)) {
+    const std::string_view k = key;
+    if (k == "precision" && x.precision == Precision::Bf16) continue;
+    if (k == "schedule" && x.schedule == PipelineSchedule::OneFOneB) continue;
+    if (k.ends_with("_stage_blocks") && !stages) continue;
+    if (!out.empty()) out += ' ';
+    out += k;
+    out += '=';
+    out += value;
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/block.hpp"
@@ -214,11 +215,22 @@ struct ExecutionChoices {
   bool operator==(const ExecutionChoices&) const = default;
 };
 
+// Every combination of the choices as one Execution (the fields the choices do not hold, such
+// as the stages' blocks, from `base`), in the search's dimension order: recompute outermost, then
+// sp, interleave, zero, layout, ep, precision, schedule innermost.
+std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
+
 // Names of the execution options' values, as flags and reports spell them.
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
+// Every searched option of one configuration as flags spell its value, in declared order:
+// {"recompute", "none"}, {"sp", "on"}, {"zero", "1"}, {"interleave", "1"}, {"layout", "reference"},
+// {"ep", "1"}, {"precision", "bf16"}, {"schedule", "1f1b"}, {"first_stage_blocks", "0"},
+// {"last_stage_blocks", "0"}.
+std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x);
 // "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
-// and " first_stage_blocks=7 last_stage_blocks=7" when a stage's blocks are given.
+// " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, and " first_stage_blocks=7
+// last_stage_blocks=7" when a stage's blocks are given.
 std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);

@@ -706,6 +706,7 @@ double memory_limit_gb(const System& s, const Runtime& rt) {
   const kernels::Calibration* cal = s.kernel_calibration.get();
   const double reserve = rt.allocator_reserve_from_kernels && cal != nullptr ? cal->allocator_reserve : rt.allocator_reserve;
   if (!rt.capacity_in_gib) return s.hbm_capacity / (1 + reserve);
+  if (s.hbm_capacity_exact) return (s.hbm_capacity / kGbPerGib - rt.driver_reserve_gib) * kGbPerGib / (1 + reserve);
   return (s.hbm_capacity - rt.driver_reserve_gib) * kGbPerGib / (1 + reserve);
 }
 
@@ -1039,8 +1040,8 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
-  ev.capacity_in_gib = rt.capacity_in_gib;
-  ev.capacity_gb = rt.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;
+  ev.capacity_in_gib = rt.capacity_in_gib && !s.hbm_capacity_exact;
+  ev.capacity_gb = ev.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;
   return ev;
 }
 

@@ -59,6 +59,9 @@ struct System {
   double vector_flops_fp16 = 0;      // TFLOP/s, CUDA-core fp16
   double hbm_bandwidth = 0;          // GB/s
   double hbm_capacity = 0;           // GB
+  // hbm_capacity written with a unit ("80 GiB", "80 GB"): exact, so a runtime that reads a bare
+  // capacity as GiB (capacity_in_gib, the datasheets' "80GB") takes it as it is
+  bool hbm_capacity_exact = false;
   double nvlink_bandwidth = 0;       // GB/s per GPU, unidirectional, in the fast (NVLink) domain
   double nvlink_eff = 0;             // achievable fraction of nvlink_bandwidth
   double nvlink_latency = 0;         // s per ring step inside the fast domain

@@ -62,7 +62,7 @@ std::vector<std::int64_t> counts_from_flag(const std::string& text, const std::s
 }
 
 SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transformer& model, const System& system,
-                        std::string group) {
+                        std::string group, std::vector<std::string>& dropped) {
   SweepTarget t;
   t.problem.strategy = strategy;
   t.problem.model = model;
@@ -72,7 +72,11 @@ SweepTarget make_target(const SweepOptions& o, Strategy strategy, const Transfor
   t.problem.exec = parse_execution_choices(o.exec);
   check_execution_for_model(t.problem.exec, model);
   t.problem.runtime = choose_runtime(o.exec.runtime, system, model);
-  check_runtime_choices(system, t.problem.runtime, strategy, t.problem.exec);
+  std::vector<std::string> lines;
+  check_runtime_choices(system, t.problem.runtime, strategy, t.problem.exec, &lines);
+  for (std::string& line : lines) {
+    if (std::find(dropped.begin(), dropped.end(), line) == dropped.end()) dropped.push_back(std::move(line));
+  }
   t.group = std::move(group);
   return t;
 }
@@ -217,9 +221,10 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     plan.sweep_yaml = read_text(path);
     check_size(o, plan.sweep.n_points() + 1, plan.n_gpus.size(), plan);
     for (std::size_t i = 0; i < plan.sweep.n_points(); ++i) {
-      plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.point(i), "points/" + std::to_string(i)));
+      plan.targets.push_back(
+          make_target(o, plan.strategy, plan.model, plan.sweep.point(i), "points/" + std::to_string(i), plan.dropped));
     }
-    plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.base, "base"));
+    plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.base, "base", plan.dropped));
     for (const SweepTarget& t : plan.targets) plan.system_yaml.push_back(system_to_yaml(t.problem.system));
     plan.output = !o.output.empty() ? o.output
                                     : o.out_dir + "/sweep_" + file_name_part(plan.sweep.name) + "_" + strat_part + "_" +
@@ -249,7 +254,8 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     for (std::int64_t nvs : c.nvs) {
       System sys = base;
       sys.nvlink_size = nvs;
-      SweepTarget t = make_target(o, plan.strategy, plan.model, sys, base.name + "-NVS" + std::to_string(nvs));
+      SweepTarget t =
+          make_target(o, plan.strategy, plan.model, sys, base.name + "-NVS" + std::to_string(nvs), plan.dropped);
       for (const SweepTarget& other : plan.targets) {
         if (other.group == t.group) throw InputError("system group '" + t.group + "' appears twice");
       }
@@ -328,6 +334,7 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
               plan.targets.size(), plan.hardware_sweep ? "points (with the base system)" : "systems",
               plan.n_gpus.size(), static_cast<long long>(plan.n_gpus.front()), static_cast<long long>(plan.n_gpus.back()));
   std::printf("execution options searched: %s\n", execution_choices_text(parse_execution_choices(o.exec)).c_str());
+  for (const std::string& line : plan.dropped) std::printf("%s\n", line.c_str());
   std::printf("%zu evaluation groups (targets differing only in HBM capacity share one), %zu work units "
               "(one tensor split at one GPU count each)\n",
               sweep.groups().size(), sweep.units().size());
@@ -347,32 +354,51 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
   flush_stdout();
 }
 
-void log_summary(const SweepPlan& plan, const SweepRun& sweep, const SweepOptions& o) {
+std::string best_summary(const SweepBest& b, const SweepOptions& o) {
+  const SearchProblem& p = b.problem;
+  return configuration_summary(b.best.layout, b.best.totals, p.model, p.system, p.global_batch, p.runtime.name,
+                               o.tokens, o.gpu_hour_cost);
+}
+
+// Logs each target's first feasible GPU count and its best configuration at the largest GPU
+// count that has one, whole; returns those.
+std::vector<SweepBest> log_summary(const SweepPlan& plan, const SweepRun& sweep, const SweepOptions& o) {
+  std::vector<SweepBest> bests;
   for (std::size_t t = 0; t < plan.targets.size(); ++t) {
     const auto& tops = sweep.results()[t].tops;
     std::size_t first = 0;
     while (first < tops.size() && tops[first].items().empty()) ++first;
     if (first == tops.size()) {
       spdlog::info("{}: no feasible configuration", plan.targets[t].group);
-    } else {
-      spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
-                   plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
-                   plan.n_gpus.back());
-      // the fastest configuration at the largest GPU count that has one, whole
-      std::size_t last = tops.size() - 1;
-      while (tops[last].items().empty()) --last;
-      const Candidate& best = tops[last].items().front();
-      const SearchProblem& problem = plan.targets[t].problem;
-      spdlog::info("{}: best at {} GPUs: {}", plan.targets[t].group, plan.n_gpus[last],
-                   configuration_summary(best.layout, best.totals, problem.model, problem.system, problem.global_batch,
-                                         o.tokens, o.gpu_hour_cost));
+      continue;
     }
+    spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
+                 plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
+                 plan.n_gpus.back());
+    std::size_t last = tops.size() - 1;
+    while (tops[last].items().empty()) --last;
+    SweepBest b{plan.targets[t].group, plan.n_gpus[last], tops[last].items().front(), plan.targets[t].problem};
+    spdlog::info("{}: best at {} GPUs: {}", b.group, b.n_gpus, best_summary(b, o));
+    bests.push_back(std::move(b));
   }
+  return bests;
 }
 
 }  // namespace
 
-void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level) {
+namespace {
+// A default name is never overwritten without --force (InputError); an explicit -o is, with a
+// warning (on rank 0).
+void check_output_free(const SweepPlan& plan, const SweepOptions& o, int rank) {
+  if (o.resume || !std::filesystem::exists(plan.output)) return;
+  if (o.output.empty() && !o.force) {
+    throw InputError(plan.output + " exists; pass --force to overwrite it, or -o to name another file");
+  }
+  if (rank == 0 && !o.force) spdlog::warn("{} exists and will be overwritten", plan.output);
+}
+}  // namespace
+
+std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -380,15 +406,12 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   SweepRun sweep(plan.targets, plan.n_gpus, static_cast<std::size_t>(o.top_n));
   if (o.dry_run) {
     if (rank == 0) print_dry_run(o, plan, sweep);
-    return;
+    return {};
   }
   const char* what = plan.hardware_sweep ? "points" : "systems";
-  // A default name is never overwritten without --force; an explicit -o is, with a warning.
-  if (!o.resume && std::filesystem::exists(plan.output)) {
-    if (o.output.empty() && !o.force) {
-      throw InputError(plan.output + " exists; pass --force to overwrite it, or -o to name another file");
-    }
-    if (rank == 0 && !o.force) spdlog::warn("{} exists and will be overwritten", plan.output);
+  check_output_free(plan, o, rank);
+  if (rank == 0) {
+    for (const std::string& line : plan.dropped) spdlog::info("{}", line);
   }
 
   // Rank 0 owns the output: its lock, then its journal, both held until the file is published.
@@ -487,7 +510,7 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rank != 0) return;
+  if (rank != 0) return {};
 
   SearchCounters c = sweep.total_counters();
   c.candidates -= resumed.candidates;
@@ -531,10 +554,71 @@ void run_resumable_sweep(const SweepOptions& o, MPI_Comm comm, int thread_level)
   if (plan.hardware_sweep) {
     for (const std::string& line : hw_sweep_summary(plan.sweep, plan.n_gpus, sweep.results())) spdlog::info("{}", line);
     spdlog::info("wrote {} and its ParaView sidecar (.xmf)", plan.output);
+    return {};
+  }
+  std::vector<SweepBest> bests = log_summary(plan, sweep, o);
+  spdlog::info("wrote {}", plan.output);
+  return bests;
+}
+
+std::vector<SweepOptions> options_per_strategy(const SweepOptions& o) {
+  const std::vector<Strategy> strategies = parse_strategies(o.strat);
+  if (strategies.size() == 1) return {o};  // as given (its spelling is part of the journal's fingerprint)
+  std::vector<SweepOptions> out;
+  for (Strategy s : strategies) {
+    SweepOptions one = o;
+    one.strat = strategy_name(s);
+    if (!o.output.empty()) {
+      const std::filesystem::path p(o.output);
+      one.output = (p.parent_path() / (p.stem().string() + "_" + one.strat + p.extension().string())).string();
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+void run_sweeps(const SweepOptions& o, MPI_Comm comm, int thread_level) {
+  const std::vector<SweepOptions> listed = options_per_strategy(o);
+  if (listed.size() == 1) {
+    run_resumable_sweep(listed.front(), comm, thread_level);
     return;
   }
-  log_summary(plan, sweep, o);
-  spdlog::info("wrote {}", plan.output);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // Every strategy's inputs and output checked before the first one runs; a strategy the runtime
+  // does not run is left out (refused when none is left).
+  std::vector<SweepOptions> runs;
+  for (std::size_t k = 0; k < listed.size(); ++k) {
+    try {
+      const SweepPlan plan = plan_sweep(listed[k]);
+      if (!listed[k].dry_run) check_output_free(plan, listed[k], -1);
+    } catch (const StrategyNotRunError& e) {
+      if (runs.empty() && k + 1 == listed.size()) throw;
+      if (rank == 0) spdlog::info("--strat {} dropped: {}", listed[k].strat, e.what());
+      continue;
+    }
+    runs.push_back(listed[k]);
+  }
+  // Per target group, the fastest best over the strategies (ties: the strategy listed first).
+  std::vector<SweepBest> overall;
+  std::vector<std::string> strategies;
+  for (const SweepOptions& one : runs) {
+    strategies.push_back(one.strat);
+    for (SweepBest& b : run_resumable_sweep(one, comm, thread_level)) {
+      auto it = std::find_if(overall.begin(), overall.end(), [&](const SweepBest& x) { return x.group == b.group; });
+      if (it == overall.end()) {
+        overall.push_back(std::move(b));
+      } else if (b.n_gpus > it->n_gpus || (b.n_gpus == it->n_gpus && b.best.throughput > it->best.throughput)) {
+        *it = std::move(b);
+      }
+    }
+  }
+  if (rank != 0 || o.dry_run) return;
+  std::string names;
+  for (const std::string& s : strategies) names += (names.empty() ? "" : ", ") + s;
+  for (const SweepBest& b : overall) {
+    spdlog::info("{}: best of {} at {} GPUs: {}", b.group, names, b.n_gpus, best_summary(b, o));
+  }
 }
 
 }  // namespace perfsweep

@@ -20,7 +20,7 @@ namespace perfsweep {
 struct SweepOptions {
   std::string model = "gpt3_1T";
   std::int64_t seq_len = 0;  // > 0 replaces the model's sequence length
-  std::string strat = "1d";
+  std::string strat = "1d";  // one strategy here; run_sweeps takes a list or "all" (one run each)
   std::string systems_file;  // YAML list of systems (default sweeps/paper.yaml)
   std::string system;        // or one system
   std::string nvs;           // NVLink sizes for `system`
@@ -59,6 +59,15 @@ struct SweepPlan {
   std::string sweep_yaml;
   std::int64_t searches = 0;         // targets x GPU counts
   double estimated_output_bytes = 0;  // of the HDF5 file
+  std::vector<std::string> dropped;  // option values the strategy or runtime cannot run (logged)
+};
+
+// A target's best configuration at the largest GPU count where it has one.
+struct SweepBest {
+  std::string group;  // the target's HDF5 group, e.g. "H100-NVS8"
+  std::int64_t n_gpus = 0;
+  Candidate best;
+  SearchProblem problem;
 };
 
 // Validates the options and builds the targets; InputError on anything out of bounds.
@@ -69,7 +78,17 @@ SweepPlan plan_sweep(const SweepOptions& options);
 // top-n, GPU counts, every system and the content of every calibration.
 std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& options);
 
-// Collective over comm: the whole run. Returns on every rank; only rank 0 writes.
-void run_resumable_sweep(const SweepOptions& options, MPI_Comm comm, int thread_level);
+// Collective over comm: the whole run. Returns on every rank; only rank 0 writes. Rank 0 gets each
+// target's best configuration (targets with none left out), the others nothing.
+std::vector<SweepBest> run_resumable_sweep(const SweepOptions& options, MPI_Comm comm, int thread_level);
+
+// The options of each strategy of --strat (a list, or all): strat one strategy each and, with
+// several, -o's name with the strategy before its extension (run.h5 -> run_1d.h5).
+std::vector<SweepOptions> options_per_strategy(const SweepOptions& options);
+
+// One run_resumable_sweep per strategy of --strat, every plan checked before the first runs
+// (each strategy writes its own file); with several, a closing summary of the best configuration
+// over all of them per target.
+void run_sweeps(const SweepOptions& options, MPI_Comm comm, int thread_level);
 
 }  // namespace perfsweep

@@ -17,7 +17,8 @@ bool same_system_but_capacity(const System& a, const System& b) {
     // Bitwise equality: the sweep sets values, it does not compute them.
     if (std::memcmp(&(a.*f.member), &(b.*f.member), sizeof(double)) != 0) return false;
   }
-  return a.nvlink_size == b.nvlink_size && a.empirical == b.empirical && a.summa_nb == b.summa_nb &&
+  return a.nvlink_size == b.nvlink_size && a.hbm_capacity_exact == b.hbm_capacity_exact && a.empirical == b.empirical &&
+         a.summa_nb == b.summa_nb &&
          a.calibration == b.calibration && a.kernel_calibration == b.kernel_calibration &&
          std::memcmp(a.kernels.data(), b.kernels.data(), sizeof(a.kernels)) == 0;
 }

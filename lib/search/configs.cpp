@@ -95,9 +95,6 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     problem.model = model;
     problem.system = sys;
     problem.global_batch = global_batch;
-    problem.attention = r.attention;
-    problem.exec = ExecutionChoices{{r.exec.recompute}, {r.exec.sequence_parallel}, {r.exec.zero}, {r.exec.interleave},
-                                    {r.exec.params}, {r.exec.ep}, {r.exec.precision}, {r.exec.schedule}};
     splits = tensor_splits(problem, n_gpus);
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
@@ -118,6 +115,28 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   const std::vector<std::int64_t> nbs = summa && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
   const bool search_mbs = r.all_micro_batch_sizes ||
                           (r.mbs.empty() && r.tp1.empty() && r.tp2.empty() && r.pp.empty() && r.dp.empty());
+  // The rows of one layout: its fastest placement, or each placement.
+  auto add_rows = [&](Layout c) {
+    try {
+      if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
+      validate_layout(sys, model, c, global_batch);
+    } catch (const ConfigError& e) {
+      reject(e.what());
+      return;
+    }
+    if (r.all_placements) {
+      const std::size_t before = out.rows.size();
+      for_each_placement(sys, model, c, choice, [&](const Layout& given) {
+        const Layout placed = r.balance_stages ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
+        out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
+      });
+      if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
+    } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, r.balance_stages)) {
+      out.rows.push_back(make_row(c, *ev, global_batch));
+    } else {
+      reject("no NVLink placement of the search matches the given --nv-* values");
+    }
+  };
   for (TensorSplit t : splits) {
     const std::int64_t tp = t.tp1 * t.tp2;
     if (tp < 1 || n_gpus % tp != 0) {
@@ -158,34 +177,19 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       for (std::int64_t mbs : mbss) {
         for (std::int64_t nb : nbs) {
           ++out.combinations;
-          Layout c;
-          c.strategy = strategy;
-          c.dp = dp;
-          c.pp = pp;
-          c.mbs = mbs;
-          c.tensor = t;
-          c.tensor.nb = nb;
-          c.attention = r.attention;
-          c.exec = r.exec;
-          try {
-            if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
-            validate_layout(sys, model, c, global_batch);
-          } catch (const ConfigError& e) {
-            reject(e.what());
-            continue;
-          }
-          if (r.all_placements) {
-            std::size_t before = out.rows.size();
-            for_each_placement(sys, model, c, choice, [&](const Layout& given) {
-              const Layout placed =
-                  r.balance_stages ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
-              out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
-            });
-            if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
-          } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, r.balance_stages)) {
-            out.rows.push_back(make_row(c, *ev, global_batch));
-          } else {
-            reject("no NVLink placement of the search matches the given --nv-* values");
+          for (const AttentionMode& attention : r.attentions) {
+            for (const Execution& exec : r.executions) {
+              Layout c;
+              c.strategy = strategy;
+              c.dp = dp;
+              c.pp = pp;
+              c.mbs = mbs;
+              c.tensor = t;
+              c.tensor.nb = nb;
+              c.attention = attention;
+              c.exec = exec;
+              add_rows(c);
+            }
           }
         }
       }

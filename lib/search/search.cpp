@@ -176,11 +176,16 @@ SearchProblem with_runtime_attention(SearchProblem p) {
 }
 }  // namespace
 
-void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices) {
+void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
+                           std::vector<std::string>* dropped) {
+  const std::string strat = plan_of(strategy).name;
   if (!rt.runs(strategy)) {
-    throw InputError("runtime " + rt.name + " does not run strategy " + std::string(plan_of(strategy).name) +
+    throw StrategyNotRunError("runtime " + rt.name + " does not run strategy " + strat +
                      " (use --runtime reference for the paper's model of it)");
   }
+  auto note = [&](const std::string& line) {
+    if (dropped != nullptr) dropped->push_back(line);
+  };
   std::vector<std::int64_t> zero;
   std::string refused;
   for (std::int64_t z : choices.zero) {
@@ -200,7 +205,15 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
     }
     throw InputError("runtime " + rt.name + " does not run --zero " + refused + " (it runs " + runs + ")");
   }
+  if (!refused.empty()) note("--zero " + refused + " dropped for " + strat + ": runtime " + rt.name + " does not run it");
   choices.zero = zero;
+  if (strategy != Strategy::OneD && std::find(choices.sequence_parallel.begin(), choices.sequence_parallel.end(),
+                                              false) != choices.sequence_parallel.end()) {
+    const std::string why = "sequence parallelism off is modelled for 1d tensor parallelism only";
+    std::erase(choices.sequence_parallel, false);
+    if (choices.sequence_parallel.empty()) throw InputError("--sp off with --strat " + strat + ": " + why);
+    note("--sp off dropped for " + strat + ": " + why);
+  }
   const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
   std::string no_fp8;
   if (rt.fp8.recipe == Fp8Recipe::None) {
@@ -211,8 +224,12 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
     no_fp8 = "system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8");
   }
   if (!no_fp8.empty()) {
+    const std::size_t before = choices.precision.size();
     std::erase_if(choices.precision, [](Precision p) { return p != Precision::Bf16; });
-    if (choices.precision.empty()) throw InputError("--precision fp8: " + no_fp8);
+    if (choices.precision.empty()) {
+      throw InputError("--precision fp8" + (strategy != Strategy::OneD ? " with --strat " + strat : "") + ": " + no_fp8);
+    }
+    if (choices.precision.size() != before) note("--precision fp8 dropped for " + strat + ": " + no_fp8);
   }
 }
 

@@ -3,8 +3,10 @@
 // execute_seqp in execution.py) for one system and GPU count, cut into units by tensor split.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "model/step.hpp"
 #include "search/top_n.hpp"
 
@@ -21,10 +23,20 @@ struct SearchProblem {
   Runtime runtime;        // how the framework executes each configuration (the reference's by default)
 };
 
-// The choices the runtime runs on the system: the strategy, the ZeRO stages of `choices` it has,
-// and fp8 only where the runtime has an fp8_recipe, the strategy is 1d and the system has the
-// recipe's tensor cores; InputError naming what is missing where nothing is left (docs/runtimes.md).
-void check_runtime_choices(const System& system, const Runtime& rt, Strategy strategy, ExecutionChoices& choices);
+// A runtime that does not run the strategy at all: with a list of strategies (--strat all), the
+// tools drop the strategy (and refuse when none is left).
+class StrategyNotRunError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The choices the runtime runs on the system: the strategy (StrategyNotRunError otherwise), the ZeRO stages of `choices` it has,
+// sequence parallelism off only for 1d, and fp8 only where the runtime has an fp8_recipe, the
+// strategy is 1d and the system has the recipe's tensor cores. The others are dropped from the
+// lists, each with a line in `dropped` (for the log) saying which value and why; InputError naming
+// what is missing where an option has nothing left (docs/runtimes.md).
+void check_runtime_choices(const System& system, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
+                           std::vector<std::string>* dropped = nullptr);
 
 // How many candidates each check took out (the reference's "#possible candidates" is
 // `candidates`; memory-infeasible ones are among them).

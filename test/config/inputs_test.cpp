@@ -249,12 +249,29 @@ TEST_F(InputsTest, SystemValuesOutOfRange) {
   const fs::path word = replaced("hbm_bandwidth", "fast");
   EXPECT_EQ(input_error([&] { load_system(word); }),
             word.string() + ": hbm_bandwidth must be a finite number, got fast");
-  for (const char* bad : {"\"1555\"", "1555x", "[1555]", "", ".inf", "nan", "+-5"}) {
+  for (const char* bad : {"\"1555\"", "[1555]", "", ".inf", "nan", "+-5"}) {
     const fs::path p = replaced("hbm_bandwidth", bad);
     EXPECT_NE(input_error([&] { load_system(p); }).find("hbm_bandwidth must be a finite number"), std::string::npos)
         << bad;
   }
   EXPECT_EQ(load_system(replaced("hbm_bandwidth", "+1.5e3")).hbm_bandwidth, 1500.0);
+  // A value with a unit: converted to the key's (GB/s, GB); any other unit names the file, the key
+  // and the value.
+  const fs::path unit = replaced("hbm_bandwidth", "1555x");
+  EXPECT_EQ(input_error([&] { load_system(unit); }),
+            unit.string() + ": hbm_bandwidth: unknown unit 'x' in '1555x' (known: GB/s, Gb/s, TB/s, Tb/s, MB/s, "
+                            "Mb/s, GiB/s; a bare number is GB/s)");
+  EXPECT_EQ(load_system(replaced("hbm_bandwidth", "1.5 TB/s")).hbm_bandwidth, 1500.0);
+  EXPECT_EQ(load_system(replaced("hbm_bandwidth", "400 Gb/s")).hbm_bandwidth, 400.0 / 8);
+  EXPECT_EQ(load_system(replaced("hbm_bandwidth", "2 GiB/s")).hbm_bandwidth, 2 * 1.073741824);
+  // 80 GiB = 80 x 2^30 bytes; a capacity with a unit is exact (a bare one is not)
+  const System gib = load_system(replaced("hbm_capacity", "80 GiB"));
+  EXPECT_EQ(gib.hbm_capacity, 80 * 1.073741824);
+  EXPECT_TRUE(gib.hbm_capacity_exact);
+  EXPECT_FALSE(load_system(replaced("hbm_capacity", "80")).hbm_capacity_exact);
+  const fs::path bits = replaced("hbm_capacity", "640 Gb");
+  EXPECT_NE(input_error([&] { load_system(bits); }).find("hbm_capacity: unknown unit 'Gb' in '640 Gb'"),
+            std::string::npos);
 
   const fs::path nic = system_with(base + "nic_factor: 0\n");
   EXPECT_EQ(input_error([&] { load_system(nic); }), nic.string() + ": nic_factor must be in [0.001, 1000] NICs per GPU, got 0");

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
+#include "io/report.hpp"
 #include "search/configs.hpp"
 #include "search/search.hpp"
 
@@ -117,7 +119,7 @@ TEST(configs, AttentionModeReachesEveryRow) {
   r.pp = {8, 16};
   const ConfigSweep flash = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
   for (const bool recompute : {false, true}) {
-    r.attention = {false, recompute};
+    r.attentions = {AttentionMode{false, recompute}};
     const ConfigSweep unfused = sweep_configs(sys, model, Strategy::OneD, 1024, 4096, r);
     ASSERT_EQ(unfused.rows.size(), flash.rows.size());
     for (std::size_t i = 0; i < unfused.rows.size(); ++i) {
@@ -141,6 +143,60 @@ TEST(configs, SearchMicroBatchSizes) {
   EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoD, vit, {64, 1, 1, 1, 1}, 8), (V{1, 2, 4, 8}));  // tp2 only
   EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoD, vit, {1, 64, 1, 1, 1}, 8), (V{2, 4, 8}));
   EXPECT_EQ(search_micro_batch_sizes(Strategy::TwoDSeqp, vit, {8, 8, 1, 1, 1}, 6), (V{2, 6}));
+}
+
+// Lists of options (configs --recompute none,full --zero 0,1 ...): every combination once, in the
+// search's dimension order (recompute outermost, precision innermost), the stages' blocks kept.
+TEST(configs, ExecutionCombinations) {
+  ExecutionChoices c;
+  c.recompute = {Recompute::None, Recompute::Full};
+  c.zero = {0, 1, 3};
+  c.precision = {Precision::Bf16, Precision::Fp8};
+  Execution base;
+  base.first_stage_blocks = 5;
+  const std::vector<Execution> all = execution_combinations(c, base);
+  ASSERT_EQ(all.size(), 2u * 3u * 2u);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].recompute, c.recompute[i / 6]);
+    EXPECT_EQ(all[i].zero, c.zero[(i / 2) % 3]);
+    EXPECT_EQ(all[i].precision, c.precision[i % 2]);
+    EXPECT_EQ(all[i].first_stage_blocks, 5);
+    for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(all[i] == all[j]);
+  }
+  EXPECT_EQ(execution_combinations(ExecutionChoices{}), std::vector<Execution>{Execution{}});
+}
+
+TEST(configs, StrategyLists) {
+  EXPECT_EQ(parse_strategies("all"), (std::vector<Strategy>{Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}));
+  EXPECT_EQ(parse_strategies("2d-seqp,1d"), (std::vector<Strategy>{Strategy::TwoDSeqp, Strategy::OneD}));
+  EXPECT_EQ(parse_strategies("2d"), std::vector<Strategy>{Strategy::TwoD});
+  for (const char* bad : {"1d,1d", "1d,all", "1d,", "3d", "2d-seq,2d-seqp"}) {
+    EXPECT_THROW(parse_strategies(bad), InputError) << bad;
+  }
+}
+
+// Values a strategy cannot take leave its lists with a line saying so; an option with nothing
+// left, or a strategy the runtime does not run, is refused.
+TEST(configs, ChoicesAStrategyCannotTake) {
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  const Runtime reference = reference_runtime();
+  ExecutionChoices c;
+  c.sequence_parallel = {true, false};
+  std::vector<std::string> dropped;
+  ExecutionChoices one_d = c;
+  check_runtime_choices(sys, reference, Strategy::OneD, one_d, &dropped);
+  EXPECT_EQ(one_d.sequence_parallel, c.sequence_parallel);
+  EXPECT_TRUE(dropped.empty());
+  ExecutionChoices seqp = c;
+  check_runtime_choices(sys, reference, Strategy::TwoDSeqp, seqp, &dropped);
+  EXPECT_EQ(seqp.sequence_parallel, std::vector<bool>{true});
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_NE(dropped.front().find("--sp off dropped for 2d-seqp"), std::string::npos) << dropped.front();
+  ExecutionChoices off;
+  off.sequence_parallel = {false};
+  EXPECT_THROW(check_runtime_choices(sys, reference, Strategy::TwoD, off), InputError);
+  ExecutionChoices any;
+  EXPECT_THROW(check_runtime_choices(sys, load_runtime_named("megatron"), Strategy::TwoD, any), StrategyNotRunError);
 }
 
 }  // namespace
