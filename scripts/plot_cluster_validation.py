@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measured against predicted for the training-run validation sets (`validate megatron|vtrain|
 nanotron` CSVs), one figure per set: the diagonal is exact, the band +-10%; runs used to fit
 (fit = 1) are drawn as open markers. nanotron adds a panel of allocated memory.

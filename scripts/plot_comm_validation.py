@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measured against predicted collective times from `comm validate` (its CSV on stdout).
 
     comm validate --measurements M.csv --calibration C.yaml --nodes 4,16,64,256 > v.csv

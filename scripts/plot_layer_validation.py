@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measured against predicted layer and block times from `validate layers` (its CSV on stdout).
 
     validate layers -m M.json --system SYSTEM.yaml > v.csv

@@ -88,6 +88,14 @@ def main(repo, work, h5, bin_dir):
     if shebang != '#!' + py:
         failures.append(f'console script runs {shebang}, not the venv\'s python')
     summary = run(script, 'summary', h5, capture_output=True).stdout
+    # the plot commands as console scripts of the venv: a figure from the sweep's file
+    plot = os.path.join(venv, 'bin', 'perfsweep-plot-throughput-per-gpu')
+    with open(plot) as f:
+        if f.readline().strip() != '#!' + py:
+            failures.append('perfsweep-plot-throughput-per-gpu does not run the venv\'s python')
+    run(plot, h5, '--out', os.path.join(work, 'throughput'), capture_output=True, cwd=work)
+    if not os.path.getsize(os.path.join(work, 'throughput.png')):
+        failures.append('perfsweep-plot-throughput-per-gpu wrote an empty PNG')
     if not all(name in summary for name in expected_best):
         failures.append(f'summary names not every system:\n{summary}')
     api = json.loads(run(py, '-c', API_PROBE, bin_dir, capture_output=True, cwd=work).stdout)

@@ -1,4 +1,4 @@
-"""Shared pieces of perfsweep's plot commands (scripts/plot_*.py): the Agg backend, the common
+"""Shared pieces of perfsweep's plot commands (perfsweep.plots, scripts/plot_*.py): the Agg backend, the common
 command-line options (--out, --dump-data, --dpi, --title), saving every figure as PNG and PDF,
 the JSON dump of the plotted values, per-system colours and markers, and error reporting.
 
@@ -17,7 +17,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-import perfsweep_h5 as ps  # noqa: E402
+from . import h5 as ps  # noqa: E402
 
 SECONDS_PER_DAY = 86400.0
 
@@ -97,6 +97,11 @@ def dump(path, data):
     with open(path, 'w') as f:
         json.dump(_jsonable(data), f, indent=1)
         f.write('\n')
+
+
+def console_main(name, main):
+    """A console script's entry: main_wrapper's exit code as the process's."""
+    raise SystemExit(main_wrapper(name, main))
 
 
 def main_wrapper(name, main):
