@@ -12,7 +12,6 @@ Every number comes from `estimate`; docs/fp8.md says which are measured and whic
 import json
 import shlex
 import subprocess
-import sys
 
 import numpy as np
 
