@@ -322,7 +322,8 @@ TEST(UnevenStages, SearchInterleavesSlottedStages) {
   SearchProblem p = megatron_search("llama3_405b", 512);
   p.exec.interleave = {1, 2, 4};
   bool slotted = false;
-  for (const Candidate& c : expect_ranked_as_evaluated(p, 1024).items()) {
+  const TopN top = expect_ranked_as_evaluated(p, 1024);  // kept: items() of a temporary dangles
+  for (const Candidate& c : top.items()) {
     const Layout& l = c.layout;
     if (l.exec.interleave == 1 || splits_evenly(p.model, l.pp)) continue;
     slotted = true;
@@ -349,7 +350,8 @@ TEST(Runtime, SearchOverSchedules) {
   p.exec.schedule = {PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1, PipelineSchedule::ZeroBubbleH2,
                      PipelineSchedule::DualPipe};
   std::set<PipelineSchedule> seen;
-  for (const Candidate& c : expect_ranked_as_evaluated(p, 64).items()) {
+  const TopN top = expect_ranked_as_evaluated(p, 64);  // kept: items() of a temporary dangles
+  for (const Candidate& c : top.items()) {
     const Layout& l = c.layout;
     seen.insert(l.exec.schedule);
     if (l.exec.schedule == PipelineSchedule::OneFOneB) continue;
