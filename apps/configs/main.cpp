@@ -22,6 +22,7 @@
 #include "config/runtime_file.hpp"
 #include "config/system_list.hpp"
 #include "core/csv.hpp"
+#include "core/published.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/limits.hpp"
@@ -90,7 +91,10 @@ std::vector<std::int64_t> values(const std::string& text, const std::string& fla
   return parse_gpu_counts(text, flag);
 }
 
-std::string g17(double v) {
+// Every number of the CSV (and so of the table, built from the same rows after it) is checked here
+// before it is printed or written (core/published.hpp).
+std::string g17(double v, const char* column) {
+  check_published(v, column);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
@@ -154,13 +158,21 @@ std::string to_csv(const std::vector<ConfigRow>& rows, std::int64_t n_gpus, cons
     const ConfigRow& r = rows[i];
     const RowTraining& x = training[i];
     out << n_gpus << ',' << strategy_name(r.layout.strategy);
-    for (const Column& c : kIntColumns) out << ',' << c.get(r);
+    for (const Column& c : kIntColumns) {
+      check_published(c.get(r), c.name);
+      out << ',' << c.get(r);
+    }
     for_each_config_key(r.layout, KeyKind::Execution, [&](const char*, std::int64_t v) { out << ',' << v; });
-    out << ',' << attention_column(r.layout.attention) << ',' << g17(r.throughput) << ',' << (r.fits ? 1 : 0);
-    for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member));
-    out << ',' << g17(sys.hbm_capacity) << ',' << g17(x.efficiency.tokens_per_s_per_gpu) << ','
-        << g17(x.efficiency.model_tflops_per_gpu) << ',' << g17(x.efficiency.mfu);
-    if (budget) out << ',' << g17(x.budget.days) << ',' << g17(x.budget.gpu_hours) << ',' << g17(x.budget.cost);
+    out << ',' << attention_column(r.layout.attention) << ',' << g17(r.throughput, "throughput") << ','
+        << (r.fits ? 1 : 0);
+    for (const TotalsField& f : kTotalsFields) out << ',' << g17(r.totals.*(f.member), f.name);
+    out << ',' << g17(sys.hbm_capacity, "hbm_capacity") << ','
+        << g17(x.efficiency.tokens_per_s_per_gpu, "tokens_per_s_per_gpu") << ','
+        << g17(x.efficiency.model_tflops_per_gpu, "model_tflops_per_gpu") << ',' << g17(x.efficiency.mfu, "mfu");
+    if (budget) {
+      out << ',' << g17(x.budget.days, "train_days") << ',' << g17(x.budget.gpu_hours, "gpu_hours") << ','
+          << g17(x.budget.cost, "cost");
+    }
     if (!launch.empty()) out << ',' << csv_field(launch_arguments_text(launch[i]));
     out << '\n';
   }

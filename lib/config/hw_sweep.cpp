@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
+#include <string>
 
 #include "config/inputs.hpp"
 #include "core/error.hpp"
@@ -145,18 +147,24 @@ HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
   const std::string f = file.string();
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with keys base and axes");
+  // yaml-cpp keeps every copy of a key given twice and a lookup finds the first: refused, as in
+  // every other input file (a duplicated axis parameter would reach the output as two datasets).
+  std::set<std::string> seen;
   for (const auto& kv : root) {
     const std::string k = yaml_scalar(kv.first, f + ": a key", "a plain name");
     if (k != "description" && k != "base" && k != "axes") throw InputError(f + ": unknown key '" + k + "'");
+    if (!seen.insert(k).second) throw InputError(f + ": duplicate key '" + k + "'");
   }
   HardwareSweep sw;
   sw.name = file.stem().string();
   if (root["description"]) sw.description = yaml_scalar(root["description"], f + ": description", "a text");
   const YAML::Node base = root["base"];
   if (!base || !base.IsMap()) throw InputError(f + ": missing key 'base' ({system: NAME, nvs: N})");
+  seen.clear();
   for (const auto& kv : base) {
     const std::string k = yaml_scalar(kv.first, f + ": base: a key", "a plain name");
     if (k != "system" && k != "nvs") throw InputError(f + ": base: unknown key '" + k + "'");
+    if (!seen.insert(k).second) throw InputError(f + ": base: duplicate key '" + k + "'");
   }
   if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
   sw.base_system = yaml_scalar(base["system"], f + ": base.system", "a system name or path");
@@ -190,6 +198,9 @@ HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
         for (const SweepParameter& q : other.parameters) {
           if (q.name == p.name) throw InputError(where + ": '" + p.name + "' is swept on two axes");
         }
+      }
+      for (const SweepParameter& q : axis.parameters) {
+        if (q.name == p.name) throw InputError(where + ": duplicate key '" + p.name + "'");
       }
       p.values = parse_values(kv.second, p.name, where + "." + p.name, file.parent_path());
       for (double v : p.values) check_value(p.name, v, where + "." + p.name);

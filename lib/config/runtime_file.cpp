@@ -236,9 +236,9 @@ namespace {
 // The names of a mask's set bits as a YAML flow list: "[1d, 2d]".
 std::string mask_list(std::uint8_t mask, std::span<const std::string_view> names) {
   std::string out = "[";
-  int i = 0;
+  unsigned i = 0;
   for (std::string_view name : names) {
-    if ((mask >> i) & 1u) out += (out.size() > 1 ? ", " : "") + std::string(name);
+    if ((static_cast<unsigned>(mask) >> i) & 1u) out += (out.size() > 1 ? ", " : "") + std::string(name);
     ++i;
   }
   return out + "]";
@@ -288,6 +288,18 @@ std::string default_runtime_name(const std::string& given, const System& system,
 }
 
 Runtime choose_runtime(const std::string& given, const System& system, const Transformer& model) {
+  if (given.empty() && !system.runtime.empty()) {
+    // The name came from the system file: the message says which, since no flag named it.
+    try {
+      return load_runtime_named(system.runtime);
+    } catch (const InputError& e) {
+      std::string message = "system '";
+      message += system.name;
+      message += "', key runtime: ";
+      message += e.what();
+      throw InputError(message);
+    }
+  }
   return load_runtime_named(default_runtime_name(given, system, model));
 }
 

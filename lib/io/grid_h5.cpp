@@ -119,6 +119,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
         h5::Handle space(h5::check(H5Screate_simple(3, dims, nullptr), "create dataspace"), H5Sclose);
         auto grid_3d = [&](const char* name, const std::vector<double>& values, const char* units,
                            const char* description) {
+          h5::check_values(grid.id(), name, values, NanMeans::NothingFits);
           const h5::Handle dcpl = h5::untimed(H5P_DATASET_CREATE);
           h5::Handle d(h5::check(H5Dcreate2(grid.id(), name, H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT, dcpl.id(),
                                             H5P_DEFAULT),
@@ -162,6 +163,7 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
             for (std::size_t k = 0; k < ng; ++k) {
               for (std::size_t p = 0; p < n0 * n1; ++p) slice[p] = values[p * ng + k];
               const std::string name = metric + "_" + std::to_string(meta.n_gpus[k]) + "_gpus";
+              h5::check_values(xdmf.id(), name, slice, NanMeans::NothingFits);
               const h5::Handle dcpl = h5::untimed(H5P_DATASET_CREATE);
               h5::Handle d(h5::check(H5Dcreate2(xdmf.id(), name.c_str(), H5T_NATIVE_DOUBLE, space2.id(), H5P_DEFAULT,
                                                 dcpl.id(), H5P_DEFAULT),

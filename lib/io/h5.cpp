@@ -1,5 +1,6 @@
 #include "io/h5.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -148,8 +149,35 @@ Handle string_type(std::size_t size) {
 Handle scalar_space() { return {check(H5Screate(H5S_SCALAR), "create scalar dataspace"), H5Sclose}; }
 Handle simple_space(hsize_t n) { return {check(H5Screate_simple(1, &n, nullptr), "create dataspace"), H5Sclose}; }
 
+// The path of `name` under `parent` ("/A100-NVS8/top/t"; an attribute's as "/A100-NVS8@nvs"), for
+// messages.
+std::string object_path(hid_t parent, const std::string& name, char separator) {
+  char buf[1024];
+  const ssize_t n = H5Iget_name(parent, buf, sizeof buf);
+  std::string path = n > 0 ? std::string(buf, std::min(static_cast<std::size_t>(n), sizeof buf - 1)) : std::string();
+  if (separator == '/' && (path.empty() || path.back() != '/')) path += '/';
+  if (separator == '@') path += '@';
+  path += name;
+  return path;
+}
+
+template <typename T>
+void check_numbers(hid_t parent, const std::string& name, const T* data, std::size_t n, NanMeans nan, char separator) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (publishable(data[i], nan)) continue;
+    std::string field = object_path(parent, name, separator);
+    if (n > 1) {
+      field += '[';
+      field += std::to_string(i);
+      field += ']';
+    }
+    check_published(data[i], field, nan);
+  }
+}
+
 template <typename T>
 void numeric_attr(hid_t obj, const std::string& name, hid_t type, const T* data, hsize_t n, bool scalar) {
+  check_numbers(obj, name, data, n, NanMeans::Nonsense, '@');
   Handle space = scalar ? scalar_space() : simple_space(n);
   Handle a(check(H5Acreate2(obj, name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT), "create attribute " + name),
            H5Aclose);
@@ -160,6 +188,7 @@ void numeric_attr(hid_t obj, const std::string& name, hid_t type, const T* data,
 template <typename T>
 Handle numeric_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<T>& values,
                        std::string_view units) {
+  check_numbers(parent, name, values.data(), values.size(), NanMeans::Nonsense, '/');
   const hsize_t n = values.size();
   Handle space = simple_space(n);
   // Small datasets (most of a sweep's) live in their object header: one allocation, not two.
@@ -227,6 +256,10 @@ Handle dataset(hid_t parent, const std::string& name, const std::vector<double>&
 Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int64_t>& values,
                std::string_view units) {
   return numeric_dataset(parent, name, H5T_NATIVE_INT64, values, units);
+}
+
+void check_values(hid_t parent, const std::string& name, const std::vector<double>& values, NanMeans nan) {
+  check_numbers(parent, name, values.data(), values.size(), nan, '/');
 }
 
 void text(hid_t parent, const std::string& name, std::string_view value) {

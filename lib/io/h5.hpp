@@ -1,13 +1,17 @@
 #pragma once
 // Thin RAII layer over the HDF5 C API: files, groups, attributes, 1-D datasets and text.
 // Every call is checked: a failure throws H5Error (core/error.hpp) naming the object and the
-// innermost cause HDF5 reported (for a full disk: the write's errno text).
+// innermost cause HDF5 reported (for a full disk: the write's errno text). Every number written
+// as an attribute or dataset is checked before it is written (core/published.hpp): a negative,
+// infinite or NaN one is refused with an InputError naming its path in the file.
 #include <hdf5.h>
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/published.hpp"
 
 namespace perfsweep::h5 {
 
@@ -66,6 +70,10 @@ void attr(hid_t obj, const std::string& name, const std::vector<double>& values)
 Handle dataset(hid_t parent, const std::string& name, const std::vector<double>& values, std::string_view units = {});
 Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int64_t>& values,
                std::string_view units = {});
+// The check every numeric attribute and dataset passes, for callers that write with the C API
+// (grid_h5.cpp's 2-D and 3-D datasets, where NaN marks "nothing fits").
+void check_values(hid_t parent, const std::string& name, const std::vector<double>& values,
+                  NanMeans nan = NanMeans::Nonsense);
 // A scalar variable-length string dataset (echoed input files).
 void text(hid_t parent, const std::string& name, std::string_view value);
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/published.hpp"
+
 namespace perfsweep {
 
 std::string format_double(double v) {
@@ -32,7 +34,19 @@ void JsonWriter::before_value() {
   }
 }
 
+std::string JsonWriter::field() const {
+  std::string path;
+  for (const std::string& k : keys_) {
+    if (k.empty()) continue;
+    path += k;
+    path += '.';
+  }
+  path += key_;
+  return path;
+}
+
 JsonWriter& JsonWriter::begin_object() {
+  keys_.push_back(after_key_ ? key_ : std::string());
   before_value();
   out_ += '{';
   first_.push_back(true);
@@ -42,12 +56,14 @@ JsonWriter& JsonWriter::begin_object() {
 JsonWriter& JsonWriter::end_object() {
   const bool empty = first_.back();
   first_.pop_back();
+  keys_.pop_back();
   if (!empty) newline();
   out_ += '}';
   return *this;
 }
 
 JsonWriter& JsonWriter::begin_array() {
+  keys_.push_back(after_key_ ? key_ : std::string());
   before_value();
   out_ += '[';
   first_.push_back(true);
@@ -57,6 +73,7 @@ JsonWriter& JsonWriter::begin_array() {
 JsonWriter& JsonWriter::end_array() {
   const bool empty = first_.back();
   first_.pop_back();
+  keys_.pop_back();
   if (!empty) newline();
   out_ += ']';
   return *this;
@@ -64,6 +81,7 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   before_value();
+  key_ = k;
   write_string(k);
   out_ += indent_ > 0 ? ": " : ":";
   after_key_ = true;
@@ -71,12 +89,14 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 }
 
 JsonWriter& JsonWriter::value(double v) {
+  if (!publishable(v)) check_published(v, field());
   before_value();
   out_ += format_double(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::int64_t v) {
+  if (!publishable(v)) check_published(v, field());
   before_value();
   out_ += std::to_string(v);
   return *this;

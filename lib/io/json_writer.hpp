@@ -1,6 +1,8 @@
 #pragma once
 // A minimal streaming JSON writer: objects, arrays, strings, integers, and doubles printed with 17
-// significant digits so that they read back bit-identical.
+// significant digits so that they read back bit-identical. Every number is checked as it is
+// written (core/published.hpp): a negative, infinite or NaN one throws an InputError naming its
+// key path ("totals.t"), so no report is printed with one.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,7 +29,11 @@ class JsonWriter {
   void write_string(std::string_view v);
   void newline();
   std::string out_;
+  // The key path of the value being written, for messages.
+  std::string field() const;
   std::vector<bool> first_;  // per open container: nothing written yet
+  std::vector<std::string> keys_;  // per open container: the key it was written under ("" in an array)
+  std::string key_;  // the last key written
   bool after_key_ = false;
   int indent_;
 };

@@ -101,7 +101,8 @@ System at_scale(const System& s, std::int64_t n_gpus);
 
 // The registry of numeric system keys, in the reference's key order: the one list that loading,
 // writing (YAML, HDF5 attributes), hardware-sweep axes and tests go through. A key's range is
-// what a physical system can have; values outside are refused where they are read.
+// what a physical system can have; values outside are refused where they are read. Fractions and
+// sizes the model divides by or scales with are bounded away from zero (and so from denormals).
 struct SystemKey {
   const char* name;
   double System::*member;
@@ -130,18 +131,18 @@ inline constexpr SystemKey kSystemKeys[] = {
     {"hbm_capacity", &System::hbm_capacity, "GB", true, 1e-3, false, 1e9, true, "HBM capacity per GPU"},
     {"nvlink_bandwidth", &System::nvlink_bandwidth, "GB/s", true, 1e-3, false, 1e9, true,
      "NVLink bandwidth per GPU, one direction"},
-    {"nvlink_eff", &System::nvlink_eff, "1", true, 0, true, 1, true, "achievable fraction of nvlink_bandwidth"},
+    {"nvlink_eff", &System::nvlink_eff, "1", true, 1e-6, false, 1, true, "achievable fraction of nvlink_bandwidth"},
     {"nvlink_latency", &System::nvlink_latency, "s", true, 0, false, 1, true, "latency per ring step on NVLink"},
     {"ib_bandwidth", &System::ib_bandwidth, "GB/s", true, 1e-3, false, 1e9, true,
      "bandwidth per NIC on the network between NVLink domains"},
-    {"ib_eff", &System::ib_eff, "1", true, 0, true, 1, true, "achievable fraction of ib_bandwidth"},
+    {"ib_eff", &System::ib_eff, "1", true, 1e-6, false, 1, true, "achievable fraction of ib_bandwidth"},
     {"ib_latency", &System::ib_latency, "s", true, 0, false, 1, true, "latency per ring step across domains"},
     {"nic_factor", &System::nic_factor, "NICs per GPU", false, 1e-3, false, 1e3, true, "NICs per GPU"},
-    {"element_size", &System::element_size, "GB", false, 0, true, 1e-6, false,
+    {"element_size", &System::element_size, "GB", false, 1e-12, false, 1e-6, false,
      "size of one activation or weight element"},
-    {"mask_element_size", &System::mask_element_size, "GB", false, 0, true, 1e-6, false,
+    {"mask_element_size", &System::mask_element_size, "GB", false, 1e-12, false, 1e-6, false,
      "size of one dropout-mask element"},
-    {"flops_units", &System::flops_units, "TFLOP per flop", false, 0, true, 1, false, "TFLOP per counted flop"},
+    {"flops_units", &System::flops_units, "TFLOP per flop", false, 1e-15, false, 1, false, "TFLOP per counted flop"},
 };
 
 // The key named `name`, or null.

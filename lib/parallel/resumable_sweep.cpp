@@ -543,6 +543,8 @@ std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm,
     } else {
       write_sweep_file(plan.output, meta, plan.targets, sweep.results(), plan.system_yaml);
     }
+  } catch (const InputError&) {
+    throw;  // a result refused as nonsensical (core/published.hpp): the inputs' fault, exit 2
   } catch (const std::exception& e) {
     const std::string kept = " (the journal " + journal_path + " keeps the finished " + what +
                              "; rerun with --resume once the cause is fixed)";

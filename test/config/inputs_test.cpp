@@ -237,7 +237,10 @@ TEST_F(InputsTest, SystemValuesOutOfRange) {
   const fs::path zero = replaced("matrix_flops_fp16", "0");
   EXPECT_EQ(input_error([&] { load_system(zero); }), zero.string() + ": matrix_flops_fp16 must be in [0.001, 1e+07] TFLOP/s, got 0");
   const fs::path eff = replaced("ib_eff", "1.5");
-  EXPECT_EQ(input_error([&] { load_system(eff); }), eff.string() + ": ib_eff must be in (0, 1], got 1.5");
+  EXPECT_EQ(input_error([&] { load_system(eff); }), eff.string() + ": ib_eff must be in [1e-06, 1], got 1.5");
+  // A denormal fraction would divide a bandwidth down to nothing: bounded away from zero.
+  const fs::path denormal = replaced("nvlink_eff", "5e-324");
+  EXPECT_EQ(input_error([&] { load_system(denormal); }), denormal.string() + ": nvlink_eff must be in [1e-06, 1], got 5e-324");
   const fs::path lat = replaced("ib_latency", "-1e-6");
   EXPECT_EQ(input_error([&] { load_system(lat); }), lat.string() + ": ib_latency must be in [0, 1] s, got -1e-6");
   // Tiny bandwidths would turn times into inf/NaN: the registry's physical range refuses them.

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from journal_format import fnv1a
+
 CASE, BIN, REPO, WORK = sys.argv[1:5]
 MPIEXEC = sys.argv[5] if len(sys.argv) > 5 else None
 COMPARE = os.path.join(REPO, 'test', 'python', 'compare_h5.py')
@@ -411,13 +413,6 @@ def case_damaged_journal():
     check(r.returncode == 0 and '2 records kept, 1 damaged' in r.stdout + r.stderr,
           'a damaged record in the middle is reported (records kept and dropped)')
     check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
-
-
-def fnv1a(data):
-    h = 14695981039346656037
-    for b in data:
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def alter_middle_record(path):

@@ -116,9 +116,30 @@ system = system_with_sidecar('H100-calibrated.yaml', 'kernels', 'h100_kernels.ya
 expect_exit_2('kernel causal_efficiency 4.9e-324', ['estimate', '--system', system, '--tp', '8'],
               r'denormal\.yaml.*causal_efficiency must be in \[0\.000001, ')
 
+system = mutated('systems/A100.yaml', 'systems/ib_eff_denormal.yaml', 'ib_eff: 0.7', 'ib_eff: 5e-324')
+expect_exit_2('system ib_eff 5e-324', ['sweep', '--system', system, '--model', 'gpt3', '--n-gpus', '64', '-q',
+                                       '-o', path('o3.h5')],
+              r'ib_eff_denormal\.yaml: ib_eff must be in \[1e-06, 1\]')
+
+# A parameter given twice on one axis of a hardware sweep: refused before any work.
+grid = mutated('test/python/data/hw_sweep_zipped_small.yaml', 'twice_on_axis.yaml', '    hbm_capacity: [80, 192, 1000]\n',
+               '    hbm_capacity: [80, 192, 1000]\n    hbm_capacity: [80, 192, 1000]\n')
+expect_exit_2('sweep file, a parameter twice on one axis', ['sweep', '--sweep', grid, '--model', 'gpt3', '-o', path('o4.h5')],
+              r"twice_on_axis\.yaml: axes\[0\]: duplicate key 'hbm_capacity'")
+
 # perfsweep_bench: parse errors and non-positive counts.
 for flag, value in [('--n-min', '0'), ('--repeat', 'abc'), ('--global-batch-size', '-1'), ('--repeat', '0')]:
     expect_exit_2(f'bench {flag} {value}', ['perfsweep_bench', flag, value], re.escape(flag))
+
+# perfsweep_bench on a batch no layout divides: zero candidates, no rate printed as inf or nan.
+r = subprocess.run([os.path.join(BIN, 'perfsweep_bench'), '--systems', 'h100_nvs8', '--n-min', '8192', '--models', 'gpt3',
+                    '--strats', '1d', '--global-batch-size', '7', '-q'], capture_output=True, text=True, env=ENV,
+                   timeout=120)
+ok = r.returncode == 0 and not re.search(r'(?<![a-z])(-?nan|inf)(?![a-z])', r.stdout) and ' 0 ' in r.stdout
+print(('ok    ' if ok else 'FAIL  ') + 'bench with zero candidates prints no inf or nan', flush=True)
+if not ok:
+    print('  stdout: ' + r.stdout + '\n  stderr: ' + r.stderr)
+    failures.append('bench zero candidates')
 
 print(f'{len(failures)} failed' if failures else 'all passed')
 sys.exit(1 if failures else 0)

@@ -29,7 +29,7 @@ class H5Test : public ::testing::Test {
 TEST_F(H5Test, RoundTrip) {
   const std::string path = (dir_ / "round.h5").string();
   const std::vector<double> doubles = {1.5, -0.0, 1e-300, std::numeric_limits<double>::max(), 0.1 + 0.2};
-  const std::vector<std::int64_t> ints = {1, -7, std::numeric_limits<std::int64_t>::max()};
+  const std::vector<std::int64_t> ints = {0, 7, std::numeric_limits<std::int64_t>::max()};
   const std::string long_text(100000, 'y');  // beyond an attribute header's 64 KiB
   {
     h5::Handle file = h5::create_file(path);
@@ -59,6 +59,35 @@ TEST_F(H5Test, RoundTrip) {
   EXPECT_EQ(h5::read_ints(g.id(), "ints"), ints);
   EXPECT_TRUE(h5::read_doubles(g.id(), "empty").empty());
   EXPECT_EQ(h5::read_text(g.id(), "model.yaml"), "name: gpt3\nseq_len: 2048\n");
+}
+
+// A negative, infinite or NaN number is refused before it is written, naming its path in the file;
+// NaN passes only where the caller says it marks "nothing fits".
+TEST_F(H5Test, NonsensicalNumbersAreRefused) {
+  h5::Handle file = h5::create_file((dir_ / "refused.h5").string());
+  h5::Handle g = h5::create_group(file.id(), "A100-NVS4");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto message = [](auto&& write) {
+    try {
+      write();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  EXPECT_EQ(message([&] { h5::dataset(g.id(), "t", std::vector<double>{1.0, -2.0}, "s"); }),
+            "refusing to publish /A100-NVS4/t[1] = -2: negative (an overflow, or an input that cancels what it should "
+            "add to); nothing was written (check the inputs' values)");
+  EXPECT_NE(message([&] { h5::dataset(g.id(), "mem", std::vector<double>{nan}); }).find("/A100-NVS4/mem = nan: not a number"),
+            std::string::npos);
+  EXPECT_NE(message([&] { h5::attr(g.id(), "hbm", std::numeric_limits<double>::infinity()); }).find("/A100-NVS4@hbm = inf: infinite"),
+            std::string::npos);
+  EXPECT_NE(message([&] { h5::dataset(g.id(), "count", std::vector<std::int64_t>{-1}); }).find("/A100-NVS4/count = -1: negative"),
+            std::string::npos);
+  EXPECT_FALSE(h5::exists(g.id(), "t"));
+  EXPECT_EQ(message([&] { h5::check_values(g.id(), "best", {nan, 1.0}, NanMeans::NothingFits); }), "not refused");
+  EXPECT_NE(message([&] { h5::check_values(g.id(), "best", {nan, -1.0}, NanMeans::NothingFits); }).find("best[1] = -1"),
+            std::string::npos);
 }
 
 TEST_F(H5Test, FailuresAreTypedAndNamed) {
