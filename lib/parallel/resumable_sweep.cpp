@@ -139,6 +139,43 @@ std::string schema_text(Strategy strategy) {
 
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
+template <typename T>
+bool among(const std::vector<T>& values, T v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
+}
+
+// Whether a layout is one the search builds for the problem: each searched execution option among
+// the problem's choices, every other option and the attention as the runtime sets them
+// (search.cpp: apply_runtime on a default layout), and the layout valid for the model and system
+// (validate_layout throws otherwise). Costing again cannot see a field the cost does not read (ep
+// of a dense model, an option the runtime fixes), so such fields are checked here.
+bool searchable(const SearchProblem& p, const Layout& l) {
+  const Execution& x = l.exec;
+  const ExecutionChoices& choices = p.exec;
+  if (!among(choices.recompute, x.recompute) || !among(choices.sequence_parallel, x.sequence_parallel) ||
+      !among(choices.zero, x.zero) || !among(choices.interleave, x.interleave) || !among(choices.params, x.params) ||
+      !among(choices.ep, x.ep) || !among(choices.precision, x.precision)) {
+    return false;
+  }
+  Execution expected;
+  AttentionMode attention = p.attention;
+  apply_runtime(p.runtime, expected, attention);
+  expected.recompute = x.recompute;
+  expected.sequence_parallel = x.sequence_parallel;
+  expected.zero = x.zero;
+  expected.interleave = x.interleave;
+  expected.params = x.params;
+  expected.ep = x.ep;
+  expected.precision = x.precision;
+  expected.first_stage_blocks = x.first_stage_blocks;
+  expected.last_stage_blocks = x.last_stage_blocks;
+  if (!(expected == x) || attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) {
+    return false;
+  }
+  validate_layout(p.system, p.model, l, p.global_batch);
+  return true;
+}
+
 // Whether every kept configuration of a journal record comes out of the model as the record says,
 // to the last bit: the configuration it claims is costed again for the target at its GPU count
 // (a few layouts, not a search). The checksum only proves that the bytes are the ones written;
@@ -155,6 +192,7 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
         return false;
       }
       try {
+        if (!searchable(p, l)) return false;
         bool fits = false;
         const Candidate again = searcher.evaluate(n_gpus[k], l, fits);
         if (!fits || !same_bits(again.throughput, c.throughput) || !same_bits(again.mem, c.mem) ||

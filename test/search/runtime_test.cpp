@@ -295,7 +295,9 @@ TEST(UnevenStages, Llama405bOnSixteenStages) {
 TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
   SearchProblem p = megatron_search("llama3_405b", 512);
   bool uneven = false;
-  for (const Candidate& c : expect_ranked_as_evaluated(p, 1024).items()) {
+  // Kept in a variable: a range-for over a returned TopN's items() would read a destroyed object.
+  const TopN top = expect_ranked_as_evaluated(p, 1024);
+  for (const Candidate& c : top.items()) {
     const Layout& l = c.layout;
     if (!splits_evenly(p.model, l.pp)) {
       uneven = true;
@@ -310,7 +312,8 @@ TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
   p.runtime = reference_runtime();
   Searcher reference(p);
   SearchCounters reference_counters;
-  for (const Candidate& c : reference.run_all(1024, reference_counters).items()) {
+  const TopN reference_top = reference.run_all(1024, reference_counters);
+  for (const Candidate& c : reference_top.items()) {
     EXPECT_TRUE(splits_evenly(p.model, c.layout.pp));
   }
 }
