@@ -71,33 +71,28 @@ std::string config_key_names(Strategy strategy, KeyKind kind) {
 }
 
 std::vector<Execution> execution_combinations(const ExecutionChoices& c, const Execution& base) {
-  std::vector<Execution> out;
-  Execution x = base;
-  for (Recompute r : c.recompute) {
-    x.recompute = r;
-    for (bool sp : c.sequence_parallel) {
-      x.sequence_parallel = sp;
-      for (std::int64_t v : c.interleave) {
-        x.interleave = v;
-        for (std::int64_t z : c.zero) {
-          x.zero = z;
-          for (ParamLayout p : c.params) {
-            x.params = p;
-            for (std::int64_t ep : c.ep) {
-              x.ep = ep;
-              for (Precision q : c.precision) {
-                x.precision = q;
-                for (PipelineSchedule schedule : c.schedule) {
-                  x.schedule = schedule;
-                  out.push_back(x);
-                }
-              }
-            }
-          }
-        }
+  std::vector<Execution> out{base};
+  // Each option multiplies the combinations so far by its values: the first one expanded is
+  // the outermost of the order.
+  auto expand = [&out](const auto& values, auto member) {
+    std::vector<Execution> next;
+    next.reserve(out.size() * values.size());
+    for (const Execution& x : out) {
+      for (const auto& v : values) {
+        next.push_back(x);
+        next.back().*member = v;
       }
     }
-  }
+    out = std::move(next);
+  };
+  expand(c.recompute, &Execution::recompute);
+  expand(c.sequence_parallel, &Execution::sequence_parallel);
+  expand(c.interleave, &Execution::interleave);
+  expand(c.zero, &Execution::zero);
+  expand(c.params, &Execution::params);
+  expand(c.ep, &Execution::ep);
+  expand(c.precision, &Execution::precision);
+  expand(c.schedule, &Execution::schedule);
   return out;
 }
 

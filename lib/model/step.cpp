@@ -234,13 +234,14 @@ std::string result_schema() {
 }
 
 double schedule_bubble(PipelineSchedule schedule, I pp, double slot_s, double backward_s, double weight_s) {
+  // each at least 0: the weight gradients fill the idle slots, never more than all of them
   const double p = D(pp - 1);
   switch (schedule) {
     case PipelineSchedule::OneFOneB: return p * slot_s;
-    case PipelineSchedule::ZeroBubbleH1: return p * (slot_s - 2 * weight_s);  // (p - 1)(F + B - W)
+    case PipelineSchedule::ZeroBubbleH1: return p * std::max(0.0, slot_s - 2 * weight_s);  // (p - 1)(F + B - W)
     case PipelineSchedule::ZeroBubbleH2: return p * std::max(0.0, slot_s - 3 * weight_s);
     case PipelineSchedule::DualPipe:  // (p/2 - 1)(F&B + B_full - 3W), F&B = F + B_full = the slot
-      return std::max(0.0, D(pp) / 2 - 1) * (slot_s + backward_s - 3 * weight_s);
+      return std::max(0.0, D(pp) / 2 - 1) * std::max(0.0, slot_s + backward_s - 3 * weight_s);
   }
   return p * slot_s;
 }

@@ -148,7 +148,7 @@ struct StepMemory {
 };
 // The pipeline schedule's bubble (seconds) from a micro-batch's slot on the stage (F + B + W, with
 // its transfers and host floor), its backward (B + W) and weight gradients (W): the formulas of
-// PipelineSchedule (model/block.hpp), interleaving aside (1F1B's (p - 1) slots).
+// PipelineSchedule (model/block.hpp), interleaving aside (1F1B's (p - 1) slots), never below 0.
 double schedule_bubble(PipelineSchedule schedule, std::int64_t pp, double slot_s, double backward_s, double weight_s);
 // The schedule's activations in flight on the first stage relative to 1F1B's pp micro-batches:
 // 1 (1F1B, ZB-H1), (2 pp - 1) / pp (ZB-H2), (pp + 1) / pp (DualPipe).

@@ -139,39 +139,23 @@ std::string schema_text(Strategy strategy) {
 
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
-template <typename T>
-bool among(const std::vector<T>& values, T v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
-}
-
-// Whether a layout is one the search builds for the problem: each searched execution option among
-// the problem's choices, every other option and the attention as the runtime sets them
-// (search.cpp: apply_runtime on a default layout), and the layout valid for the model and system
-// (validate_layout throws otherwise). Costing again cannot see a field the cost does not read (ep
-// of a dense model, an option the runtime fixes), so such fields are checked here.
+// Whether a layout is one the search builds for the problem: its execution one of the
+// combinations of the problem's choices on top of what the runtime sets (search.cpp:
+// apply_runtime on a default layout, then each dimension's value), the attention as the runtime
+// sets it, and the layout valid for the model and system (validate_layout throws otherwise).
+// Costing again cannot see a field the cost does not read (ep of a dense model, an option the
+// runtime fixes), so such fields are checked here. The stages' blocks are the search's partition,
+// which costing again checks.
 bool searchable(const SearchProblem& p, const Layout& l) {
-  const Execution& x = l.exec;
-  const ExecutionChoices& choices = p.exec;
-  if (!among(choices.recompute, x.recompute) || !among(choices.sequence_parallel, x.sequence_parallel) ||
-      !among(choices.zero, x.zero) || !among(choices.interleave, x.interleave) || !among(choices.params, x.params) ||
-      !among(choices.ep, x.ep) || !among(choices.precision, x.precision)) {
-    return false;
-  }
-  Execution expected;
+  Execution base;
   AttentionMode attention = p.attention;
-  apply_runtime(p.runtime, expected, attention);
-  expected.recompute = x.recompute;
-  expected.sequence_parallel = x.sequence_parallel;
-  expected.zero = x.zero;
-  expected.interleave = x.interleave;
-  expected.params = x.params;
-  expected.ep = x.ep;
-  expected.precision = x.precision;
-  expected.first_stage_blocks = x.first_stage_blocks;
-  expected.last_stage_blocks = x.last_stage_blocks;
-  if (!(expected == x) || attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) {
-    return false;
-  }
+  apply_runtime(p.runtime, base, attention);
+  if (attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) return false;
+  Execution x = l.exec;
+  x.first_stage_blocks = 0;
+  x.last_stage_blocks = 0;
+  const std::vector<Execution> built = execution_combinations(p.exec, base);
+  if (std::find(built.begin(), built.end(), x) == built.end()) return false;
   validate_layout(p.system, p.model, l, p.global_batch);
   return true;
 }

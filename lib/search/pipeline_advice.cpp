@@ -19,10 +19,8 @@ std::vector<PipelineAlternative> pipeline_alternatives(const System& system, con
   }
   auto try_layout = [&](Layout c, std::string flags) {
     try {
-      validate_layout(system, model, c, global_batch);
-      Evaluation ev = evaluate(system, model, runtime, c, global_batch);
-      const double limit_gb = runtime.is_reference() ? system.hbm_capacity : ev.totals.mem_limit;
-      out.push_back({std::move(flags), std::move(c), std::move(ev), limit_gb});
+      Evaluation ev = evaluate(system, model, runtime, c, global_batch);  // validate_layout's ConfigError
+      out.push_back({std::move(flags), std::move(c), std::move(ev)});
     } catch (const ConfigError&) {
       // the option does not apply to this layout (chunks, micro-batches, stage count)
     }
@@ -64,7 +62,7 @@ std::string pipeline_alternatives_text(const Evaluation& base, const std::vector
     std::snprintf(line, sizeof line,
                   "  %-20s bubble %5.1f%%, %8.4g tokens/s per GPU, MFU %4.1f%%, memory %.4g of %.4g GB (%s)\n",
                   a.flags.c_str(), 100 * ev.totals.bubble_frac, ev.efficiency.tokens_per_s_per_gpu,
-                  100 * ev.efficiency.mfu, ev.totals.mem, a.limit_gb, ev.fits ? "fits" : "does not fit");
+                  100 * ev.efficiency.mfu, ev.totals.mem, ev.totals.mem_limit, ev.fits ? "fits" : "does not fit");
     out += line;
   }
   return out;

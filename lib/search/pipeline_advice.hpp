@@ -15,8 +15,7 @@ namespace perfsweep {
 struct PipelineAlternative {
   std::string flags;  // what changes: "--interleave 4", "--schedule zb-h1"
   Layout layout;
-  Evaluation ev;
-  double limit_gb = 0;  // the memory it is checked against (the runtime's, or hbm_capacity)
+  Evaluation ev;  // ev.fits: within ev.totals.mem_limit
 };
 
 // Where the layout runs plain 1F1B (no interleaving) and its bubble takes at least

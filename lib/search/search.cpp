@@ -174,6 +174,23 @@ SearchProblem with_runtime_attention(SearchProblem p) {
   apply_runtime(p.runtime, unused, p.attention);
   return p;
 }
+
+// The candidate's step from its costed block (and end layers): an uneven pipeline's stages
+// balanced (`even` false), the step composed, its throughput, memory and totals set. The
+// search's leaf and Searcher::evaluate both go through it, so a kept candidate re-evaluates to
+// the last bit.
+void compose_candidate(const System& sys, const SearchProblem& p, bool even, const BlockSummary& block,
+                       const StageEndSums& ends, Candidate& cand) {
+  Layout& c = cand.layout;
+  if (!even) [[unlikely]] {
+    const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, block, ends);
+    c.exec.first_stage_blocks = stages.first;
+    c.exec.last_stage_blocks = stages.last;
+  }
+  cand.totals = compose_step(sys, p.model, p.runtime, c, block, p.global_batch, ends).totals;
+  cand.throughput = static_cast<double>(p.global_batch) / cand.totals.t;
+  cand.mem = cand.totals.mem;
+}
 }  // namespace
 
 void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
@@ -259,18 +276,8 @@ Candidate Searcher::evaluate(std::int64_t n, const Layout& layout, bool& fits) {
   cand.layout = layout;
   Layout& c = cand.layout;
   const BlockSummary block = cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_);
-  const StageEndSums ends = stage_end_sums(sys, p.model, c);
-  if (!splits_evenly(p.model, c.pp)) {
-    const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, block, ends);
-    c.exec.first_stage_blocks = stages.first;
-    c.exec.last_stage_blocks = stages.last;
-  }
-  const Totals totals = compose_step(sys, p.model, p.runtime, c, block, p.global_batch, ends).totals;
-  cand.throughput = static_cast<double>(p.global_batch) / totals.t;
-  cand.mem = totals.mem;
-  cand.totals = totals;
-  const double limit = p.runtime.is_reference() ? sys.hbm_capacity : memory_limit_gb(sys, p.runtime);
-  fits = !(totals.mem > limit);
+  compose_candidate(sys, p, splits_evenly(p.model, c.pp), block, stage_end_sums(sys, p.model, c), cand);
+  fits = !(cand.mem > memory_limit_gb(sys, p.runtime));  // the capacity itself under the reference
   return cand;
 }
 
@@ -310,7 +317,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   for (std::size_t i = 0; i < capacities.size(); ++i) {
     System at_capacity = sys;
     at_capacity.hbm_capacity = capacities[i];
-    limits[i] = reference ? capacities[i] : memory_limit_gb(at_capacity, p.runtime);
+    limits[i] = memory_limit_gb(at_capacity, p.runtime);  // the capacity itself under the reference
   }
   const double largest_capacity = *std::max_element(limits.begin(), limits.end());
   // A configuration that fits a capacity fits every larger one, and one that a full top-N at some
@@ -393,18 +400,10 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
       ++shared.module_evaluations;
       return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};
     });
-    if (!splits_evenly_now()) [[unlikely]] {
-      const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, costed.block, costed.ends);
-      c.exec.first_stage_blocks = stages.first;
-      c.exec.last_stage_blocks = stages.last;
-    }
-    const Totals totals = compose_step(sys, p.model, p.runtime, c, costed.block, p.global_batch, costed.ends).totals;
-    cand.throughput = static_cast<double>(p.global_batch) / totals.t;
-    cand.mem = totals.mem;
-    cand.totals = totals;
+    compose_candidate(sys, p, splits_evenly_now(), costed.block, costed.ends, cand);
     for (SearchCounters& k : counters) ++k.candidates;
     for (const std::size_t i : by_capacity) {
-      if (totals.mem > limits[i]) {
+      if (cand.mem > limits[i]) {
         ++counters[i].infeasible_memory;
         continue;
       }

@@ -453,6 +453,26 @@ def case_altered_journal():
     check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
 
 
+# A search over a list of every searched execution option under a runtime (recompute, ZeRO,
+# interleaving, schedules, precision), whose records hold configurations of each.
+EVERY_OPTION = ['--model', 'llama3_8b', '--strat', '1d', '--system', 'H100', '--nvs', '4,8', '--n-gpus', '16:64',
+                '--global-batch-size', '256', '--runtime', 'megatron', '--recompute', 'none,full', '--zero', '0,1',
+                '--interleave', '1,2', '--schedule', '1f1b,zb-h1,dualpipe', '--precision', 'bf16,fp8',
+                '--top-n', '3', '-q']
+
+
+def case_resume_every_option():
+    fresh()
+    ref = reference(EVERY_OPTION)
+    out = os.path.join(WORK, 'out.h5')
+    r = run([tool('sweep'), *EVERY_OPTION, '-o', out], limit=30000)
+    assert r.returncode == 1 and os.path.exists(out + '.journal'), 'the run was not stopped at its final write'
+    r = run([tool('sweep'), *EVERY_OPTION, '-o', out, '--resume'])
+    check(r.returncode == 0 and 'did not re-evaluate' not in r.stdout + r.stderr,
+          'every intact record of a search over every option list is resumed, none recomputed')
+    check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
+
+
 def case_journal_kept():
     fresh()
     ref = reference(PLAIN)

@@ -45,8 +45,11 @@ TEST(Schedules, BubbleByHand) {
     EXPECT_EQ(t.t_bubble, bubble) << name;
     EXPECT_EQ(t.t, 96 + bubble) << name;
   }
-  // W larger than a third of the slot: ZB-H2's bubble stays at 0, not negative
+  // W larger than a third of the slot: ZB-H2's bubble stays at 0, not negative; likewise ZB-H1's
+  // with W above half the slot (F + B < W) and DualPipe's with 3W above F + 2 B_full
   EXPECT_EQ(schedule_bubble(PipelineSchedule::ZeroBubbleH2, 4, 12, 10, 5), 0.0);
+  EXPECT_EQ(schedule_bubble(PipelineSchedule::ZeroBubbleH1, 4, 12, 10, 7), 0.0);
+  EXPECT_EQ(schedule_bubble(PipelineSchedule::DualPipe, 8, 12, 11, 11), 0.0);
   // DualPipe on 2 stages: p/2 - 1 = 0
   EXPECT_EQ(schedule_bubble(PipelineSchedule::DualPipe, 2, 12, 8, 4), 0.0);
 }
