@@ -44,7 +44,9 @@ std::vector<PipelineAlternative> pipeline_alternatives(const System& system, con
     c.exec.schedule = s;
     try_layout(c, std::string("--schedule ") + kScheduleNames[static_cast<std::size_t>(s)]);
   }
+  // as configs ranks its rows: those that fit first, fastest first within each
   std::stable_sort(out.begin(), out.end(), [](const PipelineAlternative& a, const PipelineAlternative& b) {
+    if (a.ev.fits != b.ev.fits) return a.ev.fits;
     return a.ev.throughput > b.ev.throughput;
   });
   if (out.size() > limit) out.resize(limit);

@@ -21,7 +21,8 @@ struct PipelineAlternative {
 // Where the layout runs plain 1F1B (no interleaving) and its bubble takes at least
 // `min_bubble_frac` of the step: the layout interleaved (each V from 2 to 16 that validate_layout
 // accepts: chunks that cut every stage, the micro-batches a multiple of pp) and under each other
-// schedule it can run, evaluated under the runtime, fastest first, at most `limit` of them.
+// schedule it can run, evaluated under the runtime, those that fit first and fastest first within
+// each (as configs ranks), at most `limit` of them.
 // Empty otherwise.
 std::vector<PipelineAlternative> pipeline_alternatives(const System& system, const Transformer& model,
                                                        const Runtime& runtime, const Layout& layout,
