@@ -6,7 +6,10 @@
 //       --out FILE.yaml
 //       a kernel calibration for a system file's `kernels:` key;
 //   validate kernels --measurements FILE --system NAME|PATH [--only IDS | --except IDS]
+//       [--call-overhead-from IDS]
 //       the training step's kernels (h100_kernels.json format), CSV and summary as `layers`;
+//       --call-overhead-from fits the measuring host's isolated-call overhead to those entries
+//       first (calib::fit_call_overhead);
 //   validate train --measurements FILE --system NAME|PATH [--only IDS | --except IDS] [--inputs DIR]
 //       whole training steps (h100_train.json format): CSV on stdout, summary on stderr;
 //   validate megatron|vtrain|nanotron --measurements FILE [--system NAME|PATH]
@@ -20,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -126,6 +130,11 @@ int main(int argc, char** argv) {
   add_selected_command(kernels_cmd,
                        app.add_subcommand("kernels", "predict the training step's kernels; CSV on stdout, summary on stderr"),
                        "kernel measurements (h100_kernels.json format)", "kernel ids");
+  std::string overhead_from;
+  kernels_cmd.cmd->add_option("--call-overhead-from", overhead_from,
+                              "kernel ids to fit the measuring host's isolated-call overhead to (per pass, every kernel "
+                              "parameter kept) before predicting: measurements taken on another machine than the "
+                              "calibration's");
   add_selected_command(train, app.add_subcommand("train", "predict whole training steps; CSV on stdout, summary on stderr"),
                        "training steps (h100_train.json format)", "run ids");
   std::string train_inputs_dir;
@@ -239,7 +248,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (kernels_cmd.cmd->parsed()) {
-      const System system = load_system_named(kernels_cmd.system);
+      System system = load_system_named(kernels_cmd.system);
+      if (!overhead_from.empty()) {
+        const auto fit_part =
+            calib::select_by_id(calib::read_kernel_measurements(kernels_cmd.measured), overhead_from, true);
+        const std::array<double, 2> overhead = calib::fit_call_overhead(system, fit_part);  // InputError without `kernels:`
+        kernels::Calibration cal = *system.kernel_calibration;
+        cal.isolated_call_s = overhead;
+        spdlog::info("isolated-call overhead fitted to {} entries: forward {:.2f} us, backward {:.2f} us", fit_part.size(),
+                     cal.isolated_call_s[0] * 1e6, cal.isolated_call_s[1] * 1e6);
+        system.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
+      }
       const auto rows =
           calib::validate_kernels(system, kernels_cmd.read<calib::KernelMeasurement>(calib::read_kernel_measurements));
       std::cout << calib::validation_csv(rows);

@@ -116,6 +116,33 @@ std::vector<ValidationRow> validate_kernels(const System& s, const std::vector<K
   return rows;
 }
 
+std::array<double, 2> fit_call_overhead(const System& system, const std::vector<KernelMeasurement>& kernels) {
+  if (system.kernel_calibration == nullptr) {
+    throw InputError("system " + system.name + ": fitting a call overhead needs a kernel calibration (`kernels:`)");
+  }
+  // Predictions without the overhead: t = t0 + overhead for every kernel and pass.
+  kernels::Calibration bare = *system.kernel_calibration;
+  const std::array<double, 2> shipped = bare.isolated_call_s;
+  bare.isolated_call_s = {0, 0};
+  System s = system;
+  s.kernel_calibration = std::make_shared<const kernels::Calibration>(bare);
+  std::array<double, 2> sw{}, swr{};
+  for (const KernelMeasurement& k : kernels) {
+    if (!modelled_kernel(k)) continue;
+    const std::array<double, 2> t0 = predict_kernel(s, k);
+    for (std::size_t p = 0; p < measured_passes(k); ++p) {
+      const double w2 = std::pow(k.t[p], -2 * kWeightExponent);
+      sw[p] += w2;
+      swr[p] += w2 * (k.t[p] - t0[p]);
+    }
+  }
+  std::array<double, 2> out = shipped;
+  for (std::size_t p = 0; p < 2; ++p) {
+    if (sw[p] > 0) out[p] = std::max(0.0, swr[p] / sw[p]);
+  }
+  return out;
+}
+
 void fit_step_kernels(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels) {
   System s = system;
   for (std::size_t p = 0; p < 2; ++p) {

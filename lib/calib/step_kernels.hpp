@@ -19,6 +19,13 @@ std::array<double, 2> predict_kernel(const System& system, const KernelMeasureme
 // One row per modelled kernel and pass (`layer` = its kind).
 std::vector<ValidationRow> validate_kernels(const System& system, const std::vector<KernelMeasurement>& kernels);
 
+// The isolated-call overhead (Calibration::isolated_call_s) of the host that measured `kernels`,
+// per pass, fitted to them with every kernel parameter kept: a kernel timed alone between two
+// CUDA events includes the host's dispatch of its call, which depends on the measuring machine's
+// CPU and software, not on the GPU. Weighted least squares with fit_line's weights, at least 0.
+// A pass without measurements keeps the system's calibration value. Needs a kernel calibration.
+std::array<double, 2> fit_call_overhead(const System& system, const std::vector<KernelMeasurement>& kernels);
+
 // Fits, into `cal` (whose GEMM, attention and isolated_call_s come from the layer measurements),
 // the stream kinds rmsnorm, gated_activation, embedding, cross_entropy (the lm_head_loss time
 // less its GEMM), optimizer and cast, each pass with fit_line (launch 0 when the measured sizes

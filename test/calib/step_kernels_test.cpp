@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "calib/step_kernels.hpp"
+#include "core/error.hpp"
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
 
@@ -141,6 +142,40 @@ TEST(StepKernelFit, StaysPhysicalWhenTheDataAreFasterThanThePeaks) {
     }
   }
   for (std::size_t p = 0; p < 2; ++p) EXPECT_LE(got.attention[p].causal_efficiency, 1.0);
+}
+
+}  // namespace
+}  // namespace perfsweep::calib
+
+namespace perfsweep::calib {
+namespace {
+
+// Measurements the model made with another host's isolated-call overhead (31 and 108 us) give
+// back that overhead, whatever the calibration's own; the fit never goes below 0, and a system
+// without a kernel calibration is refused by name.
+TEST(CallOverheadFit, RecoversTheMeasuringHostsOverhead) {
+  kernels::Calibration other_host = known();
+  other_host.isolated_call_s = {31e-6, 108e-6};
+  System s = h100();
+  s.kernel_calibration = std::make_shared<const kernels::Calibration>(known());
+  const std::array<double, 2> got = fit_call_overhead(s, synthetic(other_host));
+  EXPECT_NEAR(got[0], 31e-6, 1e-12);
+  EXPECT_NEAR(got[1], 108e-6, 1e-12);
+
+  // Kernels faster than the model with no overhead at all: 0, not negative.
+  kernels::Calibration none = known();
+  none.isolated_call_s = {0, 0};
+  const std::array<double, 2> floor = fit_call_overhead(s, synthetic(none, 0.5));
+  EXPECT_EQ(floor[0], 0.0);
+  EXPECT_EQ(floor[1], 0.0);
+
+  const System bare = h100();
+  try {
+    fit_call_overhead(bare, synthetic(known()));
+    ADD_FAILURE() << "no calibration accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel calibration"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
