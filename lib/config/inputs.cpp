@@ -279,6 +279,66 @@ std::shared_ptr<const NetworkScaling> load_network_scaling(const Mapping& m, con
   return net;
 }
 
+// network_tiers: [{name: TEXT, domains: N, latency: S, oversubscription: X}, ...], innermost
+// first; every tier but the outermost names the NVLink domains one unit joins, each a multiple of
+// the one below (units nest); the outermost joins all and gives no domains.
+std::shared_ptr<const std::vector<NetworkTier>> load_network_tiers(const Mapping& m, const YAML::Node& n,
+                                                                  double ib_latency) {
+  const std::string at = m.file() + ": network_tiers";
+  if (!n.IsSequence() || n.size() == 0) {
+    throw InputError(at + ": expected a list of tiers ({name, domains, latency, oversubscription}), innermost first");
+  }
+  auto tiers = std::make_shared<std::vector<NetworkTier>>();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node t = n[i];
+    const bool outermost = i + 1 == n.size();
+    if (!t.IsMap()) throw InputError(at + ": tier " + std::to_string(i + 1) + ": expected a mapping, got " + Mapping::shown(t));
+    NetworkTier tier;
+    tier.latency = ib_latency;
+    std::string key = "network_tiers[" + std::to_string(i + 1) + "]";
+    for (const auto& kv : t) {
+      const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      if (k != "name" && k != "domains" && k != "latency" && k != "oversubscription") {
+        throw InputError(m.file() + ": " + key + ": unknown key '" + k +
+                         "' (known: name, domains, latency, oversubscription)");
+      }
+    }
+    const YAML::Node name = t["name"];
+    if (!name) throw InputError(m.file() + ": " + key + ": missing key 'name'");
+    tier.name = m.text(key + ".name", name);
+    key = "network_tiers[" + tier.name + "]";
+    const std::string where = m.file() + ": " + key;
+    if (const YAML::Node v = t["domains"]) {
+      if (outermost) {
+        throw InputError(where + ".domains: the outermost tier joins every NVLink domain and gives no domains, got " +
+                         Mapping::shown(v));
+      }
+      tier.domains = m.positive_integer(key + ".domains", v);
+      const std::int64_t below = tiers->empty() ? 1 : tiers->back().domains;
+      if (tier.domains <= below || tier.domains % below != 0) {
+        throw InputError(where + ".domains: must be a multiple of the tier below's " + std::to_string(below) +
+                         " domains and larger, got " + Mapping::shown(v));
+      }
+    } else if (!outermost) {
+      throw InputError(where + ": missing key 'domains' (NVLink domains one unit of the tier joins)");
+    }
+    if (const YAML::Node v = t["latency"]) {
+      tier.latency = m.number(key + ".latency", v);
+      if (!(tier.latency >= 0 && tier.latency <= 1)) {
+        throw InputError(where + ".latency: must be in [0, 1] s, got " + Mapping::shown(v));
+      }
+    }
+    if (const YAML::Node v = t["oversubscription"]) {
+      tier.oversubscription = m.number(key + ".oversubscription", v);
+      if (!(tier.oversubscription >= 1 && tier.oversubscription <= 1e3)) {
+        throw InputError(where + ".oversubscription: must be in [1, 1000], got " + Mapping::shown(v));
+      }
+    }
+    tiers->push_back(tier);
+  }
+  return tiers;
+}
+
 }  // namespace
 
 System load_system(const fs::path& file) {
@@ -288,7 +348,7 @@ System load_system(const fs::path& file) {
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
       "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
       "kernels",        "runtime",           "network_scaling",   "matrix_flops_fp8",  "matrix_flops_mxfp8",
-      "matrix_flops_fp4"};
+      "matrix_flops_fp4", "network_tiers"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -327,6 +387,7 @@ System load_system(const fs::path& file) {
   }
   if (auto n = m.find("runtime")) s.runtime = m.text("runtime", *n);
   if (auto n = m.find("network_scaling")) s.network_scaling = load_network_scaling(m, *n);
+  if (auto n = m.find("network_tiers")) s.network_tiers = load_network_tiers(m, *n, s.ib_latency);
   return s;
 }
 
@@ -543,6 +604,14 @@ std::string system_to_yaml(const System& system) {
     }
     out += "network_scaling:\n  nodes: [" + nodes + "]\n  allreduce_bus_GBps: [" + bus + "]\n  source: " +
            yaml_quoted(net->source) + "\n";
+  }
+  if (system.network_tiers != nullptr) {
+    out += "network_tiers:  # innermost first (docs/network.md)\n";
+    for (const NetworkTier& t : *system.network_tiers) {
+      out += "  - {name: " + yaml_quoted(t.name);
+      if (t.domains > 0) out += ", domains: " + std::to_string(t.domains);
+      out += ", latency: " + yaml_double(t.latency) + ", oversubscription: " + yaml_double(t.oversubscription) + "}\n";
+    }
   }
   return out;
 }

@@ -72,8 +72,10 @@ LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transf
                     const char* strategy) {
   switch (y.role) {
     case Role::Router: return linear(s, y.name, 1, tokens, y.in, y.out, {1, 1, 1, 1});
-    case Role::Dispatch: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep);
-    case Role::Combine: return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out / t.tp1, t.ep, t.nv_ep);
+    case Role::Dispatch:
+      return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep, tensor_domains(t));
+    case Role::Combine:
+      return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out / t.tp1, t.ep, t.nv_ep, tensor_domains(t));
     default: break;
   }
   unsupported(y, strategy);

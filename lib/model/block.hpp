@@ -217,6 +217,11 @@ struct TensorSplit {
   std::int64_t ep = 1, nv_ep = 1;
 };
 
+// NVLink domains one tensor-parallel group spans: in the rank order (tensor innermost, then data,
+// then pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in domains between consecutive
+// domains of a data-parallel (or expert-parallel) group.
+inline std::int64_t tensor_domains(const TensorSplit& t) { return (t.tp1 / t.nv1) * (t.tp2 / t.nv2); }
+
 // Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding
 // rules: 1d (Megatron tensor parallelism over tp1), 2d (SUMMA GEMMs on a tp1 x tp2 grid with
 // context-parallel attention; execute_2d), 2d-seqp (1d weights over tp1, sequence over tp2;

@@ -53,7 +53,8 @@ double time_collectives(const System& s, const CommSet& set, double volume_divis
     for (std::uint8_t i = 0; i < set.count; ++i) {
       const Collective& c = set.items[i];
       t += collective_time(s, s.calibration.get(), c.type,
-                           volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor, c.group, c.fast_domain)
+                           volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor, c.group, c.fast_domain,
+                           c.stride)
                .seconds;
     }
     return t;
@@ -61,7 +62,7 @@ double time_collectives(const System& s, const CommSet& set, double volume_divis
   for (std::uint8_t i = 0; i < set.count; ++i) {
     const Collective& c = set.items[i];
     t += analytical_collective_seconds(s, c.type, volume_divisor == 1.0 ? c.volume_gb : c.volume_gb / volume_divisor,
-                                       c.group, c.fast_domain);
+                                       c.group, c.fast_domain, c.stride);
   }
   return t;
 }
@@ -75,7 +76,7 @@ std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, cons
     const Collective& c = set.items[i];
     const CollectiveTime t = collective_time(s, s.calibration.get(), c.type,
                                              divisor == 1.0 ? c.volume_gb : c.volume_gb / divisor, c.group,
-                                             c.fast_domain);
+                                             c.fast_domain, c.stride);
     if (t.model == CommModel::Calibrated) ++n;
   }
   return n;
@@ -635,7 +636,7 @@ LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local,
   return c;
 }
 
-LayerCost all_to_all(const System& s, const char* name, I elements, I group, I fast) {
+LayerCost all_to_all(const System& s, const char* name, I elements, I group, I fast, I stride) {
   const Units u(s);
   LayerCost c;
   c.name = name;
@@ -643,7 +644,7 @@ LayerCost all_to_all(const System& s, const char* name, I elements, I group, I f
   const double volume = D(elements) * u.elem;
   c.mem_fwd = 2 * volume;
   c.mem_bwd = 2 * volume;
-  c.comm_fwd = one(coll(group > 1 ? volume : 0.0, CommType::AllToAll, group, fast));
+  c.comm_fwd = one({group > 1 ? volume : 0.0, CommType::AllToAll, group, fast, stride});
   c.comm_bwd = c.comm_fwd;  // the gradients travel back the same way
   return c;
 }

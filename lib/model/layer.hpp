@@ -12,13 +12,14 @@
 
 namespace perfsweep {
 
-// One collective issued by a layer: volume, kind, group size, and how many of the group's GPUs
-// share an NVLink domain.
+// One collective issued by a layer: volume, kind, group size, how many of the group's GPUs
+// share an NVLink domain, and how many domains apart the group's domains sit (network tiers).
 struct Collective {
   double volume_gb = 0;
   CommType type = CommType::None;
   std::int64_t group = 0;
   std::int64_t fast_domain = 0;
+  std::int64_t stride = 1;
 };
 
 // The collectives of one pass. Most layers issue one (printed as a scalar); SUMMA and
@@ -175,7 +176,8 @@ LayerCost embedding(const System& s, const char* name, std::int64_t tokens, std:
 // Mixture-of-experts token exchange (dispatch to the experts, combine back): an all-to-all of
 // `elements` elements per GPU over `group` GPUs (`fast` in the NVLink domain), forward and backward
 // (the gradients return the same way); the permutation reads and writes them once.
-LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, std::int64_t group, std::int64_t fast);
+LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, std::int64_t group, std::int64_t fast,
+                     std::int64_t stride = 1);
 // `experts` identical layers run back to back (the experts of one GPU, a grouped GEMM): every
 // count times `experts`.
 LayerCost repeated(LayerCost cost, std::int64_t experts);

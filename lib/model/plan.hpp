@@ -66,6 +66,18 @@ inline std::int64_t dp_group_fast(const StrategyPlan& p, const Layout& c) {
 inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layout& c) {
   return p.tp2_replicates_weights ? c.tensor.tp2 : 1;
 }
+// Where an axis's groups sit across NVLink domains (network tiers), in the rank order tensor
+// innermost, then data, then pipeline (Megatron-Core's tp-cp-ep-dp-pp): the distance in domains
+// between consecutive domains of a data-parallel group (the tensor group's domains; 2d-seqp's
+// tp2, part of that group, counted with it) and of a pipeline group (a stage's domains).
+inline std::int64_t data_domain_stride(const StrategyPlan& p, const Layout& c) {
+  const std::int64_t tp1 = c.tensor.tp1 / c.tensor.nv1;
+  return p.tp2_replicates_weights ? tp1 : tp1 * (c.tensor.tp2 / c.tensor.nv2);
+}
+inline std::int64_t pipeline_domain_stride(const Layout& c) {
+  const std::int64_t stage = c.dp * c.tensor.tp1 * c.tensor.tp2, in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2;
+  return std::max<std::int64_t>(1, stage / in_domain);
+}
 // The expert-data-parallel group (Megatron-Core): the GPUs holding replicas of the same experts,
 // which reduce their gradients and share their optimizer states: the data-parallel group over ep.
 // Expert-parallel ranks are consecutive data-parallel ranks, so a group's members sit ep ranks

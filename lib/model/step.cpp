@@ -129,9 +129,9 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
   // With an expert-data-parallel group, the routed experts' weights move over it, the rest over dp.
   const double experts = traffic.expert_group > 0 ? block.expert_weights_gb : 0;
   LayerResult r = comm_row("dp_comms", weights, CommType::AllGather, CommType::ReduceScatter, group, fast_domain);
-  auto collective = [&](CommType type, double volume, I n, I fast, std::uint8_t& calibrated) {
-    if (s.calibration == nullptr) [[likely]] return analytical_collective_seconds(s, type, volume, n, fast);
-    const CollectiveTime ct = collective_time(s, s.calibration.get(), type, volume, n, fast);
+  auto collective = [&](CommType type, double volume, I n, I fast, I stride, std::uint8_t& calibrated) {
+    if (s.calibration == nullptr) [[likely]] return analytical_collective_seconds(s, type, volume, n, fast, stride);
+    const CollectiveTime ct = collective_time(s, s.calibration.get(), type, volume, n, fast, stride);
     if (ct.model == CommModel::Calibrated) ++calibrated;
     return ct.seconds;
   };
@@ -139,12 +139,12 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
     double t = 0;
     if (experts == 0) [[likely]] {
       std::uint8_t any = 0;
-      t = collective(type, volume, group, fast_domain, any);
+      t = collective(type, volume, group, fast_domain, traffic.stride, any);
       if (any) calibrated = 1;
     } else {
       const double expert_volume = volume * (experts / weights);
-      t = collective(type, volume - expert_volume, group, fast_domain, calibrated) +
-          collective(type, expert_volume, traffic.expert_group, traffic.expert_fast, calibrated);
+      t = collective(type, volume - expert_volume, group, fast_domain, traffic.stride, calibrated) +
+          collective(type, expert_volume, traffic.expert_group, traffic.expert_fast, traffic.expert_stride, calibrated);
     }
     if (overlap) {
       t += std::max(t - overlap_compute, 0.0) * D(layers_per_stage - 1);
@@ -164,12 +164,12 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
   // The row lists each collective: the other weights' over dp, then the experts' over their group.
   auto list = [&](CommSet& set, CommType type, double volume) {
     if (experts == 0) [[likely]] {
-      set.items[set.count++] = {volume, type, group, fast_domain};
+      set.items[set.count++] = {volume, type, group, fast_domain, traffic.stride};
       return;
     }
     const double expert_volume = volume * (experts / weights);
-    set.items[set.count++] = {volume - expert_volume, type, group, fast_domain};
-    set.items[set.count++] = {expert_volume, type, traffic.expert_group, traffic.expert_fast};
+    set.items[set.count++] = {volume - expert_volume, type, group, fast_domain, traffic.stride};
+    set.items[set.count++] = {expert_volume, type, traffic.expert_group, traffic.expert_fast, traffic.expert_stride};
     set.is_list = true;
   };
   if (experts > 0) {
@@ -192,7 +192,7 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
 }
 
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micro_batches, I pp, I fast_domain,
-                              bool overlap, I interleave) {
+                              bool overlap, I interleave, I stride) {
   const double volume = block.p2p_volume_gb;
   LayerResult r = comm_row("pp_comms", volume, CommType::P2P, CommType::P2P, 2, fast_domain);
   double t = 0;
@@ -206,7 +206,17 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
       const double t_slow = analytical_collective_seconds(s, CommType::P2P, volume, 1, 1);
       t = D(fast_links) / D(total_links) * t_fast + D(slow_links) / D(total_links) * t_slow;
     } else if (fast_domain == 1) {
-      t = analytical_collective_seconds(s, CommType::P2P, volume, 2, 1);
+      if (s.network_tiers == nullptr || volume == 0) [[likely]] {
+        t = analytical_collective_seconds(s, CommType::P2P, volume, 2, 1);
+      } else {
+        // every stage boundary at once, each over the tiers between its two domains: their mean
+        const double bandwidth = s.ib_bandwidth * s.ib_eff;
+        for (I i = 0; i + 1 < pp; ++i) {
+          const NetworkPath link = link_path(s, i * stride, (i + 1) * stride);
+          t += link.latency + volume * link.bandwidth_divisor / bandwidth;
+        }
+        t /= D(pp - 1);
+      }
     } else {
       throw ConfigError("pipeline NVLink placement must be positive, got " + std::to_string(fast_domain));
     }
@@ -552,8 +562,8 @@ void add_sums(ModuleSums& x, const ModuleSums& y) {
 // hides it: counted exposed on both stages.
 double extra_dp_seconds(const System& s, double weights_gb, I group, I fast, const DataParallelTraffic& traffic) {
   if (weights_gb <= 0 || group <= 1) return 0;
-  const double gather = collective_seconds(s, CommType::AllGather, weights_gb, group, fast);
-  const double reduce = collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast);
+  const double gather = collective_seconds(s, CommType::AllGather, weights_gb, group, fast, traffic.stride);
+  const double reduce = collective_seconds(s, CommType::ReduceScatter, weights_gb, group, fast, traffic.stride);
   if (traffic.gather_repeats == 1 && traffic.reduce_repeats == 1) [[likely]] return gather + reduce;
   // the runtime's cadence: FSDP and ZeRO-3 gather and reduce the end stages' layers every micro-batch
   return gather * D(traffic.gather_repeats) + reduce * D(traffic.reduce_repeats);
@@ -564,11 +574,12 @@ double extra_dp_seconds(const System& s, double weights_gb, I group, I fast, con
 // backward, over NVLink when the two share a domain (every stage in one, nv_pp = pp), else the
 // network. Nothing follows it to hide it. Timed as the ring runs it: a reduce-scatter and an
 // all-gather.
-double embedding_group_seconds(const System& s, double gradient_gb, I pp, I nv_pp) {
+double embedding_group_seconds(const System& s, double gradient_gb, I pp, I nv_pp, I stage_stride) {
   if (gradient_gb <= 0) return 0;
   const I fast = nv_pp == pp ? 2 : 1;
-  return collective_seconds(s, CommType::ReduceScatter, gradient_gb, 2, fast) +
-         collective_seconds(s, CommType::AllGather, gradient_gb, 2, fast);
+  const I apart = (pp - 1) * stage_stride;  // domains between the first stage and the last
+  return collective_seconds(s, CommType::ReduceScatter, gradient_gb, 2, fast, apart) +
+         collective_seconds(s, CommType::AllGather, gradient_gb, 2, fast, apart);
 }
 
 // Timing fields from the stage that bounds time, memory fields from the one that bounds memory.
@@ -827,6 +838,12 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.expert_group = expert_dp_group(plan, c);
     traffic.expert_fast = expert_dp_group_fast(plan, c);
   }
+  // Where the groups sit (network tiers): tensor ranks innermost, then data, then pipeline.
+  const I stage_stride = pipeline_domain_stride(c);
+  if (s.network_tiers != nullptr) [[unlikely]] {
+    traffic.stride = data_domain_stride(plan, c);
+    traffic.expert_stride = traffic.stride * std::max<I>(1, c.exec.ep / c.nv_dp);
+  }
   const StageBlocks blocks = stage_blocks(m.depth, c.pp, c.exec);
   const bool even = blocks.even();
   StepCosts out;
@@ -834,9 +851,10 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
-    out.pp_row = pipeline_parallel(s, scattered, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
+    out.pp_row =
+        pipeline_parallel(s, scattered, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave, stage_stride);
   } else {
-    out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave);
+    out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave, stage_stride);
   }
   // The stages that can bound the step: the first; a middle one when the split is uneven (with an
   // even split it is never slower or fuller than the first); the last with a vocabulary (its LM
@@ -852,7 +870,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   // the embedding group's all-reduce, in the gradients' dtype (the layout's reduce scale)
   double t_tied = 0;
   if (vocab) {
-    t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp);
+    t_tied = embedding_group_seconds(s, ends.tied_head_gb * traffic.reduce_scale, c.pp, c.nv_pp, stage_stride);
     out.model.embedding_mem = ends.first.weights_mem * (2 + 6 / D(c.dp * seqp));
     out.model.logits_mem = ends.logits_gb;
   }

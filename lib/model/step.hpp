@@ -59,6 +59,10 @@ struct DataParallelTraffic {
   bool gather_in_backward = false;  // ZeRO-3: the backward gathers the parameters again
   std::int64_t expert_group = 0;    // 0: the experts' weights move with the others
   std::int64_t expert_fast = 1;
+  // NVLink domains between consecutive domains of the group and of the expert group (network
+  // tiers: model/collective.hpp network_path).
+  std::int64_t stride = 1;
+  std::int64_t expert_stride = 1;
   // How many times a step runs each (the runtime's cadence: FSDP and DeepSpeed ZeRO-3 gather and
   // reduce for every micro-batch).
   std::int64_t gather_repeats = 1;
@@ -77,10 +81,12 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64
 // the NVLink domain are fast; the reference times the others as free (its quirk, kept). Always
 // the analytical model: nccl-tests calibrations cover allreduce, allgather and reducescatter.
 // With V virtual stages per GPU (interleaved 1F1B) every micro-batch crosses V times as many
-// stage boundaries.
+// stage boundaries. With network tiers, a link between stages in different domains (fast_domain
+// 1) crosses the tiers between its two domains, consecutive stages `stride` domains apart: the
+// links' mean time (model/collective.hpp link_path).
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, std::int64_t micro_batches,
                               std::int64_t pp, std::int64_t fast_domain, bool overlap = false,
-                              std::int64_t interleave = 1);
+                              std::int64_t interleave = 1, std::int64_t stride = 1);
 
 // The reference's totals() stats, in its units (s, TFLOP, GB).
 struct Totals {

@@ -49,6 +49,18 @@ struct NetworkScaling {
   double bus_GBps(std::int64_t job_nodes) const;
 };
 
+// One switch tier of the network between NVLink domains, innermost first (docs/network.md): a
+// rack's or leaf group's switches, a pod's spine, a data center's aggregation layer. A collective
+// whose group spans several units of the tier below crosses this tier: every ring step waits for
+// its slowest link, so the step's latency is the outermost crossed tier's, and where a tier is
+// oversubscribed the links that leave a unit below share its uplinks (model/collective.hpp).
+struct NetworkTier {
+  std::string name;
+  std::int64_t domains = 0;       // NVLink domains one unit of the tier joins; 0: all (the outermost)
+  double latency = 0;             // s per ring step whose slowest link crosses this tier
+  double oversubscription = 1;    // bandwidth into a unit of the tier below over its uplinks into this tier
+};
+
 struct System {
   std::string name;                  // label, e.g. "A100"; the file stem by default
   double matrix_flops_fp16 = 0;      // TFLOP/s, tensor-core dense fp16/bf16
@@ -90,6 +102,10 @@ struct System {
   std::string runtime;
   // The network's bandwidth by job size (`network_scaling:`); null: ib_bandwidth at any scale.
   std::shared_ptr<const NetworkScaling> network_scaling;
+  // The switch tiers between NVLink domains (`network_tiers:`), innermost first; empty: one tier,
+  // ib_bandwidth and ib_latency between any two domains (the reference's network). Shared and
+  // immutable, like `calibration`.
+  std::shared_ptr<const std::vector<NetworkTier>> network_tiers;
   // Per kernel class, indexed by KernelClass.
   std::array<KernelEfficiency, kKernelClassCount> kernels{};
   const KernelEfficiency& kernel(KernelClass k) const { return kernels[static_cast<std::size_t>(k)]; }

@@ -475,5 +475,73 @@ TEST_F(InputsTest, ReadText) {
   EXPECT_NE(input_error([&] { read_text(dir_ / "absent.yaml"); }).find("no such file"), std::string::npos);
 }
 
+// A system file with the given network_tiers block (YAML flow list) after the valid keys.
+std::string with_tiers(const std::string& tiers) { return std::string(kValidSystem) + "network_tiers: " + tiers + "\n"; }
+
+TEST_F(InputsTest, NetworkTiersLoadAndRoundTrip) {
+  const System s = load_system(kSourceDir / "systems" / "H100-llama3-cluster.yaml");
+  ASSERT_NE(s.network_tiers, nullptr);
+  ASSERT_EQ(s.network_tiers->size(), 3u);
+  const std::vector<NetworkTier>& t = *s.network_tiers;
+  EXPECT_EQ(t[0].name, "rack");
+  EXPECT_EQ(t[0].domains, 2);
+  EXPECT_EQ(t[1].name, "pod");
+  EXPECT_EQ(t[1].domains, 384);  // 3,072 GPUs of 8 per server
+  EXPECT_EQ(t[2].domains, 0);
+  EXPECT_EQ(t[2].oversubscription, 7.0);
+  EXPECT_EQ(t[0].oversubscription, 1.0);
+  EXPECT_EQ(s.ib_bandwidth, 50.0);  // 400 Gb/s
+  // a tier without latency takes ib_latency
+  const System d = load_system(system_with(with_tiers("[{name: a, domains: 4}, {name: b, oversubscription: 2}]")));
+  EXPECT_EQ((*d.network_tiers)[0].latency, 5e-6);
+  EXPECT_EQ((*d.network_tiers)[1].latency, 5e-6);
+  // written as YAML and read back (beside a copy of the calibration it names): the same tiers
+  const fs::path again = write("systems/again.yaml", system_to_yaml(s));
+  fs::create_directories(dir_ / "systems" / "calibrations");
+  fs::copy_file(kSourceDir / "systems" / "calibrations" / "h100_kernels.yaml",
+                dir_ / "systems" / "calibrations" / "h100_kernels.yaml");
+  const System r = load_system(again);
+  ASSERT_NE(r.network_tiers, nullptr);
+  ASSERT_EQ(r.network_tiers->size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*r.network_tiers)[i].name, t[i].name);
+    EXPECT_EQ((*r.network_tiers)[i].domains, t[i].domains);
+    EXPECT_EQ((*r.network_tiers)[i].latency, t[i].latency);
+    EXPECT_EQ((*r.network_tiers)[i].oversubscription, t[i].oversubscription);
+  }
+}
+
+TEST_F(InputsTest, NetworkTierErrorsNameFileTierAndValue) {
+  const struct {
+    const char* tiers;
+    const char* message;
+  } cases[] = {
+      {"[]", ": network_tiers: expected a list of tiers"},
+      {"5", ": network_tiers: expected a list of tiers"},
+      {"[3]", ": network_tiers: tier 1: expected a mapping, got 3"},
+      {"[{domains: 2}, {name: b}]", ": network_tiers[1]: missing key 'name'"},
+      {"[{name: a, domain: 2}, {name: b}]", ": network_tiers[1]: unknown key 'domain'"},
+      {"[{name: a}, {name: b}]", ": network_tiers[a]: missing key 'domains'"},
+      {"[{name: a, domains: 2}, {name: b, domains: 8}]",
+       ": network_tiers[b].domains: the outermost tier joins every NVLink domain and gives no domains, got 8"},
+      {"[{name: a, domains: 4}, {name: b, domains: 6}, {name: c}]",
+       ": network_tiers[b].domains: must be a multiple of the tier below's 4 domains and larger, got 6"},
+      {"[{name: a, domains: 1}, {name: c}]",
+       ": network_tiers[a].domains: must be a multiple of the tier below's 1 domains and larger, got 1"},
+      {"[{name: a, domains: -2}, {name: c}]", ": network_tiers[a].domains must be a positive integer, got -2"},
+      {"[{name: a, domains: 2, oversubscription: 0.5}, {name: c}]",
+       ": network_tiers[a].oversubscription: must be in [1, 1000], got 0.5"},
+      {"[{name: a, domains: 2, latency: -1}, {name: c}]", ": network_tiers[a].latency: must be in [0, 1] s, got -1"},
+      {"[{name: a, domains: 2, latency: soon}, {name: c}]",
+       ": network_tiers[a].latency must be a finite number, got soon"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.tiers);
+    const fs::path p = system_with(with_tiers(c.tiers));
+    const std::string got = input_error([&] { load_system(p); });
+    EXPECT_EQ(got.rfind(p.string() + c.message, 0), 0u) << got;
+  }
+}
+
 }  // namespace
 }  // namespace perfsweep

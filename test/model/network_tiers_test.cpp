@@ -1,0 +1,135 @@
+// Network tiers (System::network_tiers; docs/network.md): the path a group's collective takes
+// over the tiers, worked by hand on the round system of test/common/round_system.hpp (IB 10 GB/s
+// x eff 0.5 = 5 GB/s per NIC, 1e-5 s per ring step; NVLink 50 GB/s, 1e-6 s; 4 GPUs per domain),
+// with three tiers: a rack of 2 domains (latency 2e-5 s), a pod of 8 racks, 16 domains (3e-5 s,
+// oversubscribed 2:1), the rest (4e-5 s, 1:4).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/round_system.hpp"
+#include "model/collective.hpp"
+#include "model/step.hpp"
+
+namespace perfsweep {
+namespace {
+
+using test::round_system;
+
+System tiered() {
+  System s = round_system();
+  s.network_tiers = std::make_shared<const std::vector<NetworkTier>>(std::vector<NetworkTier>{
+      {"rack", 2, 2e-5, 1}, {"pod", 16, 3e-5, 2}, {"hall", 0, 4e-5, 4}});
+  return s;
+}
+
+TEST(NetworkTiers, WithoutTiersTheNicAlone) {
+  const NetworkPath p = network_path(round_system(), CommType::AllReduce, 64, 16);
+  EXPECT_EQ(p.latency, 1e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 1.0);
+  const NetworkPath l = link_path(round_system(), 0, 1000);
+  EXPECT_EQ(l.latency, 1e-5);
+  EXPECT_EQ(l.bandwidth_divisor, 1.0);
+}
+
+// A ring's latency per step is the outermost crossed tier's; a tier's oversubscription o over m
+// of the group's consecutive domains in one unit of the tier below divides the bandwidth by
+// max(1, o / m).
+TEST(NetworkTiers, RingPathByHand) {
+  const System s = tiered();
+  // 2 adjacent domains: one rack (span 2 <= 2): rack latency, o = 1
+  NetworkPath p = network_path(s, CommType::AllReduce, 2, 1);
+  EXPECT_EQ(p.latency, 2e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 1.0);
+  // 8 adjacent domains: span 8 crosses racks into the pod; 2 of them per rack: max(1, 2 / 2) = 1
+  p = network_path(s, CommType::AllReduce, 8, 1);
+  EXPECT_EQ(p.latency, 3e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 1.0);
+  // 8 domains 2 apart: span 15 <= 16, one per rack: 2 / 1 = 2
+  p = network_path(s, CommType::AllReduce, 8, 2);
+  EXPECT_EQ(p.latency, 3e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 2.0);
+  // 32 adjacent domains: span 32 > 16 crosses pods; 16 per pod: max(1, 4 / 16) = 1, racks 2 / 2
+  p = network_path(s, CommType::ReduceScatter, 32, 1);
+  EXPECT_EQ(p.latency, 4e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 1.0);
+  // 4 domains 16 apart (one per pod): pods 4 / 1 = 4, racks 2 / 1 = 2: the largest, 4
+  p = network_path(s, CommType::AllGather, 4, 16);
+  EXPECT_EQ(p.latency, 4e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 4.0);
+  // 8 domains 4 apart (4 per pod, one per rack): racks 2, pods 4 / 4 = 1: 2
+  p = network_path(s, CommType::AllGather, 8, 4);
+  EXPECT_EQ(p.latency, 4e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 2.0);
+}
+
+// An all-to-all sends the share 1 - m / domains of every NIC's data out of a unit: max(1, o (1 -
+// m / domains)).
+TEST(NetworkTiers, AllToAllPathByHand) {
+  const System s = tiered();
+  // 8 adjacent domains in one pod: racks 1 x (1 - 1/8) < 1, pod 2 x (1 - 2/8) = 1.5
+  NetworkPath p = network_path(s, CommType::AllToAll, 8, 1);
+  EXPECT_EQ(p.latency, 3e-5);
+  EXPECT_DOUBLE_EQ(p.bandwidth_divisor, 1.5);
+  // 4 domains 16 apart: pods 4 x (1 - 1/4) = 3
+  p = network_path(s, CommType::AllToAll, 4, 16);
+  EXPECT_DOUBLE_EQ(p.bandwidth_divisor, 3.0);
+}
+
+// One link: the tiers whose units below hold its two domains apart.
+TEST(NetworkTiers, LinkPathByHand) {
+  const System s = tiered();
+  NetworkPath l = link_path(s, 0, 1);  // one rack
+  EXPECT_EQ(l.latency, 2e-5);
+  EXPECT_EQ(l.bandwidth_divisor, 1.0);
+  l = link_path(s, 1, 2);  // two racks of a pod: 2:1
+  EXPECT_EQ(l.latency, 3e-5);
+  EXPECT_EQ(l.bandwidth_divisor, 2.0);
+  l = link_path(s, 15, 16);  // two pods: 1:4
+  EXPECT_EQ(l.latency, 4e-5);
+  EXPECT_EQ(l.bandwidth_divisor, 4.0);
+}
+
+// An all-reduce of 8 GB over 8 GPUs in 2 domains (4 each) 16 domains apart: the slow part over
+// the hall at 5 / 4 = 1.25 GB/s per NIC, 4 rings (one per NIC of a domain):
+//   slow 7/8 x 8 / (4 x 1.25) = 1.4 s, fast 7/8 x 8 / 50 = 0.14 s; x 2 (reduce-scatter and
+//   all-gather) = 2.8 s; latency 4e-5 x (2 - 1) + 1e-6 x (8 - 2) = 4.6e-5 s.
+// Adjacent (one rack): 5 GB/s, 0.35 s x 2 = 0.7 s, latency 2e-5 + 6e-6.
+TEST(NetworkTiers, AllReduceByHand) {
+  const System s = tiered();
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllReduce, 8, 8, 4, 16), 2.8 + 4.6e-5);
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(s, CommType::AllReduce, 8, 8, 4, 1), 0.7 + 2.6e-5);
+  // without tiers, the stride changes nothing: 0.7 + 1e-5 + 6e-6
+  EXPECT_DOUBLE_EQ(analytical_collective_seconds(round_system(), CommType::AllReduce, 8, 8, 4, 16), 0.7 + 1.6e-5);
+}
+
+// A pipeline of 4 stages, 8 domains apart (0, 8, 16, 24), every stage in its own domains: the
+// links 0-8 and 16-24 stay in a pod (racks crossed at 2:1: 3e-5 + 10 x 2 / 5 = 4.00003 s), 8-16
+// crosses pods (4e-5 + 10 x 4 / 5 = 8.00004 s); their mean 16.0001 / 3 per micro-batch, 4
+// micro-batches. Without tiers every link is 2.00001 s (step_test.cpp).
+TEST(NetworkTiers, PipelineLinksByHand) {
+  BlockSummary b;
+  b.p2p_volume_gb = 10;
+  const LayerResult r = pipeline_parallel(tiered(), b, 4, 4, 1, false, 1, 8);
+  EXPECT_DOUBLE_EQ(r.fwd.t, 4 * (4.00003 + 8.00004 + 4.00003) / 3);
+  EXPECT_DOUBLE_EQ(pipeline_parallel(round_system(), b, 4, 4, 1, false, 1, 8).fwd.t, 8.00004);
+}
+
+// Tiers that neither oversubscribe nor add latency are the network without tiers, bit for bit.
+TEST(NetworkTiers, PlainTiersChangeNothing) {
+  System s = round_system();
+  s.network_tiers = std::make_shared<const std::vector<NetworkTier>>(
+      std::vector<NetworkTier>{{"rack", 2, 1e-5, 1}, {"rest", 0, 1e-5, 1}});
+  for (const CommType type : {CommType::AllReduce, CommType::AllGather, CommType::ReduceScatter, CommType::AllToAll}) {
+    for (const std::int64_t stride : {1, 2, 8}) {
+      EXPECT_EQ(analytical_collective_seconds(s, type, 3, 16, 4, stride),
+                analytical_collective_seconds(round_system(), type, 3, 16, 4, stride));
+      EXPECT_EQ(analytical_collective_seconds(s, type, 3, 16, 1, stride),
+                analytical_collective_seconds(round_system(), type, 3, 16, 1, stride));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace perfsweep
