@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -293,9 +294,80 @@ std::string read_text(hid_t parent, const std::string& name) {
 std::string read_string_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
   Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
+  if (H5Tget_class(type.id()) != H5T_STRING) throw H5Error("HDF5: attribute " + name + " is not a string");
+  if (H5Tis_variable_str(type.id()) > 0) {
+    char* data = nullptr;
+    check_status(H5Aread(a.id(), type.id(), &data), "read attribute " + name);
+    std::string out = data == nullptr ? std::string() : std::string(data);
+    H5free_memory(data);
+    return out;
+  }
   std::string out(H5Tget_size(type.id()), '\0');
   check_status(H5Aread(a.id(), type.id(), out.data()), "read attribute " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
+  return out;
+}
+
+bool has_attr(hid_t obj, const std::string& name) {
+  const htri_t e = H5Aexists(obj, name.c_str());
+  check_status(e < 0 ? -1 : 0, "look up attribute " + name);
+  return e > 0;
+}
+
+namespace {
+herr_t collect_name(hid_t, const char* name, const void*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+herr_t collect_attr_name(hid_t, const char* name, const H5A_info_t*, void* out) { return collect_name(0, name, nullptr, out); }
+herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* out) { return collect_name(0, name, nullptr, out); }
+}  // namespace
+
+std::vector<std::string> attr_names(hid_t obj) {
+  std::vector<std::string> out;
+  hsize_t at = 0;
+  check_status(H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &at, collect_attr_name, &out), "list attributes");
+  return out;
+}
+
+std::vector<std::string> member_names(hid_t group) {
+  std::vector<std::string> out;
+  hsize_t at = 0;
+  check_status(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &at, collect_link_name, &out), "list group members");
+  return out;
+}
+
+bool is_group(hid_t parent, const std::string& name) {
+  if (!exists(parent, name)) return false;
+  Handle o(check(H5Oopen(parent, name.c_str(), H5P_DEFAULT), "open " + name), H5Oclose);
+  return H5Iget_type(o.id()) == H5I_GROUP;
+}
+
+std::vector<double> read_numeric_attr(hid_t obj, const std::string& name) {
+  Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
+  Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.id());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) throw H5Error("HDF5: attribute " + name + " is not numeric");
+  Handle space(check(H5Aget_space(a.id()), "get dataspace of " + name), H5Sclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+  check_status(n < 0 ? -1 : 0, "count elements of " + name);
+  std::vector<double> out(static_cast<std::size_t>(n));
+  if (n > 0) check_status(H5Aread(a.id(), H5T_NATIVE_DOUBLE, out.data()), "read attribute " + name);
+  return out;
+}
+
+std::string attr_text(hid_t obj, const std::string& name) {
+  {
+    Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
+    Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
+    if (H5Tget_class(type.id()) == H5T_STRING) return read_string_attr(obj, name);
+  }
+  std::string out;
+  for (const double v : read_numeric_attr(obj, name)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
   return out;
 }
 

@@ -80,6 +80,17 @@ void text(hid_t parent, const std::string& name, std::string_view value);
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<std::int64_t> read_ints(hid_t parent, const std::string& name);
 std::string read_text(hid_t parent, const std::string& name);
+// A string attribute, fixed-length or variable-length (text_attr).
 std::string read_string_attr(hid_t obj, const std::string& name);
+bool has_attr(hid_t obj, const std::string& name);
+// The names of an object's attributes, or of a group's members, in name order.
+std::vector<std::string> attr_names(hid_t obj);
+std::vector<std::string> member_names(hid_t group);
+// Whether `name` in `parent` is a group (false when it is absent or a dataset).
+bool is_group(hid_t parent, const std::string& name);
+// A numeric attribute (scalar or 1-D) converted to double; H5Error for a string one.
+std::vector<double> read_numeric_attr(hid_t obj, const std::string& name);
+// Any attribute as text: a string as it is, numbers as "%.10g" joined by ", ".
+std::string attr_text(hid_t obj, const std::string& name);
 
 }  // namespace perfsweep::h5

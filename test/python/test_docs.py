@@ -34,7 +34,7 @@ COMMAND = re.compile(r'^(build/bin/|scripts/|bash |/usr/bin/python3 |mpirun |cma
                      r'jupyter-nbconvert |[A-Z_]+=\S* )')
 MARK = re.compile(r'<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->')
 LINKS = ('scripts', 'sweeps', 'systems', 'models', 'test', 'python', 'pyproject.toml')
-TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench'
+TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench|report'
 INLINE = re.compile(r'`((?:' + TOOLS + r')(?: [a-z][a-z-]*)?(?: -[-a-z0-9]+(?: [^\s`-][^\s`]*)?){3,})`')
 
 
