@@ -52,10 +52,11 @@ inline void add_stage_options(CLI::App& app, ExecutionFlags& f) {
   app.add_option("--first-stage-blocks", f.first_stage_blocks,
                  "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the "
                  "stages not given share the rest evenly), or auto: the partition that balances the slowest "
-                 "stage (docs/models.md); 0: not given")
+                 "stage (docs/models.md); 0: not given; configs: a list (each value with every other option)")
       ->capture_default_str();
   app.add_option("--last-stage-blocks", f.last_stage_blocks,
-                 "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given")
+                 "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given; "
+                 "configs: a list")
       ->capture_default_str();
 }
 

@@ -319,7 +319,7 @@ int run(const Options& o) {
   }
   ExecutionChoices choices = parse_execution_choices(o.exec);
   check_execution_for_model(choices, model);
-  const Execution stages = parse_stage_blocks(o.exec);
+  const std::vector<Execution> stage_choices = parse_stage_block_choices(o.exec);
   const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
 
@@ -356,7 +356,10 @@ int run(const Options& o) {
       continue;
     }
     for (const std::string& line : dropped) spdlog::info("{}", line);
-    r.executions = execution_combinations(runnable, stages);
+    r.executions.clear();  // each end-stage split with every combination of the options
+    for (const Execution& stages : stage_choices) {
+      for (const Execution& x : execution_combinations(runnable, stages)) r.executions.push_back(x);
+    }
     r.balance_stages = balance;
     r.runtime = runtime;
     ranges.push_back(std::move(r));

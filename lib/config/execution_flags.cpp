@@ -96,6 +96,31 @@ Execution parse_stage_blocks(const ExecutionFlags& f) {
   return x;
 }
 
+std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& f) {
+  if (balances_stages(f)) return {Execution{}};
+  const auto values = [](const std::string& text, const char* flag) {
+    std::vector<std::int64_t> out;
+    for (const std::string& v : split_flag_list(text, flag)) {
+      const std::int64_t n = integer(v, flag, 0, kMaxGpuCount);
+      if (std::find(out.begin(), out.end(), n) != out.end()) {
+        throw InputError(std::string(flag) + " lists " + v + " twice in '" + text + "'");
+      }
+      out.push_back(n);
+    }
+    return out;
+  };
+  std::vector<Execution> out;
+  for (const std::int64_t first : values(f.first_stage_blocks, "--first-stage-blocks")) {
+    for (const std::int64_t last : values(f.last_stage_blocks, "--last-stage-blocks")) {
+      Execution x;
+      x.first_stage_blocks = first;
+      x.last_stage_blocks = last;
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
 std::string execution_arguments(const Execution& x) {
   return std::string("--recompute ") + recompute_name(x.recompute) + " --sp " + (x.sequence_parallel ? "on" : "off") +
          " --zero " + std::to_string(x.zero) + " --interleave " + std::to_string(x.interleave) + " --layout " +

@@ -41,6 +41,11 @@ Execution parse_execution(const ExecutionFlags& flags);
 // --last-stage-blocks (0: not given, and "auto" reads 0; balances_stages says so).
 Execution parse_stage_blocks(const ExecutionFlags& flags);
 
+// configs' lists: every pair of --first-stage-blocks and --last-stage-blocks values ("6,7,8";
+// each list in its order, first-stage values outermost), as parse_stage_blocks reads one pair; a
+// value repeated in a list is an InputError. "auto" (alone) reads one pair of 0s.
+std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& flags);
+
 // The flags that parse_execution reads back to `exec`'s searched options: "--recompute full --sp
 // off --zero 0 --interleave 1 --layout megatron --ep 1" (and the end stages' blocks where given). The framework mechanisms
 // (p2p_scatter_gather, sp_backward_gather, fused_elementwise, dp_after_backward) have no flag: a

@@ -62,6 +62,26 @@ runs = len(list(itertools.product(*lists.values())))
 check(len(together) > 64 and together == separate,
       f'configs with lists: {len(together)} rows, those of the {runs} single-valued runs ({len(separate)} rows)')
 
+# 1b. The end stages' blocks as lists: every pair of the two lists, the rows of the separate runs.
+stages = ['--model', 'llama3_8b', '--system', 'H100-calibrated', '--n-gpus', '64', '--tp', '8', '--pp', '4',
+          '--recompute', 'none,full']
+STAGE_KEY = KEY + ['first_stage_blocks', 'last_stage_blocks']
+staged = {tuple(r[k] for k in STAGE_KEY): tuple(r[k] for k in RESULTS)
+          for r in configs_csv(*stages, '--first-stage-blocks', '6,8', '--last-stage-blocks', '8,6')}
+apart = {}
+for first, last in itertools.product(('6', '8'), ('8', '6')):
+    apart.update({tuple(r[k] for k in STAGE_KEY): tuple(r[k] for k in RESULTS)
+                  for r in configs_csv(*stages, '--first-stage-blocks', first, '--last-stage-blocks', last)})
+pairs = {(k[-2], k[-1]) for k in staged}
+check(staged == apart and pairs == {('6', '8'), ('6', '6'), ('8', '8'), ('8', '6')},
+      f'configs --first-stage-blocks 6,8 --last-stage-blocks 8,6: {len(staged)} rows, the four single-pair runs\' '
+      f'({len(apart)})')
+r = run('configs', *stages, '--first-stage-blocks', '6,6', expect=2)
+check('--first-stage-blocks lists 6 twice' in r.stderr, 'configs --first-stage-blocks 6,6: refused (exit 2)')
+r = run('estimate', '--model', 'llama3_8b', '--system', 'H100-calibrated', '--tp', '8', '--pp', '4', '--dp', '2',
+        '--first-stage-blocks', '6,8', expect=2)
+check('--first-stage-blocks must be an integer' in r.stderr, 'estimate --first-stage-blocks 6,8: one value only (exit 2)')
+
 # 2. --strat all: its best row is the best of the three single-strategy runs', under the paper's
 # model (which runs every strategy) and under megatron (which runs 1d only: the others dropped).
 gpus = ['--model', 'llama3_70b', '--system', 'H100', '--n-gpus', '512', '--runtime', 'reference']
