@@ -90,7 +90,7 @@ void all_reduce_instead(CommSet& set) {
     const Collective c = set.items[i];
     if (c.type != CommType::ReduceScatter || c.volume_gb == 0) continue;
     if (set.count == set.items.size()) throw ConfigError("a layer pass issues at most 4 collectives");
-    set.items[set.count++] = {c.volume_gb, CommType::AllGather, c.group, c.fast_domain};
+    set.items[set.count++] = {c.volume_gb, CommType::AllGather, c.stride, c.group, c.fast_domain};
     set.is_list = true;
   }
 }

@@ -24,7 +24,7 @@ struct Units {
         mask(s.mask_element_size) {}
 };
 
-Collective coll(double volume, CommType type, I group, I fast) { return {volume, type, group, fast}; }
+Collective coll(double volume, CommType type, I group, I fast) { return {volume, type, 1, group, fast}; }
 
 CommSet one(Collective c) {
   CommSet s;
@@ -644,7 +644,7 @@ LayerCost all_to_all(const System& s, const char* name, I elements, I group, I f
   const double volume = D(elements) * u.elem;
   c.mem_fwd = 2 * volume;
   c.mem_bwd = 2 * volume;
-  c.comm_fwd = one({group > 1 ? volume : 0.0, CommType::AllToAll, group, fast, stride});
+  c.comm_fwd = one({group > 1 ? volume : 0.0, CommType::AllToAll, static_cast<std::int32_t>(stride), group, fast});
   c.comm_bwd = c.comm_fwd;  // the gradients travel back the same way
   return c;
 }

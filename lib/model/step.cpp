@@ -21,8 +21,8 @@ LayerResult comm_row(const char* name, double volume, CommType fwd_type, CommTyp
   LayerResult r;
   r.cost.name = name;
   r.cost.op = KernelOp::Collective;
-  r.cost.comm_fwd.items[0] = {volume, fwd_type, group, fast};
-  r.cost.comm_bwd.items[0] = {volume, bwd_type, group, fast};
+  r.cost.comm_fwd.items[0] = {volume, fwd_type, 1, group, fast};
+  r.cost.comm_bwd.items[0] = {volume, bwd_type, 1, group, fast};
   return r;
 }
 
@@ -164,12 +164,13 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
   // The row lists each collective: the other weights' over dp, then the experts' over their group.
   auto list = [&](CommSet& set, CommType type, double volume) {
     if (experts == 0) [[likely]] {
-      set.items[set.count++] = {volume, type, group, fast_domain, traffic.stride};
+      set.items[set.count++] = {volume, type, static_cast<std::int32_t>(traffic.stride), group, fast_domain};
       return;
     }
     const double expert_volume = volume * (experts / weights);
-    set.items[set.count++] = {volume - expert_volume, type, group, fast_domain, traffic.stride};
-    set.items[set.count++] = {expert_volume, type, traffic.expert_group, traffic.expert_fast, traffic.expert_stride};
+    set.items[set.count++] = {volume - expert_volume, type, static_cast<std::int32_t>(traffic.stride), group, fast_domain};
+    set.items[set.count++] = {expert_volume, type, static_cast<std::int32_t>(traffic.expert_stride), traffic.expert_group,
+                              traffic.expert_fast};
     set.is_list = true;
   };
   if (experts > 0) {
@@ -191,6 +192,20 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
   return r;
 }
 
+namespace {
+// Every stage boundary at once, each over the tiers between its two domains (link_path): their
+// mean seconds for `volume_gb`.
+[[gnu::noinline]] double tiered_pipeline_link_seconds(const System& s, double volume_gb, I pp, I stride) {
+  const double bandwidth = s.ib_bandwidth * s.ib_eff;
+  double t = 0;
+  for (I i = 0; i + 1 < pp; ++i) {
+    const NetworkPath link = link_path(s, i * stride, (i + 1) * stride);
+    t += link.latency + volume_gb * link.bandwidth_divisor / bandwidth;
+  }
+  return t / D(pp - 1);
+}
+}  // namespace
+
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micro_batches, I pp, I fast_domain,
                               bool overlap, I interleave, I stride) {
   const double volume = block.p2p_volume_gb;
@@ -206,17 +221,8 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
       const double t_slow = analytical_collective_seconds(s, CommType::P2P, volume, 1, 1);
       t = D(fast_links) / D(total_links) * t_fast + D(slow_links) / D(total_links) * t_slow;
     } else if (fast_domain == 1) {
-      if (s.network_tiers == nullptr || volume == 0) [[likely]] {
-        t = analytical_collective_seconds(s, CommType::P2P, volume, 2, 1);
-      } else {
-        // every stage boundary at once, each over the tiers between its two domains: their mean
-        const double bandwidth = s.ib_bandwidth * s.ib_eff;
-        for (I i = 0; i + 1 < pp; ++i) {
-          const NetworkPath link = link_path(s, i * stride, (i + 1) * stride);
-          t += link.latency + volume * link.bandwidth_divisor / bandwidth;
-        }
-        t /= D(pp - 1);
-      }
+      t = s.network_tiers == nullptr || volume == 0 ? analytical_collective_seconds(s, CommType::P2P, volume, 2, 1)
+                                                    : tiered_pipeline_link_seconds(s, volume, pp, stride);
     } else {
       throw ConfigError("pipeline NVLink placement must be positive, got " + std::to_string(fast_domain));
     }
@@ -839,7 +845,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.expert_fast = expert_dp_group_fast(plan, c);
   }
   // Where the groups sit (network tiers): tensor ranks innermost, then data, then pipeline.
-  const I stage_stride = pipeline_domain_stride(c);
+  const I stage_stride = s.network_tiers != nullptr ? pipeline_domain_stride(c) : 1;
   if (s.network_tiers != nullptr) [[unlikely]] {
     traffic.stride = data_domain_stride(plan, c);
     traffic.expert_stride = traffic.stride * std::max<I>(1, c.exec.ep / c.nv_dp);

@@ -54,10 +54,10 @@ LayerCost serial_layer() {
   c.flops_bwd = 16;   // 2e-5 + 0.2 = 0.20002 s: compute-bound
   c.mem_bwd = 100;    // 0.1 s
   // allreduce of 10 GB inside one domain of 4: 3 x 1e-6 + (3/4 x 10) / 50 = 0.150003 s
-  c.comm_fwd.items[0] = {10, CommType::AllReduce, 4, 4};
+  c.comm_fwd.items[0] = {10, CommType::AllReduce, 1, 4, 4};
   // reduce-scatter of 10 GB over 8 GPUs, 2 domains: max(8.75 / 20, 8.75 / 50) + 1e-5 + 6 x 1e-6
   //   = 0.4375 + 1.6e-5 = 0.437516 s
-  c.comm_bwd.items[0] = {10, CommType::ReduceScatter, 8, 4};
+  c.comm_bwd.items[0] = {10, CommType::ReduceScatter, 1, 8, 4};
   return c;
 }
 
@@ -115,8 +115,8 @@ LayerCost summa_layer(double flops_fwd, double mem_fwd) {
   c.mem_fwd = mem_fwd;
   c.comm_fwd.count = 2;
   c.comm_fwd.is_list = true;
-  c.comm_fwd.items[0] = {40, CommType::Broadcast, 4, 4};
-  c.comm_fwd.items[1] = {20, CommType::Broadcast, 4, 4};
+  c.comm_fwd.items[0] = {40, CommType::Broadcast, 1, 4, 4};
+  c.comm_fwd.items[1] = {20, CommType::Broadcast, 1, 4, 4};
   return c;
 }
 
