@@ -71,15 +71,15 @@ std::string_view attention_name(const AttentionMode& a) {
   return a.recompute ? "unfused with recompute" : "unfused";
 }
 
-std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {
+std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c, bool all) {
   std::vector<std::pair<const char*, std::int64_t>> out;
-  for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); }, !all);
   return out;
 }
 
-std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c) {
+std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c, bool all) {
   std::vector<std::pair<const char*, std::int64_t>> out;
-  for_each_config_key(c, KeyKind::Placement, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  for_each_config_key(c, KeyKind::Placement, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); }, !all);
   return out;
 }
 
@@ -374,6 +374,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("layout").value(std::string_view(param_layout_name(x.params)));
     w.key("ep").value(x.ep);
     w.key("schedule").value(std::string_view(kScheduleNames[static_cast<std::size_t>(x.schedule)]));
+    if (x.cp_comm != CpComm::P2P) w.key("cp_comm").value(std::string_view(kCpCommNames[static_cast<std::size_t>(x.cp_comm)]));
     if (partitioned(layout)) {
       w.key("first_stage_blocks").value(x.first_stage_blocks);
       w.key("last_stage_blocks").value(x.last_stage_blocks);

@@ -171,6 +171,9 @@ struct Execution {
   // FP8 (set from the runtime by apply_runtime; not searched).
   Precision precision = Precision::Bf16;
   Fp8Policy fp8;
+  // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
+  // `--cp-comm p2p,all-gather`).
+  CpComm cp_comm = CpComm::P2P;
   bool operator==(const Execution&) const = default;
 };
 
@@ -215,6 +218,9 @@ struct TensorSplit {
   std::int64_t nb = 1;
   // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
   std::int64_t ep = 1, nv_ep = 1;
+  // Context parallelism (1d only): each micro-batch's sequence split over cp GPUs, nv_cp of them
+  // in an NVLink domain; the weights are replicated over them (docs/context_parallel.md).
+  std::int64_t cp = 1, nv_cp = 1;
 };
 
 // Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding

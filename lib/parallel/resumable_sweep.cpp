@@ -132,8 +132,8 @@ std::string schema_text(Strategy strategy) {
   for (const TotalsField& f : kTotalsFields) s += std::string(" ") + f.name;
   Layout probe;
   probe.strategy = strategy;
-  for (const auto& k : config_keys(probe)) s += std::string(" ") + k.first;
-  for (const auto& k : nv_keys(probe)) s += std::string(" ") + k.first;
+  for (const auto& k : config_keys(probe, true)) s += std::string(" ") + k.first;
+  for (const auto& k : nv_keys(probe, true)) s += std::string(" ") + k.first;
   return s + "\n" + result_schema();
 }
 
