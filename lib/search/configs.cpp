@@ -197,6 +197,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           ++out.combinations;
           for (const AttentionMode& attention : r.attentions) {
             for (const Execution& exec : r.executions) {
+              // without context parallelism there is nothing to exchange: the first choice alone
+              if (t.cp == 1 && exec.cp_comm != r.executions.front().cp_comm) continue;
               Layout c;
               c.strategy = strategy;
               c.dp = dp;
