@@ -41,6 +41,15 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "backward split into input and weight gradients), dualpipe (DeepSeek-V3's, fed from both ends); "
                  "docs/models.md" + each)
       ->capture_default_str();
+  app.add_option("--cp", f.cp,
+                 "context-parallel degree (1d): GPUs each sequence is split over (Megatron-Core's load-balanced "
+                 "causal split; weights replicated, joining the data-parallel reduction; docs/context_parallel.md)" +
+                     each)
+      ->capture_default_str();
+  app.add_option("--cp-comm", f.cp_comm,
+                 "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped) or "
+                 "all-gather (Llama 3's)" + each)
+      ->capture_default_str();
   app.add_option("--runtime", f.runtime,
                  "how a training framework executes each configuration: reference (the paper's model), megatron, "
                  "deepspeed, fsdp, nanotron (runtimes/) or a runtime file; default: the system file's runtime, else "

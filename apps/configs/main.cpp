@@ -44,7 +44,7 @@ struct Options {
   std::int64_t global_batch = 4096;
   std::int64_t seq_len = 0;  // 0: the model's
   std::string tp, tp1, tp2, pp, dp, mbs, nb;
-  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
+  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp, nv_cp;
   AttentionOptions attention;
   ExecutionFlags exec;
   bool all_placements = false, fits_only = false, csv = false;
@@ -116,6 +116,8 @@ const Column kIntColumns[] = {
     {"nv_tp2", [](const ConfigRow& r) { return r.layout.tensor.nv2; }},
     {"nv_dp", [](const ConfigRow& r) { return r.layout.nv_dp; }},
     {"nv_pp", [](const ConfigRow& r) { return r.layout.nv_pp; }},
+    {"cp", [](const ConfigRow& r) { return r.layout.tensor.cp; }},
+    {"nv_cp", [](const ConfigRow& r) { return r.layout.tensor.nv_cp; }},
     {"micro_batches", [](const ConfigRow& r) { return r.micro_batches; }},
 };
 
@@ -246,9 +248,11 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
     const ConfigRow& r = rows[i];
     const Layout& l = r.layout;
     const bool one_d = l.strategy == Strategy::OneD;
-    const std::string tp = one_d ? std::to_string(l.tensor.tp1)
+    // context parallelism: "8/cp16" and the cp group's NVLink share after nv_tp ("8x2/1/1")
+    const bool cp = l.tensor.cp > 1;
+    const std::string tp = one_d ? std::to_string(l.tensor.tp1) + (cp ? "/cp" + std::to_string(l.tensor.cp) : "")
                                  : std::to_string(l.tensor.tp1) + "x" + std::to_string(l.tensor.tp2);
-    const std::string nv = (one_d ? std::to_string(l.tensor.nv1)
+    const std::string nv = (one_d ? std::to_string(l.tensor.nv1) + (cp ? "x" + std::to_string(l.tensor.nv_cp) : "")
                                   : std::to_string(l.tensor.nv1) + "x" + std::to_string(l.tensor.nv2)) +
                            "/" + std::to_string(l.nv_dp) + "/" + std::to_string(l.nv_pp);
     const std::string nb = l.strategy == Strategy::TwoD ? std::to_string(l.tensor.nb) : "-";
@@ -311,7 +315,7 @@ int run(const Options& o) {
   if (!any_2d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
     throw InputError("--tp1, --tp2, --nb, --nv-tp1 and --nv-tp2 go with --strat 2d or 2d-seqp; 1d takes --tp, --nv-tp");
   }
-  if (!any_1d && (!o.tp.empty() || o.nv_tp)) {
+  if (!any_1d && (!o.tp.empty() || o.nv_tp || o.nv_cp)) {
     throw InputError("--tp and --nv-tp go with --strat 1d; " + o.strat + " takes --tp1, --tp2, --nv-tp1, --nv-tp2");
   }
   if (!listed([](Strategy s) { return s == Strategy::TwoD; }) && !o.nb.empty()) {
@@ -343,6 +347,7 @@ int run(const Options& o) {
     if (!one_d) r.placement.nv2 = o.nv_tp2;
     r.placement.nv_dp = o.nv_dp;
     r.placement.nv_pp = o.nv_pp;
+    if (one_d) r.placement.nv_cp = o.nv_cp;
     r.all_placements = o.all_placements;
     r.attentions = parse_attentions(o.attention.mode, o.attention.recompute, strategy);
     ExecutionChoices runnable = choices;
@@ -360,6 +365,7 @@ int run(const Options& o) {
     for (const Execution& stages : stage_choices) {
       for (const Execution& x : execution_combinations(runnable, stages)) r.executions.push_back(x);
     }
+    r.cp = runnable.cp;
     r.balance_stages = balance;
     r.runtime = runtime;
     ranges.push_back(std::move(r));
@@ -434,6 +440,7 @@ int run(const Options& o) {
     several("ep", choices.ep.size());
     several("precision", choices.precision.size());
     several("schedule", choices.schedule.size());
+    several("cp_comm", choices.cp_comm.size());
     std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model.depth, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
@@ -486,6 +493,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
+  app.add_option("--nv-cp", o.nv_cp, "GPUs of the context-parallel group in the NVLink domain (1d with --cp)");
   add_attention_options(app, o.attention, true);
   add_execution_options(app, o.exec, true);
   add_stage_options(app, o.exec);

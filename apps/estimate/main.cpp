@@ -33,7 +33,7 @@ struct Options {
   std::int64_t global_batch = 4096;
   std::int64_t seq_len = 0;  // 0: the model's
   std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
-  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp;
+  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp, nv_cp;
   AttentionOptions attention;
   ExecutionFlags exec;
   bool json = false, csv = false, csv_totals = false, train_step = false;
@@ -54,8 +54,9 @@ int run(const Options& o) {
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
   // Each degree, and the GPU count they multiply to, within bounds (validate_layout checks the rest).
   std::int64_t gpus = 1;
+  const std::int64_t cp = parse_context_parallel(o.exec);
   for (const auto& [flag, v] : {std::pair<const char*, std::int64_t>{"--dp", o.dp}, {"--pp", o.pp}, {"--tp", o.tp},
-                                {"--tp1", o.tp1}, {"--tp2", o.tp2}}) {
+                                {"--tp1", o.tp1}, {"--tp2", o.tp2}, {"--cp", cp}}) {
     check_count(v, kMaxGpuCount, flag);
     if (__builtin_mul_overflow(gpus, v, &gpus) || gpus > kMaxGpuCount) {
       throw InputError(std::string("the degrees multiply to more than ") + std::to_string(kMaxGpuCount) + " GPUs (at " +
@@ -70,6 +71,7 @@ int run(const Options& o) {
   layout.dp = o.dp;
   layout.pp = o.pp;
   layout.mbs = o.mbs;
+  layout.tensor.cp = cp;
   if (layout.strategy == Strategy::OneD) {
     layout.tensor.tp1 = o.tp;
   } else {
@@ -96,10 +98,12 @@ int run(const Options& o) {
   const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
   spdlog::debug("runtime: {}", runtime_label(runtime));
   const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
-                         o.nv_dp && o.nv_pp;
+                         o.nv_dp && o.nv_pp && (cp == 1 || o.nv_cp);
+  if (o.nv_cp && layout.strategy != Strategy::OneD) throw InputError("--nv-cp goes with --strat 1d and --cp");
   if (all_given) {
     layout.tensor.nv1 = layout.strategy == Strategy::OneD ? *o.nv_tp : *o.nv_tp1;
     layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
+    layout.tensor.nv_cp = o.nv_cp.value_or(1);
     layout.nv_dp = *o.nv_dp;
     layout.nv_pp = *o.nv_pp;
   }
@@ -111,6 +115,8 @@ int run(const Options& o) {
     ExecutionChoices one;
     one.zero = {layout.exec.zero};
     one.precision = {layout.exec.precision};
+    one.cp = {cp};
+    one.cp_comm = {layout.exec.cp_comm};
     check_runtime_choices(sys, runtime, layout.strategy, one);
   }
   Evaluation ev;
@@ -123,6 +129,7 @@ int run(const Options& o) {
     choice.nv2 = o.nv_tp2;
     choice.nv_dp = o.nv_dp;
     choice.nv_pp = o.nv_pp;
+    choice.nv_cp = o.nv_cp;
     std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime, balance);
     if (!best) {
       throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
@@ -180,6 +187,7 @@ int main(int argc, char** argv) {
   app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
   app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
   app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
+  app.add_option("--nv-cp", o.nv_cp, "GPUs of the context-parallel group in the NVLink domain (1d with --cp)");
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
   o.budget.add_to(app);

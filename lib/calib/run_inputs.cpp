@@ -105,9 +105,12 @@ std::string estimate_layout_arguments(const Layout& c, std::int64_t global_batch
   // are the names with '-' for '_'); a strategy with two tensor degrees has no flag for their
   // product.
   for (const KeyKind kind : {KeyKind::Degree, KeyKind::Placement}) {
-    for_each_config_key(c, kind, [&](const char* name, std::int64_t value) {
-      if (!(plan.has_tp2 && std::string_view(name) == "tp")) flag(name, value);
-    });
+    for_each_config_key(
+        c, kind,
+        [&](const char* name, std::int64_t value) {
+          if (!(plan.has_tp2 && std::string_view(name) == "tp")) flag(name, value);
+        },
+        true);
   }
   flag("global_batch_size", global_batch);
   out += std::string(" --attention ") + (c.attention.flash ? "flash" : "unfused");

@@ -48,6 +48,10 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   for (const std::string& v : split_flag_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
   c.schedule.clear();
   for (const std::string& v : split_flag_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
+  c.cp.clear();
+  for (const std::string& v : split_flag_list(f.cp, "--cp")) c.cp.push_back(integer(v, "--cp", 1, kMaxGpuCount));
+  c.cp_comm.clear();
+  for (const std::string& v : split_flag_list(f.cp_comm, "--cp-comm")) c.cp_comm.push_back(parse_cp_comm(v, "--cp-comm"));
   return c;
 }
 
@@ -58,6 +62,14 @@ void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) 
     if (m.moe.experts % ep) {
       throw InputError("--ep " + std::to_string(ep) + " does not divide the " + std::to_string(m.moe.experts) +
                        " experts of model '" + m.name + "'");
+    }
+  }
+  for (std::int64_t cp : c.cp) {
+    // Megatron-Core's load-balanced causal split: 2 cp chunks of the sequence, two on each rank
+    if (cp > 1 && m.l % (2 * cp)) {
+      throw InputError("--cp " + std::to_string(cp) + ": seq_len " + std::to_string(m.l) + " of model '" + m.name +
+                       "' does not split into 2 cp = " + std::to_string(2 * cp) +
+                       " chunks (each rank holds two chunks of the load-balanced split)");
     }
   }
 }
@@ -75,6 +87,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.ep.size(), "--ep", f.ep);
   one(c.precision.size(), "--precision", f.precision);
   one(c.schedule.size(), "--schedule", f.schedule);
+  one(c.cp_comm.size(), "--cp-comm", f.cp_comm);
   Execution x = parse_stage_blocks(f);
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
@@ -84,7 +97,14 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.ep = c.ep.front();
   x.precision = c.precision.front();
   x.schedule = c.schedule.front();
+  x.cp_comm = c.cp_comm.front();
   return x;
+}
+
+std::int64_t parse_context_parallel(const ExecutionFlags& f) {
+  const ExecutionChoices c = parse_execution_choices(f);
+  if (c.cp.size() != 1) throw InputError("--cp takes one value here, got '" + f.cp + "'");
+  return c.cp.front();
 }
 
 Execution parse_stage_blocks(const ExecutionFlags& f) {
@@ -130,7 +150,9 @@ std::string execution_arguments(const Execution& x) {
          (x.precision != Precision::Bf16 ? " --precision fp8" : "") +
          (x.schedule != PipelineSchedule::OneFOneB
               ? std::string(" --schedule ") + kScheduleNames[static_cast<std::size_t>(x.schedule)]
-              : std::string());
+              : std::string()) +
+         (x.cp_comm != CpComm::P2P ? std::string(" --cp-comm ") + kCpCommNames[static_cast<std::size_t>(x.cp_comm)]
+                                   : std::string());
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -169,6 +191,11 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   if (c.schedule != std::vector<PipelineSchedule>{PipelineSchedule::OneFOneB}) {
     list("schedule", c.schedule,
          [](PipelineSchedule p) { return std::string(kScheduleNames[static_cast<std::size_t>(p)]); });
+  }
+  // cp=1 alone (no context parallelism) is left out, as ep=1 is
+  if (c.cp != std::vector<std::int64_t>{1} || c.cp_comm != std::vector<CpComm>{CpComm::P2P}) {
+    list("cp", c.cp, [](std::int64_t v) { return std::to_string(v); });
+    list("cp_comm", c.cp_comm, [](CpComm k) { return std::string(kCpCommNames[static_cast<std::size_t>(k)]); });
   }
   return out;
 }

@@ -18,6 +18,9 @@ struct ExecutionFlags {
   std::string ep = "1";
   std::string precision = "bf16";
   std::string schedule = "1f1b";
+  // --cp N (1d's context-parallel degree) and --cp-comm p2p|all-gather (docs/context_parallel.md)
+  std::string cp = "1";
+  std::string cp_comm = "p2p";
   // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
   // given; "auto" the partition balanced_stages chooses.
   std::string first_stage_blocks = "0";
@@ -36,6 +39,8 @@ void check_execution_for_model(const ExecutionChoices& choices, const Transforme
 // One value per option (estimate): InputError if a flag lists several. A stage's blocks given as
 // "auto" read 0 here (balances_stages says so).
 Execution parse_execution(const ExecutionFlags& flags);
+// --cp's one value (estimate): a degree of the tensor split, not of the execution.
+std::int64_t parse_context_parallel(const ExecutionFlags& flags);
 
 // The reference's execution with the end stages' blocks of --first-stage-blocks and
 // --last-stage-blocks (0: not given, and "auto" reads 0; balances_stages says so).

@@ -72,8 +72,9 @@ constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
+constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1]};  // CpComm
 constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
-                                      "zero_reduce", "activations", "fp8_recipe"};
+                                      "zero_reduce", "activations", "fp8_recipe", "context_parallel"};
 
 class Reader {
  public:
@@ -186,6 +187,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   };
   if (const std::uint8_t m = list("strategies", kStrategyNames); m != 0xFF) rt.strategies = m;
   if (const std::uint8_t m = list("zero_stages", kZeroStageNames); m != 0xFF) rt.zero_stages = m;
+  if (const std::uint8_t m = list("context_parallel", kCpCommKeyNames); m != 0xFF) rt.context_parallel = m;
   auto choice = [&](const char* key, std::span<const std::string_view> names, int fallback) {
     if (!root[key]) return fallback;
     const std::string v = r.scalar(root[key], key);
@@ -216,7 +218,8 @@ Runtime load_runtime(const std::filesystem::path& path) {
     plain.file = rt.file;
     plain.content_hash = rt.content_hash;
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
-        rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages) {
+        rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
+        rt.context_parallel != plain.context_parallel) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
@@ -256,6 +259,7 @@ std::string runtime_to_yaml(const Runtime& rt) {
   }
   out += "strategies: " + mask_list(rt.strategies, kStrategyNames) + "\n";
   out += "zero_stages: " + mask_list(rt.zero_stages, kZeroStageNames) + "\n";
+  if (rt.context_parallel != 0) out += "context_parallel: " + mask_list(rt.context_parallel, kCpCommKeyNames) + "\n";
   for (const BoolKey& k : kBoolKeys) out += std::string(k.name) + ": " + (rt.*k.member ? "true" : "false") + "\n";
   const auto named = [](std::span<const std::string_view> names, auto value) {
     return std::string(names[static_cast<std::size_t>(value)]);

@@ -48,13 +48,15 @@ const KnownModel* known_model(const std::string& name) {
 // order tp-cp-ep-dp-pp, torchtitan's device mesh [pp, dp, tp]) or pipeline before data-parallel
 // (Megatron-LM's --use-tp-pp-dp-mapping): each group takes the part of the domain left over that
 // divides its degree; a job within one domain has every group there whole.
+// Context parallelism's group comes right after tensor parallelism's in both orders (Megatron's
+// tp-cp-ep-dp-pp; torchtitan's mesh [pp, dp, cp, tp]).
 struct DomainShares {
-  std::int64_t tp = 1, dp = 1, pp = 1;
+  std::int64_t tp = 1, dp = 1, pp = 1, cp = 1;
   bool operator==(const DomainShares&) const = default;
 };
 DomainShares domain_shares(const Layout& c, std::int64_t nvs, bool dp_before_pp) {
   DomainShares s;
-  if (c.n_gpus() <= nvs) return {c.tensor.tp1, c.dp, c.pp};
+  if (c.n_gpus() <= nvs) return {c.tensor.tp1, c.dp, c.pp, c.tensor.cp};
   std::int64_t left = nvs;
   auto take = [&left](std::int64_t degree) {
     const std::int64_t t = std::gcd(degree, left);
@@ -62,6 +64,7 @@ DomainShares domain_shares(const Layout& c, std::int64_t nvs, bool dp_before_pp)
     return t;
   };
   s.tp = take(c.tensor.tp1);
+  s.cp = take(c.tensor.cp);
   if (dp_before_pp) {
     s.dp = take(c.dp);
     s.pp = take(c.pp);
@@ -71,10 +74,14 @@ DomainShares domain_shares(const Layout& c, std::int64_t nvs, bool dp_before_pp)
   }
   return s;
 }
-DomainShares layout_shares(const Layout& c) { return {c.tensor.nv1, c.nv_dp, c.nv_pp}; }
+DomainShares layout_shares(const Layout& c) { return {c.tensor.nv1, c.nv_dp, c.nv_pp, c.tensor.nv_cp}; }
 std::string shares_text(const DomainShares& s) {
   std::string text = "nv_tp=";
   text += num(s.tp);
+  if (s.cp > 1) {
+    text += " nv_cp=";
+    text += num(s.cp);
+  }
   text += " nv_dp=";
   text += num(s.dp);
   text += " nv_pp=";
@@ -104,6 +111,10 @@ std::string gpus_note(const Layout& c, const char* how) {
   n += num(c.n_gpus());
   n += " / (tensor ";
   n += num(c.tensor.tp1);
+  if (c.tensor.cp > 1) {
+    n += " x context ";
+    n += num(c.tensor.cp);
+  }
   n += " x pipeline ";
   n += num(c.pp);
   n += "))";
@@ -327,6 +338,11 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   }
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
+  if (c.tensor.cp > 1) {
+    // Transformer Engine's ring attention (p2p, the default) or the all-gather of K and V
+    b.add("--context-parallel-size", num(c.tensor.cp));
+    b.add("--cp-comm-type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
+  }
   const DomainShares placed = layout_shares(c);
   if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
     b.add("--use-tp-pp-dp-mapping");
@@ -404,7 +420,8 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.tensor_model_parallel_size", num(c.tensor.tp1));
   b.add("trainer.strategy.pipeline_model_parallel_size", num(c.pp));
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
-  b.add("trainer.strategy.context_parallel_size", "1");
+  b.add("trainer.strategy.context_parallel_size", num(c.tensor.cp));
+  if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
   b.add("trainer.strategy.sequence_parallel", sequence_parallel(c) ? yes : no);
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
@@ -497,6 +514,12 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
   }
 
   b.add("--parallelism.tensor_parallel_degree", num(c.tensor.tp1));
+  if (c.tensor.cp > 1) {
+    // PyTorch's context parallelism: "alltoall" passes the K, V shards around (the ring),
+    // "allgather" all-gathers them after the first block
+    b.add("--parallelism.context_parallel_degree", num(c.tensor.cp));
+    b.add("--parallelism.context_parallel_rotate_method", x.cp_comm == CpComm::AllGather ? "allgather" : "alltoall");
+  }
   b.add("--parallelism.pipeline_parallel_degree", num(c.pp));
   if (x.zero == 0) {  // DDP
     b.add("--parallelism.data_parallel_replicate_degree", num(c.dp));

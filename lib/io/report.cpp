@@ -71,15 +71,15 @@ std::string_view attention_name(const AttentionMode& a) {
   return a.recompute ? "unfused with recompute" : "unfused";
 }
 
-std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c) {
+std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& c, bool all) {
   std::vector<std::pair<const char*, std::int64_t>> out;
-  for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  for_each_config_key(c, KeyKind::Degree, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); }, !all);
   return out;
 }
 
-std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c) {
+std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& c, bool all) {
   std::vector<std::pair<const char*, std::int64_t>> out;
-  for_each_config_key(c, KeyKind::Placement, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); });
+  for_each_config_key(c, KeyKind::Placement, [&](const char* name, std::int64_t v) { out.emplace_back(name, v); }, !all);
   return out;
 }
 
@@ -177,6 +177,12 @@ void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use, bool fp
     }
   }
   w.key("t").value(r.t);
+  if (c.overlap == Overlap::ContextRing) {
+    // context parallelism's ring: its steps and the transfer time the attention hides (not in t)
+    w.key("ring_steps").value(c.ring_steps);
+    w.key("t_fwd_comm_hidden").value(r.fwd.hidden);
+    w.key("t_bwd_comm_hidden").value(r.bwd.hidden);
+  }
   if (use.collectives > 0) w.key("comm_model").value(comm_use_name(use));
   if (fp8) {
     // the GEMM's data type and its FP8 quantization kernels (model/precision.hpp)
@@ -374,6 +380,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("layout").value(std::string_view(param_layout_name(x.params)));
     w.key("ep").value(x.ep);
     w.key("schedule").value(std::string_view(kScheduleNames[static_cast<std::size_t>(x.schedule)]));
+    if (x.cp_comm != CpComm::P2P) w.key("cp_comm").value(std::string_view(kCpCommNames[static_cast<std::size_t>(x.cp_comm)]));
     if (partitioned(layout)) {
       w.key("first_stage_blocks").value(x.first_stage_blocks);
       w.key("last_stage_blocks").value(x.last_stage_blocks);
@@ -583,6 +590,29 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
        " the reference's 'intensity'; bound: what dominates the longer pass";
   if (fp8) o << ";\n cast ms: the FP8 quantization kernels of the pass, part of its time (docs/fp8.md)";
   o << ")\n";
+  if (layout.tensor.cp > 1) {
+    // context parallelism's key/value exchange, exposed (in t_comm ms) and hidden behind the attention
+    for_each_row(ev, [&](const char*, const LayerResult& r) {
+      const LayerCost& c = r.cost;
+      if (c.op != KernelOp::Attention) return;
+      const Collective& f = c.comm_fwd.items[0];
+      const Collective& b = c.comm_bwd.items[0];
+      const char* link = f.fast_domain > 1 && f.fast_domain == f.group ? "NVLink" : "network";
+      if (c.overlap == Overlap::ContextRing) {
+        o << "context parallelism (" << c.name << "): p2p ring over cp=" << layout.tensor.cp << " ("
+          << (f.fast_domain > 1 ? "NVLink" : "network") << "), " << c.ring_steps - 1 << " transfers of "
+          << fmt("%.4g", f.volume_gb * 1e3) << "/" << fmt("%.4g", b.volume_gb * 1e3)
+          << " MB f/b (K, V; backward with dK, dV); exposed " << fmt("%.4g", r.fwd.comm * 1e3) << "/"
+          << fmt("%.4g", r.bwd.comm * 1e3) << " ms, hidden behind the attention " << fmt("%.4g", r.fwd.hidden * 1e3)
+          << "/" << fmt("%.4g", r.bwd.hidden * 1e3) << " ms\n";
+      } else {
+        o << "context parallelism (" << c.name << "): all-gather of K, V over cp=" << layout.tensor.cp << " ("
+          << link << "), " << fmt("%.4g", f.volume_gb * 1e3)
+          << " MB gathered; backward all-gather and reduce-scatter of dK, dV; exposed " << fmt("%.4g", r.fwd.comm * 1e3)
+          << "/" << fmt("%.4g", r.bwd.comm * 1e3) << " ms f/b\n";
+      }
+    });
+  }
   const CommUse use = total_use(ev, layout);
   if (system.calibration) {
     o << "collectives: " << use.calibrated << " of " << use.collectives << " timed from the calibration "

@@ -12,9 +12,11 @@
 namespace perfsweep {
 
 // The strategy's parallel-config keys as the reference names them ({"dp", "tp", "pp", "mbs"}, ...)
-// and the NVLink-placement keys ({"nv_tp", "nv_dp", "nv_pp"} or nv_tp1, nv_tp2, ...).
-std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& layout);
-std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& layout);
+// and the NVLink-placement keys ({"nv_tp", "nv_dp", "nv_pp"} or nv_tp1, nv_tp2, ...); the keys
+// beyond the reference's (cp, nv_cp) only where they differ from it, unless `all` (the same keys
+// for every layout of a strategy: HDF5 columns, schemas).
+std::vector<std::pair<const char*, std::int64_t>> config_keys(const Layout& layout, bool all = false);
+std::vector<std::pair<const char*, std::int64_t>> nv_keys(const Layout& layout, bool all = false);
 
 std::string_view strategy_name(Strategy s);  // "1d", "2d", "2d-seqp"
 Strategy parse_strategy(const std::string& name);  // also accepts "2d-seq"; InputError otherwise

@@ -125,10 +125,10 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
   // Config and NVLink keys: names from a representative layout of the strategy.
   Layout probe;
   probe.strategy = strategy;
-  const auto config_names = config_keys(probe);
+  const auto config_names = config_keys(probe, true);
   for (std::size_t k = 0; k < config_names.size(); ++k) {
     std::vector<std::int64_t> col;
-    for (const Candidate* c : rows) col.push_back(config_keys(c->layout)[k].second);
+    for (const Candidate* c : rows) col.push_back(config_keys(c->layout, true)[k].second);
     const std::string name = config_names[k].first;
     h5::dataset(top.id(), name, col, name == "mbs" ? "samples" : name == "nb" ? "blocks" : "GPUs");
   }
@@ -168,10 +168,10 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
       if (meta.gpu_hour_cost > 0) h5::dataset(top.id(), "cost", cost, "currency");
     }
   }
-  const auto nv_names = nv_keys(probe);
+  const auto nv_names = nv_keys(probe, true);
   for (std::size_t k = 0; k < nv_names.size(); ++k) {
     std::vector<std::int64_t> col;
-    for (const Candidate* c : rows) col.push_back(nv_keys(c->layout)[k].second);
+    for (const Candidate* c : rows) col.push_back(nv_keys(c->layout, true)[k].second);
     h5::dataset(top.id(), nv_names[k].first, col, "GPUs in the NVLink domain");
   }
   // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution), as integers: recompute 0 none,

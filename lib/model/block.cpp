@@ -97,10 +97,12 @@ void all_reduce_instead(CommSet& set) {
 
 // 1d (modules.py mlp_1d, sa_1d): weights split over tp; with sequence parallelism (the
 // reference's) the residual stream (row projections' reduce-scatter output, dropout, norm) is
-// split over the sequence and gathered before the next projection.
+// split over the sequence and gathered before the next projection. Context parallelism (cp > 1)
+// gives every layer l / cp tokens of each sequence, and the attention core its keys and values
+// from the other cp - 1 ranks (fused_la_cp).
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                    const AttentionMode& a, const Execution& x) {
-  const I l = m.l, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
+  const I l = m.l / t.cp, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
   const bool rc = a.recompute;
   const bool sp = x.sequence_parallel;
   const I l_residual = sp ? l / tp : l;  // rows of the residual stream on one GPU
@@ -162,12 +164,16 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       }
       return c;
     }
-    case Role::AttentionCore: return fused_la(s, y.name, b, l, q, h, tp, core_of(m, tp));
+    case Role::AttentionCore:
+      if (t.cp > 1) {
+        return fused_la_cp(s, y.name, b, m.l, q, h, tp, t.cp, t.nv_cp, x.cp_comm, t.tp1 / t.nv1, core_of(m, tp));
+      }
+      return fused_la(s, y.name, b, l, q, h, tp, core_of(m, tp));
     case Role::AttentionScores: return logits(s, y.name, b, l, q, h, tp, rc);
     case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
     case Role::AttentionValues: return attend(s, y.name, b, l, q, h, tp, rc);
     case Role::Embedding:
-      return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? l : 0);
+      return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? m.l : 0);
     case Role::CrossEntropy: return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), tp, nv, m.logits_dtype);
     case Role::Router:
     case Role::Dispatch:
@@ -366,6 +372,13 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
   }
   if (exec.fused_elementwise && strategy != Strategy::OneD) {
     throw ConfigError("Megatron's fused elementwise kernels are modeled for 1d tensor parallelism only");
+  }
+  if (split.cp > 1) [[unlikely]] {
+    if (strategy != Strategy::OneD) {
+      throw ConfigError("context parallelism (cp) is modelled for 1d tensor parallelism only (2d-seqp's tp2 is the "
+                        "reference's own sequence split)");
+    }
+    if (!attention.flash) throw ConfigError("context parallelism (cp) needs flash attention (ring attention's kernels)");
   }
   AttentionMode a = attention;
   // Selective recomputation: unfused attention re-runs its core (the reference's

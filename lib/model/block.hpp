@@ -171,6 +171,9 @@ struct Execution {
   // FP8 (set from the runtime by apply_runtime; not searched).
   Precision precision = Precision::Bf16;
   Fp8Policy fp8;
+  // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
+  // `--cp-comm p2p,all-gather`).
+  CpComm cp_comm = CpComm::P2P;
   bool operator==(const Execution&) const = default;
 };
 
@@ -215,12 +218,17 @@ struct TensorSplit {
   std::int64_t nb = 1;
   // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
   std::int64_t ep = 1, nv_ep = 1;
+  // Context parallelism (1d only): each micro-batch's sequence split over cp GPUs, nv_cp of them
+  // in an NVLink domain; the weights are replicated over them (docs/context_parallel.md).
+  std::int64_t cp = 1, nv_cp = 1;
 };
 
-// NVLink domains one tensor-parallel group spans: in the rank order (tensor innermost, then data,
-// then pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in domains between consecutive
-// domains of a data-parallel (or expert-parallel) group.
-inline std::int64_t tensor_domains(const TensorSplit& t) { return (t.tp1 / t.nv1) * (t.tp2 / t.nv2); }
+// NVLink domains one tensor- and context-parallel group spans: in the rank order (tensor
+// innermost, then context, data, pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in
+// domains between consecutive domains of a data-parallel (or expert-parallel) group.
+inline std::int64_t tensor_domains(const TensorSplit& t) {
+  return (t.tp1 / t.nv1) * (t.tp2 / t.nv2) * (t.cp / t.nv_cp);
+}
 
 // Per-GPU cost of one described layer for a micro-batch of b samples under `strategy`'s sharding
 // rules: 1d (Megatron tensor parallelism over tp1), 2d (SUMMA GEMMs on a tp1 x tp2 grid with

@@ -109,6 +109,20 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
     const double nb = D(c.summa_nb);
     const double one_block = time_collectives(s, comms, nb);
     p.comm = one_block + std::max(one_block * nb - t_compute, 0.0);
+  } else if (c.overlap == Overlap::ContextRing) {
+    // Transformer Engine's ring (AttnFuncWithCPAndKVP2P): step i computes on the block received
+    // at step i - 1 while the next block moves, so each of the steps - 1 transfers is exposed
+    // only beyond one step's compute; the first transfer's latency is not hidden.
+    const double steps = D(c.ring_steps);
+    const double transfer = time_collectives(s, comms, 1.0);
+    const double step_compute = t_compute / steps;
+    const Collective& ring = comms.items[0];
+    const double latency =
+        transfer > 0 ? (ring.fast_domain > 1 ? s.nvlink_latency : network_path(s, CommType::P2P, 2, ring.stride).latency)
+                     : 0.0;
+    const double exposed = (steps - 1) * std::max(transfer - step_compute, 0.0);
+    p.comm = latency + exposed;
+    p.hidden = (steps - 1) * transfer - exposed;
   } else {
     p.comm = time_collectives(s, comms, 1.0);
   }
@@ -562,7 +576,6 @@ LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, A
 }
 
 // Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
-// Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
 // Causal: with the sequence split into 2 m2 chunks and rank i holding chunks i and 2 m2 - 1 - i
 // (the load-balanced chunking of Megatron-Core's context parallelism, docs "context_parallel"),
 // every rank computes half of its rows' score blocks.
@@ -612,6 +625,30 @@ LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, S
     c.flops_fwd *= kCausalFraction;
     c.flops_bwd *= kCausalFraction;
   }
+  return c;
+}
+
+LayerCost fused_la_cp(const System& s, const char* name, I b, I l, I q, I h, I tp, I cp, I nv_cp, CpComm comm,
+                      I domain_stride, AttentionCoreOptions o) {
+  // fused_la_seqp's grid: the sequence (dim1) over cp, the heads (dim2) over tp
+  LayerCost c = fused_la_seqp(s, name, b, l, q, h, {cp, tp, nv_cp, 1}, o);
+  if (comm == CpComm::AllGather || cp == 1) {
+    for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+      for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].stride = static_cast<std::int32_t>(domain_stride);
+    }
+    return c;
+  }
+  const Units u(s);
+  const I kv_local = o.kv_local > 0 ? o.kv_local : h / tp;
+  // one ring step: this rank's K and V (l / cp tokens) to the next rank; the step's slowest link
+  // bounds it, NVLink only when the whole ring is in one domain
+  const double step_kv = D(2 * (b * kv_local * (l / cp) * q)) * u.elem;
+  const I fast = nv_cp == cp ? 2 : 1;
+  const auto span = static_cast<std::int32_t>((cp / nv_cp - 1) * domain_stride);  // first domain to last
+  c.comm_fwd = one({step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});
+  c.comm_bwd = one({2 * step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});  // K, V and dK, dV
+  c.overlap = Overlap::ContextRing;
+  c.ring_steps = cp;
   return c;
 }
 

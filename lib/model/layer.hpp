@@ -12,6 +12,15 @@
 
 namespace perfsweep {
 
+// How context-parallel attention (1d, cp > 1) exchanges keys and values (docs/context_parallel.md):
+//  P2P        ring attention (Megatron-Core's default cp_comm_type "p2p", Transformer Engine's
+//             AttnFuncWithCPAndKVP2P): cp - 1 ring steps each passing one rank's K and V on,
+//             overlapped with the attention of the block already received
+//  AllGather  Llama 3's (Dubey et al. 2024, sec. 3.3.2; TE's AttnFuncWithCPAndKVAllGather): K and V
+//             all-gathered before the attention, their gradients reduce-scattered, not overlapped
+enum class CpComm : std::uint8_t { P2P, AllGather };
+inline constexpr const char* kCpCommNames[] = {"p2p", "all-gather"};
+
 // One collective issued by a layer: volume, kind, group size, how many of the group's GPUs
 // share an NVLink domain, and how many domains apart the group's domains sit (network tiers).
 struct Collective {
@@ -35,6 +44,10 @@ struct CommSet {
 enum class Overlap : std::uint8_t {
   Serial,  // t = max(compute, memory) + sum of collective times
   Summa,   // nb blocks: one block's collectives exposed, the rest hidden behind compute
+  // Ring attention (context parallelism's p2p exchange): the pass's compute in ring_steps equal
+  // steps, each of the ring_steps - 1 transfers (the pass's one P2P collective, one step's
+  // volume) hidden behind one step's compute as far as it lasts, plus the first step's latency
+  ContextRing,
 };
 
 enum class Glue : std::uint8_t { Calibrated, ResidualFork, None };
@@ -56,6 +69,7 @@ struct LayerCost {
   CommSet comm_bwd;
   Overlap overlap = Overlap::Serial;
   std::int64_t summa_nb = 1;     // SUMMA blocks (Overlap::Summa only)
+  std::int64_t ring_steps = 1;   // ring steps, the context-parallel degree (Overlap::ContextRing only)
   bool recompute = false;        // forward is run again in the backward pass
   // Its work runs inside a neighbouring layer's fused kernel, which counts its bytes: no time of
   // its own (weights and activations still count).
@@ -82,6 +96,7 @@ struct PassTime {
   double mem = 0;        // memory time exposed beyond compute
   double intensity = 0;  // compute time / memory time
   double cast = 0;       // FP8 quantization kernels (part of t)
+  double hidden = 0;     // communication hidden behind compute (Overlap::ContextRing; not in t)
 };
 
 struct LayerResult {
@@ -157,6 +172,19 @@ LayerCost fused_la(const System& s, const char* name, std::int64_t b, std::int64
                    std::int64_t m, AttentionCoreOptions options = {});
 LayerCost fused_la_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
                         std::int64_t h, Split2 p, AttentionCoreOptions options = {});
+// 1d context-parallel flash attention (docs/context_parallel.md): heads over tp, the l-token
+// sequence over cp GPUs (nv_cp of them in an NVLink domain) in Megatron-Core's load-balanced
+// causal split (each rank two chunks of l / (2 cp), so 1/cp of the causal work each). Counts are
+// fused_la_seqp's (the local queries against every key). Keys and values move as `comm` says:
+// P2P, cp - 1 ring steps of the local K and V (b kv_local (l / cp) q, two tensors) forward, of
+// K, V and their gradients (twice that) backward, overlapped (Overlap::ContextRing);
+// AllGather, fused_la_seqp's all-gather forward, all-gather and reduce-scatter backward.
+// `domain_stride`: NVLink domains between consecutive domains of the cp group (those of a tensor
+// group; network tiers): the all-gather's group sits that far apart, and a ring step waits for
+// its slowest link, the one spanning the group's domains.
+LayerCost fused_la_cp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
+                      std::int64_t h, std::int64_t tp, std::int64_t cp, std::int64_t nv_cp, CpComm comm,
+                      std::int64_t domain_stride, AttentionCoreOptions options = {});
 
 // The vocabulary's layers (Megatron-LM megatron/core/tensor_parallel/layers.py
 // VocabParallelEmbedding and cross_entropy.py _VocabParallelCrossEntropy): `tokens` tokens on

@@ -59,6 +59,13 @@ PipelineSchedule parse_schedule(const std::string& text, const std::string& flag
   throw InputError(flag + " must be 1f1b, zb-h1, zb-h2 or dualpipe, got '" + text + "'");
 }
 
+CpComm parse_cp_comm(const std::string& text, const std::string& flag) {
+  for (std::size_t i = 0; i < std::size(kCpCommNames); ++i) {
+    if (text == kCpCommNames[i]) return static_cast<CpComm>(i);
+  }
+  throw InputError(flag + " must be p2p or all-gather, got '" + text + "'");
+}
+
 std::string config_key_names(Strategy strategy, KeyKind kind) {
   std::string out;
   const StrategyPlan& plan = plan_of(strategy);
@@ -93,6 +100,7 @@ std::vector<Execution> execution_combinations(const ExecutionChoices& c, const E
   expand(c.ep, &Execution::ep);
   expand(c.precision, &Execution::precision);
   expand(c.schedule, &Execution::schedule);
+  expand(c.cp_comm, &Execution::cp_comm);
   return out;
 }
 
@@ -106,7 +114,8 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
           {"precision", kPrecisionNames[static_cast<std::size_t>(x.precision)]},
           {"schedule", kScheduleNames[static_cast<std::size_t>(x.schedule)]},
           {"first_stage_blocks", std::to_string(x.first_stage_blocks)},
-          {"last_stage_blocks", std::to_string(x.last_stage_blocks)}};
+          {"last_stage_blocks", std::to_string(x.last_stage_blocks)},
+          {"cp_comm", kCpCommNames[static_cast<std::size_t>(x.cp_comm)]}};
 }
 
 std::string execution_text(const Execution& x) {
@@ -116,6 +125,7 @@ std::string execution_text(const Execution& x) {
     const std::string_view k = key;
     if (k == "precision" && x.precision == Precision::Bf16) continue;
     if (k == "schedule" && x.schedule == PipelineSchedule::OneFOneB) continue;
+    if (k == "cp_comm" && x.cp_comm == CpComm::P2P) continue;
     if (k.ends_with("_stage_blocks") && !stages) continue;
     if (!out.empty()) out += ' ';
     out += k;

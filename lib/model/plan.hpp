@@ -1,5 +1,5 @@
 #pragma once
-// A parallel plan: how a step is laid out on n = dp x tp1 x tp2 x pp GPUs, and what each strategy
+// A parallel plan: how a step is laid out on n = dp x tp1 x tp2 x cp x pp GPUs, and what each strategy
 // makes of the degrees (the reference's execute_1d, execute_2d, execute_seqp): which GPUs share a
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
@@ -19,11 +19,11 @@ namespace perfsweep {
 struct Layout {
   Strategy strategy = Strategy::OneD;
   std::int64_t dp = 1, pp = 1, mbs = 1;
-  TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb
+  TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb, cp, nv_cp
   std::int64_t nv_dp = 1, nv_pp = 1;
   AttentionMode attention;
   Execution exec;
-  std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2; }
+  std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2 * tensor.cp; }
 };
 
 // The tensor split a block is built with: the layout's, with its expert-parallel group, whose
@@ -52,30 +52,34 @@ struct StrategyPlan {
 const StrategyPlan& plan_of(Strategy strategy);
 
 // GPUs a micro-batch's tokens are split over: mbs x l must divide by it
-// (micro_batch_size_candidates in execution.py).
+// (micro_batch_size_candidates in execution.py); context parallelism splits them cp ways more.
 inline std::int64_t token_split(const StrategyPlan& p, const TensorSplit& t) {
-  return p.tp2_splits_tokens_only ? t.tp2 : t.tp1 * t.tp2;
+  return (p.tp2_splits_tokens_only ? t.tp2 : t.tp1 * t.tp2) * t.cp;
 }
 // The data-parallel gradient reduction's group, its NVLink share, and the optimizer's shards.
+// Context parallelism's cp GPUs hold replicas of the same weights, as 2d-seqp's tp2 do: they join
+// the reduction and the distributed optimizer's shards (Megatron-Core's data-parallel group with
+// context parallelism, dp x cp).
 inline std::int64_t dp_group(const StrategyPlan& p, const Layout& c) {
-  return p.tp2_replicates_weights ? c.dp * c.tensor.tp2 : c.dp;
+  return (p.tp2_replicates_weights ? c.dp * c.tensor.tp2 : c.dp) * c.tensor.cp;
 }
 inline std::int64_t dp_group_fast(const StrategyPlan& p, const Layout& c) {
-  return p.tp2_replicates_weights ? c.nv_dp * c.tensor.nv2 : c.nv_dp;
+  return (p.tp2_replicates_weights ? c.nv_dp * c.tensor.nv2 : c.nv_dp) * c.tensor.nv_cp;
 }
 inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layout& c) {
-  return p.tp2_replicates_weights ? c.tensor.tp2 : 1;
+  return (p.tp2_replicates_weights ? c.tensor.tp2 : 1) * c.tensor.cp;
 }
 // Where an axis's groups sit across NVLink domains (network tiers), in the rank order tensor
 // innermost, then data, then pipeline (Megatron-Core's tp-cp-ep-dp-pp): the distance in domains
-// between consecutive domains of a data-parallel group (the tensor group's domains; 2d-seqp's
-// tp2, part of that group, counted with it) and of a pipeline group (a stage's domains).
+// between consecutive domains of a data-parallel group (a tensor group's domains; the context
+// ranks, which join it, and 2d-seqp's tp2 are part of it) and of a pipeline group (a stage's).
 inline std::int64_t data_domain_stride(const StrategyPlan& p, const Layout& c) {
   const std::int64_t tp1 = c.tensor.tp1 / c.tensor.nv1;
   return p.tp2_replicates_weights ? tp1 : tp1 * (c.tensor.tp2 / c.tensor.nv2);
 }
 inline std::int64_t pipeline_domain_stride(const Layout& c) {
-  const std::int64_t stage = c.dp * c.tensor.tp1 * c.tensor.tp2, in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2;
+  const std::int64_t stage = c.dp * c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp;
+  const std::int64_t in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp;
   return std::max<std::int64_t>(1, stage / in_domain);
 }
 // The expert-data-parallel group (Megatron-Core): the GPUs holding replicas of the same experts,
@@ -86,7 +90,7 @@ inline std::int64_t pipeline_domain_stride(const Layout& c) {
 inline std::int64_t expert_dp_group(const StrategyPlan& p, const Layout& c) { return dp_group(p, c) / c.exec.ep; }
 inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c) {
   const std::int64_t share = c.nv_dp % c.exec.ep == 0 ? c.nv_dp / c.exec.ep : 1;
-  return p.tp2_replicates_weights ? share * c.tensor.nv2 : share;
+  return (p.tp2_replicates_weights ? share * c.tensor.nv2 : share) * c.tensor.nv_cp;
 }
 
 // The keys that name a configuration, in the reference's order: the one list that reports,
@@ -104,6 +108,11 @@ struct ConfigKey {
   std::int64_t (*value)(const Layout&);
   bool (*applies)(const StrategyPlan&);
   bool orders_ties;  // part of the tie-break tuple; a derived key (tp = tp1 x tp2) is not
+  // A key beyond the reference's degrees and placements (cp, nv_cp) that reports leave out at
+  // this value, its reference value, so the reference's outputs keep their keys; HDF5 columns and
+  // fingerprints carry it always. kAlwaysReported: never left out.
+  std::int64_t omitted_at = kAlwaysReported;
+  static constexpr std::int64_t kAlwaysReported = -1;
 };
 namespace config_key_detail {
 constexpr bool always(const StrategyPlan&) { return true; }
@@ -122,6 +131,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
     {"pp", KeyKind::Degree, [](const Layout& c) { return c.pp; }, config_key_detail::always, true},
     {"mbs", KeyKind::Degree, [](const Layout& c) { return c.mbs; }, config_key_detail::always, true},
     {"nb", KeyKind::Degree, [](const Layout& c) { return c.tensor.nb; }, config_key_detail::summa, true},
+    {"cp", KeyKind::Degree, [](const Layout& c) { return c.tensor.cp; }, config_key_detail::one_tensor_degree, true,
+     1},
     {"nv_tp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; }, config_key_detail::one_tensor_degree,
      false},
     {"nv_tp1", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; },
@@ -130,6 +141,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::two_tensor_degrees, true},
     {"nv_dp", KeyKind::Placement, [](const Layout& c) { return c.nv_dp; }, config_key_detail::always, true},
     {"nv_pp", KeyKind::Placement, [](const Layout& c) { return c.nv_pp; }, config_key_detail::always, true},
+    {"nv_cp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv_cp; }, config_key_detail::one_tensor_degree,
+     true, 1},
     {"recompute", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.recompute)}; },
      config_key_detail::always, true},
     {"sp", KeyKind::Execution, [](const Layout& c) { return std::int64_t{c.exec.sequence_parallel}; },
@@ -147,6 +160,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
     {"precision", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.precision)}; },
      config_key_detail::always, true},
     {"schedule", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.schedule)}; },
+     config_key_detail::always, true},
+    {"cp_comm", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.cp_comm)}; },
      config_key_detail::always, true},
 };
 
@@ -224,12 +239,17 @@ struct ExecutionChoices {
   std::vector<std::int64_t> ep{1};
   std::vector<Precision> precision{Precision::Bf16};
   std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
+  // Context-parallel degrees (1d; each a degree of the tensor split, n = dp tp cp pp) and how
+  // their attention exchanges keys and values (cp > 1 only: a layout with cp = 1 takes the first).
+  std::vector<std::int64_t> cp{1};
+  std::vector<CpComm> cp_comm{CpComm::P2P};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
 // Every combination of the choices as one Execution (the fields the choices do not hold, such
 // as the stages' blocks, from `base`), in the search's dimension order: recompute outermost, then
-// sp, interleave, zero, layout, ep, precision, schedule innermost.
+// sp, interleave, zero, layout, ep, precision, schedule, cp_comm innermost. cp is the tensor
+// split's, not the execution's.
 std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
 
 // Names of the execution options' values, as flags and reports spell them.
@@ -238,11 +258,11 @@ const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "am
 // Every searched option of one configuration as flags spell its value, in declared order:
 // {"recompute", "none"}, {"sp", "on"}, {"zero", "1"}, {"interleave", "1"}, {"layout", "reference"},
 // {"ep", "1"}, {"precision", "bf16"}, {"schedule", "1f1b"}, {"first_stage_blocks", "0"},
-// {"last_stage_blocks", "0"}.
+// {"last_stage_blocks", "0"}, {"cp_comm", "p2p"}.
 std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x);
 // "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
-// " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, and " first_stage_blocks=7
-// last_stage_blocks=7" when a stage's blocks are given.
+// " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " first_stage_blocks=7
+// last_stage_blocks=7" when a stage's blocks are given, and " cp_comm=all-gather" unless p2p.
 std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
@@ -251,20 +271,26 @@ ParamLayout parse_param_layout(const std::string& text, const std::string& flag)
 Precision parse_precision(const std::string& text, const std::string& flag);
 // "1f1b", "zb-h1", "zb-h2" or "dualpipe" (kScheduleNames); InputError naming the flag otherwise.
 PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);
+// "p2p" or "all-gather" (kCpCommNames); InputError naming the flag otherwise.
+CpComm parse_cp_comm(const std::string& text, const std::string& flag);
 
-// f(name, value) for each key of `kind` that the layout's strategy has, in declared order.
+// f(name, value) for each key of `kind` that the layout's strategy has, in declared order;
+// reported_only: without the keys at their omitted_at value (what reports show).
 template <typename F>
-void for_each_config_key(const Layout& c, KeyKind kind, F&& f) {
+void for_each_config_key(const Layout& c, KeyKind kind, F&& f, bool reported_only = false) {
   const StrategyPlan& plan = plan_of(c.strategy);
   for (const ConfigKey& k : kConfigKeys) {
-    if (k.kind == kind && k.applies(plan)) f(k.name, k.value(c));
+    if (k.kind != kind || !k.applies(plan)) continue;
+    const std::int64_t v = k.value(c);
+    if (reported_only && v == k.omitted_at) continue;
+    f(k.name, v);
   }
 }
 
 // "dp,tp,pp,mbs" (Degree) or "nv_tp,nv_dp,nv_pp" (Placement): a strategy's key names.
 std::string config_key_names(Strategy strategy, KeyKind kind);
 
-// Placements of the NVLink domain over the groups (tp1, tp2, dp, pp): every (n1, n2, n3, n4)
+// Placements of the NVLink domain over the groups (tp1, tp2 or cp, dp, pp): every (n1, n2, n3, n4)
 // with n1 n2 n3 n4 = nvs dividing their groups, in the reference's order, or the whole job when
 // it fits in one domain.
 template <typename F>
@@ -294,15 +320,19 @@ void for_each_nv_1d(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int6
   for_each_nv_2d(tp, 1, dp, pp, nvs, [&](std::int64_t n1, std::int64_t, std::int64_t n3, std::int64_t n4) { f(n1, n3, n4); });
 }
 
-// Every NVLink placement (nv1, nv2, nv_dp, nv_pp) of the layout's degrees on domains of nvs
-// GPUs that the strategy allows (1d: nv2 = 1).
+// Every NVLink placement (nv1, nv2, nv_cp, nv_dp, nv_pp) of the layout's degrees on domains of
+// nvs GPUs that the strategy allows (1d: nv2 = 1; 2d: nv_cp = 1). 1d's context-parallel group
+// takes the second group's place: its share of the domain enumerated as the reference enumerates
+// tp2's, so cp = 1 leaves 1d's placements and their order as they were.
 template <typename F>
 void for_each_placement(const StrategyPlan& p, const Layout& c, std::int64_t nvs, F&& f) {
+  constexpr std::int64_t one = 1;
   if (!p.has_tp2) {
-    for_each_nv_1d(c.tensor.tp1, c.dp, c.pp, nvs,
-                   [&](std::int64_t a, std::int64_t b, std::int64_t d) { f(a, std::int64_t{1}, b, d); });
+    for_each_nv_2d(c.tensor.tp1, c.tensor.cp, c.dp, c.pp, nvs,
+                   [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { f(a, one, b, d, e); });
   } else {
-    for_each_nv_2d(c.tensor.tp1, c.tensor.tp2, c.dp, c.pp, nvs, f);
+    for_each_nv_2d(c.tensor.tp1, c.tensor.tp2, c.dp, c.pp, nvs,
+                   [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { f(a, b, one, d, e); });
   }
 }
 

@@ -118,6 +118,10 @@ struct Runtime {
   std::uint8_t zero_stages = 0xF;
   bool runs(Strategy s) const { return (strategies >> static_cast<int>(s)) & 1u; }
   bool runs_zero(std::int64_t z) const { return z >= 0 && z <= 3 && ((zero_stages >> z) & 1u); }
+  // Bit k: it runs context parallelism (cp > 1) with CpComm k. 0: none (the reference's 1d has
+  // no context parallelism; its 2d-seqp is its own sequence split).
+  std::uint8_t context_parallel = 0;
+  bool runs_cp(CpComm k) const { return (context_parallel >> static_cast<int>(k)) & 1u; }
   // A run before nanotron's pipeline-engine fix (nanotron-before-fix): s added to every
   // micro-batch slot of a pipelined job that spans nodes.
   double host_slot_pipelined_multinode_s = 0;

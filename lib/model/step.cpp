@@ -454,10 +454,19 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
 void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   const TensorSplit& t = c.tensor;
   for (auto [name, v] : {std::pair{"dp", c.dp}, {"pp", c.pp}, {"mbs", c.mbs}, {"tp1", t.tp1}, {"tp2", t.tp2},
-                         {"nb", t.nb}, {"nv_tp1", t.nv1}, {"nv_tp2", t.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp}}) {
+                         {"nb", t.nb}, {"nv_tp1", t.nv1}, {"nv_tp2", t.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp},
+                         {"cp", t.cp}, {"nv_cp", t.nv_cp}}) {
     require(v >= 1, std::string(name) + " must be a positive integer, got " + str(v));
   }
   const bool one_d = c.strategy == Strategy::OneD;
+  if (t.cp > 1) {
+    require(one_d, "cp=" + str(t.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
+                       plan_of(c.strategy).name + " splits the sequence its own way)");
+    require(c.attention.flash, "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)");
+    // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
+    require(m.l % (2 * t.cp) == 0, "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
+                                       str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
+  }
   if (c.exec.precision != Precision::Bf16) {
     require(one_d, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
     const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
@@ -553,7 +562,8 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   nv_divides("nv_tp2", t.nv2, "tp2", t.tp2);
   nv_divides("nv_dp", c.nv_dp, "dp", c.dp);
   nv_divides("nv_pp", c.nv_pp, "pp", c.pp);
-  const I fast = t.nv1 * t.nv2 * c.nv_dp * c.nv_pp;
+  nv_divides("nv_cp", t.nv_cp, "cp", t.cp);
+  const I fast = t.nv1 * t.nv2 * t.nv_cp * c.nv_dp * c.nv_pp;
   require(fast <= s.nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
                                      str(s.nvlink_size));
 }
@@ -745,7 +755,7 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   const double kv = m.kv() >= c.tensor.tp1 ? D(m.kv()) / t : 1.0;  // replicated when tp > kv heads
   const double replicated = sp ? 1 / t : 1.0;  // the sequence-parallel region: l / t tokens
   const double mask = m.has_dropout() ? 1.0 * e * replicated : 0.0;  // residual dropout's 1-byte mask
-  const double tokens = D(c.mbs * m.l);
+  const double tokens = D(c.mbs * (m.l / c.tensor.cp));  // context parallelism: l / cp of each sequence
   constexpr double kGB = 1e-9;
   BlockActivations a;
   if (c.exec.recompute == Recompute::Full) {
@@ -800,6 +810,14 @@ void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   }
   if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
     throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");
+  }
+  if (c.tensor.cp > 1 && !rt.runs_cp(c.exec.cp_comm)) {
+    throw ConfigError("runtime " + rt.name + " does not run context parallelism" +
+                      (rt.context_parallel != 0 ? std::string(" with cp_comm ") +
+                                                      kCpCommNames[static_cast<std::size_t>(c.exec.cp_comm)]
+                                                : std::string()) +
+                      " (cp=" + std::to_string(c.tensor.cp) + "; its context_parallel key lists what it runs; " +
+                      "docs/context_parallel.md)");
   }
 }
 

@@ -93,7 +93,8 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(Precision::Fp8)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.schedule), static_cast<unsigned>(PipelineSchedule::DualPipe)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(Fp8Recipe::Mxfp8));
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(Fp8Recipe::Mxfp8)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(CpComm::AllGather));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),
@@ -113,8 +114,8 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   std::memcpy(&c, bytes.data(), sizeof c);
   const Layout& l = c.layout;
   const TensorSplit& t = l.tensor;
-  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.nv1, t.nv2, t.ep, t.nv_ep, l.nv_dp, l.nv_pp,
-                                    l.exec.interleave, l.exec.ep}) {
+  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.nv1, t.nv2, t.ep, t.nv_ep, t.cp, t.nv_cp, l.nv_dp,
+                                    l.nv_pp, l.exec.interleave, l.exec.ep}) {
     if (degree < 1 || degree > kMaxGpuCount) return false;
   }
   if (l.mbs < 1 || l.mbs > kMaxGlobalBatch || t.nb < 1 || t.nb > kMaxSummaBlocks) return false;
@@ -124,7 +125,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
     if (blocks < 0 || blocks > kMaxGpuCount) return false;
   }
   std::int64_t gpus = 1;
-  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2}) {
+  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.cp}) {
     if (__builtin_mul_overflow(gpus, degree, &gpus) || gpus > kMaxGpuCount) return false;
   }
   // Published numbers: finite and non-negative (times, memory, FLOPs, fractions), throughput > 0.

@@ -132,8 +132,8 @@ std::string schema_text(Strategy strategy) {
   for (const TotalsField& f : kTotalsFields) s += std::string(" ") + f.name;
   Layout probe;
   probe.strategy = strategy;
-  for (const auto& k : config_keys(probe)) s += std::string(" ") + k.first;
-  for (const auto& k : nv_keys(probe)) s += std::string(" ") + k.first;
+  for (const auto& k : config_keys(probe, true)) s += std::string(" ") + k.first;
+  for (const auto& k : nv_keys(probe, true)) s += std::string(" ") + k.first;
   return s + "\n" + result_schema();
 }
 
@@ -156,6 +156,9 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   x.last_stage_blocks = 0;
   const std::vector<Execution> built = execution_combinations(p.exec, base);
   if (std::find(built.begin(), built.end(), x) == built.end()) return false;
+  // a context-parallel degree of the choices; with cp = 1 the first exchange alone (cp_comm_values)
+  if (std::find(p.exec.cp.begin(), p.exec.cp.end(), l.tensor.cp) == p.exec.cp.end()) return false;
+  if (l.tensor.cp == 1 && l.exec.cp_comm != p.exec.cp_comm.front()) return false;
   validate_layout(p.system, p.model, l, p.global_batch);
   return true;
 }
@@ -171,7 +174,7 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
     for (const Candidate& c : r.tops[k].items()) {
       const Layout& l = c.layout;
       // the journal's decoding bounds each degree and their product by 2^30, mbs by 2^32
-      if (l.strategy != p.strategy || l.dp * l.pp * l.tensor.tp1 * l.tensor.tp2 != n_gpus[k] ||
+      if (l.strategy != p.strategy || l.n_gpus() != n_gpus[k] ||
           p.global_batch % (l.dp * l.mbs) != 0) {
         return false;
       }
@@ -366,12 +369,12 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
     flush_stdout();
     return;
   }
-  std::printf("%-6s %-16s %8s %6s %6s\n", "unit", "target", "n_gpus", "tp1", "tp2");
+  std::printf("%-6s %-16s %8s %6s %6s %6s\n", "unit", "target", "n_gpus", "tp1", "tp2", "cp");
   for (std::size_t i = 0; i < sweep.units().size(); ++i) {
     const WorkUnit& u = sweep.units()[i];
-    std::printf("%-6zu %-16s %8lld %6lld %6lld\n", i, plan.targets[u.target].group.c_str(),
+    std::printf("%-6zu %-16s %8lld %6lld %6lld %6lld\n", i, plan.targets[u.target].group.c_str(),
                 static_cast<long long>(plan.n_gpus[u.n_index]), static_cast<long long>(u.split.tp1),
-                static_cast<long long>(u.split.tp2));
+                static_cast<long long>(u.split.tp2), static_cast<long long>(u.split.cp));
   }
   flush_stdout();
 }

@@ -8,17 +8,20 @@
 
 namespace perfsweep {
 
-bool PlacementChoice::admits(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) const {
-  return (!nv1 || *nv1 == n1) && (!nv2 || *nv2 == n2) && (!nv_dp || *nv_dp == n3) && (!nv_pp || *nv_pp == n4);
+bool PlacementChoice::admits(std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3,
+                             std::int64_t n4) const {
+  return (!nv1 || *nv1 == n1) && (!nv2 || *nv2 == n2) && (!nv_cp || *nv_cp == n_cp) && (!nv_dp || *nv_dp == n3) &&
+         (!nv_pp || *nv_pp == n4);
 }
 
 void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f) {
   const TensorSplit& t = layout.tensor;
-  auto place = [&](Layout c, std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) {
-    if (!choice.admits(n1, n2, n3, n4)) return;
+  auto place = [&](Layout c, std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3, std::int64_t n4) {
+    if (!choice.admits(n1, n2, n_cp, n3, n4)) return;
     c.tensor.nv1 = n1;
     c.tensor.nv2 = n2;
+    c.tensor.nv_cp = n_cp;
     c.nv_dp = n3;
     c.nv_pp = n4;
     f(c);
@@ -26,7 +29,9 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
   const StrategyPlan& plan = plan_of(layout.strategy);
   auto placements = [&](const Layout& c) {
     perfsweep::for_each_placement(plan, c, sys.nvlink_size,
-                                  [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { place(c, a, b, d, e); });
+                                  [&](std::int64_t a, std::int64_t b, std::int64_t k, std::int64_t d, std::int64_t e) {
+                                    place(c, a, b, k, d, e);
+                                  });
   };
   if (plan.has_nb && choice.search_nb) {
     for_each_summa_nb(t.tp1, t.tp2, model.e, [&](std::int64_t nb) {
@@ -109,6 +114,18 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       }
     }
   }
+  if (r.cp != std::vector<std::int64_t>{1}) {
+    // every tensor split with each context-parallel degree (cp = 1 alone: the splits as they are)
+    std::vector<TensorSplit> with_cp;
+    for (const TensorSplit& t : splits) {
+      for (const std::int64_t cp : r.cp) {
+        TensorSplit x = t;
+        x.cp = cp;
+        with_cp.push_back(x);
+      }
+    }
+    splits = std::move(with_cp);
+  }
   PlacementChoice choice = r.placement;
   const bool summa = plan_of(strategy).has_nb;
   choice.search_nb = summa && r.nb.empty();
@@ -138,9 +155,10 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     }
   };
   for (TensorSplit t : splits) {
-    const std::int64_t tp = t.tp1 * t.tp2;
+    const std::int64_t tp = t.tp1 * t.tp2 * t.cp;  // the GPUs of one replica's pipeline stage
     if (tp < 1 || n_gpus % tp != 0) {
-      reject("tp=" + std::to_string(tp) + " does not divide " + std::to_string(n_gpus) + " GPUs");
+      reject((t.cp > 1 ? "tp x cp=" : "tp=") + std::to_string(tp) + " does not divide " + std::to_string(n_gpus) +
+             " GPUs");
       continue;
     }
     const std::int64_t rest = n_gpus / tp;
@@ -179,6 +197,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           ++out.combinations;
           for (const AttentionMode& attention : r.attentions) {
             for (const Execution& exec : r.executions) {
+              // without context parallelism there is nothing to exchange: the first choice alone
+              if (t.cp == 1 && exec.cp_comm != r.executions.front().cp_comm) continue;
               Layout c;
               c.strategy = strategy;
               c.dp = dp;

@@ -16,8 +16,9 @@ namespace perfsweep {
 // NVLink placement values fixed by the user; the others are free.
 struct PlacementChoice {
   std::optional<std::int64_t> nv1, nv2, nv_dp, nv_pp;  // nv1: nv_tp (1d) or nv_tp1
+  std::optional<std::int64_t> nv_cp;                    // 1d with context parallelism
   bool search_nb = false;  // 2d: also every SUMMA block count the search tries (else layout's nb)
-  bool admits(std::int64_t n1, std::int64_t n2, std::int64_t n3, std::int64_t n4) const;
+  bool admits(std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3, std::int64_t n4) const;
 };
 
 // Calls f(layout) for every NVLink placement (and, for 2d with choice.search_nb, every SUMMA
@@ -46,6 +47,7 @@ struct ConfigRanges {
   // the notebook, once any of tp1, tp2, pp, dp is given; else the search's, so that with nothing
   // given the rows are the search's space (its best placement of each).
   std::vector<std::int64_t> tp1, tp2, pp, dp, mbs, nb;
+  std::vector<std::int64_t> cp{1};  // 1d's context-parallel degrees (each tried with every tensor split)
   bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest

@@ -8,14 +8,15 @@ namespace perfsweep {
 namespace {
 using I = std::int64_t;
 
-// Pipeline depths dividing both the GPUs left after tensor parallelism and the model depth
-// (execute_*: pp over the divisors of min(n / tp, depth)); dp = n / (tp pp) must divide the batch.
+// Pipeline depths dividing both the GPUs left after tensor (and context) parallelism and the model
+// depth (execute_*: pp over the divisors of min(n / tp, depth)); dp = n / (tp cp pp) must divide
+// the batch.
 // With MoE every `every` > 1 blocks, a stage holds whole groups of every blocks. Under a runtime
 // beyond the reference, also the depths dividing the GPUs alone that leave each stage a group of
 // blocks: their stages hold the partition balanced_stages chooses (the leaf sets it).
 void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const Transformer& m = x.problem.model;
-  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2, depth = m.depth, G = x.problem.global_batch;
+  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp, depth = m.depth, G = x.problem.global_batch;
   const I every = m.is_moe() ? m.moe.every : 1;
   const bool uneven = !x.problem.runtime.is_reference() && depth % every == 0;
   const I max_pp = std::min(n / tp, uneven ? depth / every : depth);
@@ -54,11 +55,11 @@ void summa_block_values(const SearchContext& x, const Layout& c, std::vector<Cho
 
 void placement_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for_each_placement(plan_of(c.strategy), c, x.problem.system.nvlink_size,
-                     [&](I nv1, I nv2, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_dp, nv_pp}}); });
+                     [&](I nv1, I nv2, I nv_cp, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_cp, nv_dp, nv_pp}}); });
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, nv 11.
+// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, nv 12.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -127,6 +128,15 @@ void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice
   }
 }
 
+// How context-parallel attention exchanges keys and values: each choice with cp > 1; with
+// cp = 1 (no exchange) the first alone, so the space does not repeat identical layouts.
+void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (CpComm k : x.problem.exec.cp_comm) {
+    out.push_back({{static_cast<I>(k)}});
+    if (c.tensor.cp == 1) break;
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -150,12 +160,15 @@ constexpr SearchDimension kDimensions[] = {
      [](Layout& c, const Choice& v) { c.exec.precision = static_cast<Precision>(v.v[0]); }},
     {"schedule", true, 1u << 0 | 1u << 1 | 1u << 5, schedule_values,
      [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
+    // both variants keep the same tensors for the backward (the local K and V): memory is checked before
+    {"cp_comm", false, 0, cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];
        c.tensor.nv2 = v.v[1];
-       c.nv_dp = v.v[2];
-       c.nv_pp = v.v[3];
+       c.tensor.nv_cp = v.v[2];
+       c.nv_dp = v.v[3];
+       c.nv_pp = v.v[4];
      }},
 };
 

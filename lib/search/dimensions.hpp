@@ -15,9 +15,9 @@
 
 namespace perfsweep {
 
-// One value of a dimension: up to four integers (a placement sets four fields at once).
+// One value of a dimension: up to five integers (a placement sets five fields at once).
 struct Choice {
-  std::array<std::int64_t, 4> v{};
+  std::array<std::int64_t, 5> v{};
 };
 
 // What the values of a dimension may depend on besides the outer dimensions' values.
@@ -40,7 +40,8 @@ struct SearchDimension {
   void (*set)(Layout& layout, const Choice& choice);
 };
 
-// pp (with dp = n / (tp pp)), mbs, nb (2d SUMMA blocks), NVLink placement.
+// pp (with dp = n / (tp cp pp)), mbs, nb (2d SUMMA blocks), the execution options, NVLink
+// placement.
 std::span<const SearchDimension> search_dimensions();
 
 // Whether pp stages split the model's blocks evenly (with MoE every `every` > 1 blocks, in whole

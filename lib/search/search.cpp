@@ -32,7 +32,15 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
         ++local.tensor_splits_too_thin;
         continue;
       }
-      out.push_back({tp1, 1, 1, 1, 1});
+      // Context-parallel degrees in the order given (cp = 1 alone: the reference's splits): each
+      // rank's two load-balanced chunks of l / (2 cp) tokens (validate_layout's rule), tp x cp
+      // dividing the GPUs.
+      for (const std::int64_t cp : p.exec.cp) {
+        if (cp > 1 && ((n / tp1) % cp || m.l % (2 * cp))) continue;
+        TensorSplit t{tp1, 1, 1, 1, 1};
+        t.cp = cp;
+        out.push_back(t);
+      }
       continue;
     }
     for (std::int64_t tp2 : divisors(n / tp1)) {
@@ -55,6 +63,8 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
 // generation number.
 struct BlockKey {
   std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
+  std::int64_t nv_cp = 0;  // the context-parallel group's NVLink share (its ring's links)
+  CpComm cp_comm = CpComm::P2P;
   std::int64_t ep = 1, nv_ep = 1;  // expert-parallel degree and its NVLink share
   Recompute recompute = Recompute::None;
   bool sequence_parallel = true;
@@ -96,7 +106,8 @@ class KeyedCache {
 
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.ep, k.nv_ep, std::int64_t{static_cast<int>(k.recompute)},
+    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.nv_cp, std::int64_t{static_cast<int>(k.cp_comm)}, k.ep, k.nv_ep,
+                           std::int64_t{static_cast<int>(k.recompute)},
                            std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage},
                            std::int64_t{static_cast<int>(k.precision)}}) {
       h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
@@ -231,6 +242,31 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
     if (choices.sequence_parallel.empty()) throw InputError("--sp off with --strat " + strat + ": " + why);
     note("--sp off dropped for " + strat + ": " + why);
   }
+  // Context parallelism: 1d only, under a runtime that runs it, with the exchanges it runs.
+  const bool wants_cp = std::any_of(choices.cp.begin(), choices.cp.end(), [](std::int64_t v) { return v > 1; });
+  if (wants_cp) {
+    std::string no_cp;
+    if (strategy != Strategy::OneD) {
+      no_cp = "context parallelism is modelled for 1d tensor parallelism only";
+    } else if (rt.context_parallel == 0) {
+      no_cp = "runtime " + rt.name + " does not run context parallelism (its file lists no context_parallel)";
+    }
+    if (!no_cp.empty()) {
+      std::erase_if(choices.cp, [](std::int64_t v) { return v > 1; });
+      if (choices.cp.empty()) throw InputError("--cp with --strat " + strat + ": " + no_cp);
+      note("--cp above 1 dropped for " + strat + ": " + no_cp);
+    } else {
+      std::string refused_comm;
+      for (CpComm k : choices.cp_comm) {
+        if (!rt.runs_cp(k)) refused_comm += std::string(refused_comm.empty() ? "" : ",") + kCpCommNames[static_cast<std::size_t>(k)];
+      }
+      std::erase_if(choices.cp_comm, [&](CpComm k) { return !rt.runs_cp(k); });
+      if (choices.cp_comm.empty()) {
+        throw InputError("runtime " + rt.name + " does not run --cp-comm " + refused_comm);
+      }
+      if (!refused_comm.empty()) note("--cp-comm " + refused_comm + " dropped: runtime " + rt.name + " does not run it");
+    }
+  }
   const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
   std::string no_fp8;
   if (rt.fp8.recipe == Fp8Recipe::None) {
@@ -336,6 +372,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   c.strategy = p.strategy;
   c.tensor.tp1 = split.tp1;
   c.tensor.tp2 = split.tp2;
+  c.tensor.cp = split.cp;
   c.attention = p.attention;
   apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
   const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
@@ -372,8 +409,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, c.exec.ep, 1, c.exec.recompute, c.exec.sequence_parallel, false,
-                            c.exec.precision},
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, 0, c.exec.cp_comm, c.exec.ep, 1, c.exec.recompute,
+                            c.exec.sequence_parallel, false, c.exec.precision},
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const bool even = splits_evenly_now();
@@ -393,8 +430,17 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
 
   auto leaf = [&]() {
     const TensorSplit with_experts = block_split(c);
-    const BlockKey key{c.mbs, c.tensor.nb, c.tensor.nv1, c.tensor.nv2, with_experts.ep, with_experts.nv_ep, c.exec.recompute,
-                       c.exec.sequence_parallel, p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
+    const BlockKey key{c.mbs,
+                       c.tensor.nb,
+                       c.tensor.nv1,
+                       c.tensor.nv2,
+                       c.tensor.nv_cp,
+                       c.exec.cp_comm,
+                       with_experts.ep,
+                       with_experts.nv_ep,
+                       c.exec.recompute,
+                       c.exec.sequence_parallel,
+                       p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
                        c.exec.precision};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;

@@ -42,6 +42,9 @@ STATS_KEYS = ['t', 'flops_per_gpu', 'mem', 't_comp', 't_mem', 't_tp_comm', 't_dp
 NV_KEYS = {'1d': ['nv_tp', 'nv_dp', 'nv_pp'],
            '2d': ['nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp'],
            '2d-seqp': ['nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp']}
+# Keys beyond the reference's (model/plan.hpp kConfigKeys' omitted_at): the reference's tuple
+# holds them only where they differ from its value (context parallelism's cp and nv_cp, 1).
+OMITTED_AT = {'cp': 1, 'nv_cp': 1}
 # Root groups that are not systems: metadata, and a hardware sweep's grid, points, base system and
 # ParaView slices.
 NON_SYSTEM_GROUPS = ('model', 'provenance', 'grid', 'points', 'base', 'xdmf')
@@ -198,6 +201,7 @@ def load_group(group, strategy, n_gpus_searched):
         entries = []
         for r in range(row, row + int(c)):
             config = {k: int(cols[k][r]) for k in keys}
+            config = {k: v for k, v in config.items() if OMITTED_AT.get(k) != v}
             stats = {k: float(cols[k][r]) for k in STATS_KEYS}
             stats.update({k: int(cols[k][r]) for k in NV_KEYS[strategy]})
             entries.append((float(cols['throughput'][r]), float(cols['mem'][r]), config, stats))

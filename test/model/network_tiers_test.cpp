@@ -10,6 +10,7 @@
 
 #include "common/round_system.hpp"
 #include "model/collective.hpp"
+#include "model/layer.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -129,6 +130,22 @@ TEST(NetworkTiers, PlainTiersChangeNothing) {
                 analytical_collective_seconds(round_system(), type, 3, 16, 1, stride));
     }
   }
+}
+
+// Context parallelism's ring over 4 domains, adjacent (a tensor group of 8 fills each): a ring
+// step waits for its slowest link, first domain to last, 3 apart: the pair crosses racks into
+// the pod (latency 3e-5 s, 2:1). The all-gather variant's group sits 1 domain apart.
+TEST(NetworkTiers, ContextParallelRingSpansItsGroup) {
+  const System s = tiered();
+  const LayerCost ring = fused_la_cp(s, "fusedla", 1, 4096, 128, 32, 8, 4, 1, CpComm::P2P, 1);
+  ASSERT_EQ(ring.comm_fwd.items[0].type, CommType::P2P);
+  EXPECT_EQ(ring.comm_fwd.items[0].stride, 3);
+  const NetworkPath p = network_path(s, CommType::P2P, 2, ring.comm_fwd.items[0].stride);
+  EXPECT_EQ(p.latency, 3e-5);
+  EXPECT_EQ(p.bandwidth_divisor, 2.0);
+  const LayerCost gathered = fused_la_cp(s, "fusedla", 1, 4096, 128, 32, 8, 4, 1, CpComm::AllGather, 1);
+  EXPECT_EQ(gathered.comm_fwd.items[0].type, CommType::AllGather);
+  EXPECT_EQ(gathered.comm_fwd.items[0].stride, 1);
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ def compute(path, system):
         capacity = float(g.attrs['hbm_capacity']) if 'hbm_capacity' in g.attrs else None
     gbs = info['global_batch_size']
     config = {k: col[k].astype(np.int64) for k in ps.CONFIG_KEYS[strategy] + ps.NV_KEYS[strategy]}
+    # context parallelism's degree and NVLink share, in files that have the columns
+    config.update({k: col[k].astype(np.int64) for k in ps.OMITTED_AT if k in col})
     config['micro_batches'] = (gbs // config['dp']) // config['mbs']
     time = {k: col[k].astype(float) for k, _ in pp.TIME_COMPONENTS}
     total = sum(time.values())
@@ -51,6 +53,8 @@ def table_rows(d):
         rows.append(('TP (tp1 x tp2)', [f'{a}x{b}' for a, b in zip(c['tp1'], c['tp2'])]))
         if 'nb' in c:
             rows.append(('SUMMA nb', [str(v) for v in c['nb']]))
+    if 'cp' in c and any(c['cp'] > 1):
+        rows.append(('CP (NVLink)', [f'{a} ({b})' for a, b in zip(c['cp'], c['nv_cp'])]))
     rows.append(('PP', [str(v) for v in c['pp']]))
     rows.append(('DP', [str(v) for v in c['dp']]))
     rows.append(('mbs', [str(v) for v in c['mbs']]))
