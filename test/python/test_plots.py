@@ -4,6 +4,7 @@ the C++ `sweep` (or `configs`), checks that the PNG and PDF exist and are images
 values dumped with --dump-data equal the input's, read here independently with h5py (or csv).
 
   test_plots.py training_time FILE.h5 WORKDIR
+  test_plots.py training_time_precision FILE.h5 WORKDIR   (a sweep over --precision bf16,fp8)
   test_plots.py throughput_per_gpu FILE.h5 WORKDIR
   test_plots.py breakdown FILE.h5 WORKDIR
   test_plots.py compare A.h5 B.h5 WORKDIR
@@ -132,6 +133,35 @@ def test_training_time(h5, workdir):
     name = next(iter(want))
     close(d2['systems'][name]['days'], 1e6 / want[name][1] / 86400.0, f'{name} days with --dataset-samples')
     return f'{len(want)} systems'
+
+
+def test_training_time_precision(h5, workdir):
+    d = plot('plot_training_time', workdir, 'training_time_precision', h5, '--by', 'precision', '--dataset-samples', 1e8)
+    want = {}
+    with h5py.File(h5, 'r') as f:
+        for name in f:
+            if name in NOT_SYSTEMS:
+                continue
+            top = f[name]['top']
+            n, tp, prec = top['n_gpus'][()], top['throughput'][()], top['precision'][()]
+            for code, label in enumerate(('bf16', 'fp8', 'mxfp8')):
+                counts = sorted(set(n[prec == code].tolist()))
+                if counts:
+                    want[f'{name} {label}'] = (counts, [tp[(prec == code) & (n == g)].max() for g in counts])
+    check(set(d['systems']) == set(want), f'series {sorted(d["systems"])} != {sorted(want)}')
+    check(any(k.endswith(' bf16') for k in want) and any(k.endswith(' fp8') for k in want),
+          f'the file holds both data types: {sorted(want)}')
+    for name, (n, tp) in want.items():
+        check(d['systems'][name]['n_gpus'] == n, f'{name}: GPU counts differ')
+        close(d['systems'][name]['days'], 1e8 / np.asarray(tp) / 86400.0, f'{name} days')
+    # FP8's linear layers are faster: its best is ahead of bf16's at every GPU count both have
+    for name in want:
+        if name.endswith(' fp8'):
+            bf16 = want[name[:-4] + ' bf16']
+            common = set(bf16[0]) & set(want[name][0])
+            check(common and all(dict(zip(*want[name]))[g] > dict(zip(*bf16))[g] for g in common),
+                  f'{name}: not faster than bf16 at every common GPU count')
+    return f'{len(want)} series'
 
 
 def test_throughput_per_gpu(h5, workdir):
@@ -326,8 +356,8 @@ def test_cli(h5, workdir):
     return 'help and errors'
 
 
-TESTS = {'training_time': test_training_time, 'throughput_per_gpu': test_throughput_per_gpu,
-         'breakdown': test_breakdown, 'compare': test_compare, 'hw_sweep': test_hw_sweep,
+TESTS = {'training_time': test_training_time, 'training_time_precision': test_training_time_precision,
+         'throughput_per_gpu': test_throughput_per_gpu, 'breakdown': test_breakdown, 'compare': test_compare, 'hw_sweep': test_hw_sweep,
          'configs': test_configs, 'cli': test_cli}
 
 

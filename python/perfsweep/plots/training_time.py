@@ -8,15 +8,48 @@ dataset_samples (samples per training run) comes from the /model attribute of th
 1/n, shifted down by each --guides factor (1 = that system scaling perfectly).
 
   /usr/bin/python3 scripts/plot_training_time.py outputs/exec_1d_gpt3_1T.h5 --out time_1d
+
+--by precision (a sweep over --precision bf16,fp8): one line per system and data type, each the
+fastest of the top/ rows of that type at each GPU count; a GPU count whose top/ rows (sweep
+--top-n) hold no row of a type has no point for it.
 """
+
+import numpy as np
 
 from .. import h5 as ps
 from .. import plotting as pp
 
 
-def compute(path, samples, systems=None, guides=(1.0, 4.0, 12.0)):
+PRECISION_NAMES = ('bf16', 'fp8', 'mxfp8')  # the HDF5 column's values 0, 1, 2 (its `units` attribute)
+
+
+def best_by_precision(path, system):
+    """{data type: (n_gpus, best throughput)} of one system group's top/ rows."""
+    with ps.open_run(path) as f:
+        top = f[system]['top']
+        if 'precision' not in top:
+            raise pp.PlotError(f'{path}: {system}/top has no precision column (a sweep before precisions)')
+        n = np.asarray(top['n_gpus'][()], dtype=np.int64)
+        tp = np.asarray(top['throughput'][()], dtype=float)
+        prec = np.asarray(top['precision'][()], dtype=np.int64)
+    out = {}
+    for code in sorted(set(prec.tolist())):
+        counts, best = [], []
+        for g in sorted(set(n[prec == code].tolist())):
+            counts.append(g)
+            best.append(float(tp[(prec == code) & (n == g)].max()))
+        out[PRECISION_NAMES[code]] = (np.asarray(counts, dtype=np.int64), np.asarray(best))
+    return out
+
+
+def compute(path, samples, systems=None, guides=(1.0, 4.0, 12.0), by=None):
     series = {}
     for name in pp.ordered_systems(path, systems):
+        if by == 'precision':
+            for prec, (n, tp) in best_by_precision(path, name).items():
+                series[f'{name} {prec}'] = {'n_gpus': n, 'best_throughput': tp,
+                                            'days': samples / tp / pp.SECONDS_PER_DAY}
+            continue
         n, tp = ps.best(path, name)
         if len(n):
             series[name] = {'n_gpus': n, 'best_throughput': tp, 'days': samples / tp / pp.SECONDS_PER_DAY}
@@ -40,12 +73,14 @@ def main(argv):
     ap.add_argument('--dataset-samples', type=float, metavar='N',
                     help='samples per training run (default: the /model attribute dataset_samples)')
     ap.add_argument('--systems', nargs='+', metavar='NAME', help='system groups to plot, in this order')
+    ap.add_argument('--by', choices=['precision'],
+                    help='one line per system and data type (a sweep over --precision bf16,fp8)')
     ap.add_argument('--guides', type=float, nargs='*', default=[1.0, 4.0, 12.0], metavar='F',
                     help='perfect-scaling guides at 1/F of the first system\'s smallest run (default: 1 4 12)')
     args = ap.parse_args(argv)
 
     samples = pp.dataset_samples(args.file, args.dataset_samples)
-    series, ref_name, guides = compute(args.file, samples, args.systems, args.guides)
+    series, ref_name, guides = compute(args.file, samples, args.systems, args.guides, args.by)
     info = ps.run_info(args.file)
 
     fig, ax = pp.plt.subplots(figsize=(8.5, 5.0))
