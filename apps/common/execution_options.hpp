@@ -50,6 +50,12 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                  "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped) or "
                  "all-gather (Llama 3's)" + each)
       ->capture_default_str();
+  app.add_option("--offload", f.offload,
+                 "what the step keeps in host memory, over the system's host link: none, optimizer (master weights "
+                 "and Adam moments, the optimizer step on the CPU), weights (also ZeRO-3's weight shards, streamed "
+                 "per block), activations (saved activations, copied out and back per block); where the runtime "
+                 "offloads it (docs/offload.md)" + each)
+      ->capture_default_str();
   app.add_option("--runtime", f.runtime,
                  "how a training framework executes each configuration: reference (the paper's model), megatron, "
                  "deepspeed, fsdp, nanotron (runtimes/) or a runtime file; default: the system file's runtime, else "

@@ -441,6 +441,7 @@ int run(const Options& o) {
     several("precision", choices.precision.size());
     several("schedule", choices.schedule.size());
     several("cp_comm", choices.cp_comm.size());
+    several("offload", choices.offload.size());
     std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model.depth, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());

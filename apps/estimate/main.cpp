@@ -117,6 +117,7 @@ int run(const Options& o) {
     one.precision = {layout.exec.precision};
     one.cp = {cp};
     one.cp_comm = {layout.exec.cp_comm};
+    one.offload = {layout.exec.offload};
     check_runtime_choices(sys, runtime, layout.strategy, one);
   }
   Evaluation ev;

@@ -52,6 +52,8 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   for (const std::string& v : split_flag_list(f.cp, "--cp")) c.cp.push_back(integer(v, "--cp", 1, kMaxGpuCount));
   c.cp_comm.clear();
   for (const std::string& v : split_flag_list(f.cp_comm, "--cp-comm")) c.cp_comm.push_back(parse_cp_comm(v, "--cp-comm"));
+  c.offload.clear();
+  for (const std::string& v : split_flag_list(f.offload, "--offload")) c.offload.push_back(parse_offload(v, "--offload"));
   return c;
 }
 
@@ -88,6 +90,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   one(c.precision.size(), "--precision", f.precision);
   one(c.schedule.size(), "--schedule", f.schedule);
   one(c.cp_comm.size(), "--cp-comm", f.cp_comm);
+  one(c.offload.size(), "--offload", f.offload);
   Execution x = parse_stage_blocks(f);
   x.recompute = c.recompute.front();
   x.sequence_parallel = c.sequence_parallel.front();
@@ -98,6 +101,7 @@ Execution parse_execution(const ExecutionFlags& f) {
   x.precision = c.precision.front();
   x.schedule = c.schedule.front();
   x.cp_comm = c.cp_comm.front();
+  x.offload = c.offload.front();
   return x;
 }
 
@@ -152,7 +156,9 @@ std::string execution_arguments(const Execution& x) {
               ? std::string(" --schedule ") + kScheduleNames[static_cast<std::size_t>(x.schedule)]
               : std::string()) +
          (x.cp_comm != CpComm::P2P ? std::string(" --cp-comm ") + kCpCommNames[static_cast<std::size_t>(x.cp_comm)]
-                                   : std::string());
+                                   : std::string()) +
+         (x.offload != Offload::None ? std::string(" --offload ") + kOffloadNames[static_cast<std::size_t>(x.offload)]
+                                     : std::string());
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -196,6 +202,9 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   if (c.cp != std::vector<std::int64_t>{1} || c.cp_comm != std::vector<CpComm>{CpComm::P2P}) {
     list("cp", c.cp, [](std::int64_t v) { return std::to_string(v); });
     list("cp_comm", c.cp_comm, [](CpComm k) { return std::string(kCpCommNames[static_cast<std::size_t>(k)]); });
+  }
+  if (c.offload != std::vector<Offload>{Offload::None}) {
+    list("offload", c.offload, [](Offload k) { return std::string(kOffloadNames[static_cast<std::size_t>(k)]); });
   }
   return out;
 }

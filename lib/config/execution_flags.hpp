@@ -21,6 +21,8 @@ struct ExecutionFlags {
   // --cp N (1d's context-parallel degree) and --cp-comm p2p|all-gather (docs/context_parallel.md)
   std::string cp = "1";
   std::string cp_comm = "p2p";
+  // --offload none|optimizer|weights|activations (docs/offload.md)
+  std::string offload = "none";
   // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
   // given; "auto" the partition balanced_stages chooses.
   std::string first_stage_blocks = "0";

@@ -348,7 +348,7 @@ System load_system(const fs::path& file) {
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
       "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
       "kernels",        "runtime",           "network_scaling",   "matrix_flops_fp8",  "matrix_flops_mxfp8",
-      "matrix_flops_fp4", "network_tiers"};
+      "matrix_flops_fp4", "network_tiers",     "host_bandwidth",    "host_memory",       "host_cpu_bandwidth"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);

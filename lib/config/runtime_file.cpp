@@ -73,8 +73,11 @@ constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         //
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
 constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1]};  // CpComm
-constexpr const char* kOtherKeys[] = {"name", "description", "states", "strategies", "zero_stages", "zero_gather",
-                                      "zero_reduce", "activations", "fp8_recipe", "context_parallel"};
+constexpr std::string_view kOffloadKeyNames[] = {kOffloadNames[0], kOffloadNames[1], kOffloadNames[2],
+                                                 kOffloadNames[3]};  // Offload
+constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
+                                      "zero_stages", "zero_gather", "zero_reduce", "activations",
+                                      "fp8_recipe",  "context_parallel", "offload"};
 
 class Reader {
  public:
@@ -188,6 +191,8 @@ Runtime load_runtime(const std::filesystem::path& path) {
   if (const std::uint8_t m = list("strategies", kStrategyNames); m != 0xFF) rt.strategies = m;
   if (const std::uint8_t m = list("zero_stages", kZeroStageNames); m != 0xFF) rt.zero_stages = m;
   if (const std::uint8_t m = list("context_parallel", kCpCommKeyNames); m != 0xFF) rt.context_parallel = m;
+  // none is always run, listed or not
+  if (const std::uint8_t m = list("offload", kOffloadKeyNames); m != 0xFF) rt.offload = static_cast<std::uint8_t>(m | 1u);
   auto choice = [&](const char* key, std::span<const std::string_view> names, int fallback) {
     if (!root[key]) return fallback;
     const std::string v = r.scalar(root[key], key);
@@ -219,7 +224,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
     plain.content_hash = rt.content_hash;
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
-        rt.context_parallel != plain.context_parallel) {
+        rt.context_parallel != plain.context_parallel || rt.offload != plain.offload) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
@@ -260,6 +265,7 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "strategies: " + mask_list(rt.strategies, kStrategyNames) + "\n";
   out += "zero_stages: " + mask_list(rt.zero_stages, kZeroStageNames) + "\n";
   if (rt.context_parallel != 0) out += "context_parallel: " + mask_list(rt.context_parallel, kCpCommKeyNames) + "\n";
+  if (rt.offload != 1) out += "offload: " + mask_list(rt.offload, kOffloadKeyNames) + "\n";
   for (const BoolKey& k : kBoolKeys) out += std::string(k.name) + ": " + (rt.*k.member ? "true" : "false") + "\n";
   const auto named = [](std::span<const std::string_view> names, auto value) {
     return std::string(names[static_cast<std::size_t>(value)]);

@@ -343,6 +343,15 @@ void megatron_line(const LaunchInput& in, Builder& b) {
     b.add("--context-parallel-size", num(c.tensor.cp));
     b.add("--cp-comm-type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
   }
+  // offload (megatron/training/arguments.py): HybridDeviceOptimizer with the whole optimizer on
+  // the host; Transformer Engine's activation offloading of every block but the last (its
+  // --cpu-offloading-num-layers must be below the depth)
+  if (x.offload == Offload::Optimizer) {
+    b.add("--optimizer-cpu-offload");
+    b.add("--optimizer-offload-fraction", "1.0");
+  } else if (x.offload == Offload::Activations) {
+    b.add("--cpu-offloading-num-layers", num(m.depth - 1));
+  }
   const DomainShares placed = layout_shares(c);
   if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
     b.add("--use-tp-pp-dp-mapping");
@@ -422,6 +431,16 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
   b.add("trainer.strategy.context_parallel_size", num(c.tensor.cp));
   if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
+  // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0 there)
+  if (x.offload == Offload::Optimizer) {
+    b.add("optim.config.optimizer_cpu_offload", yes);
+    b.add("optim.config.optimizer_offload_fraction", "1.0");
+  } else if (x.offload == Offload::Activations) {
+    b.add("model.config.cpu_offloading", yes);
+    b.add("model.config.cpu_offloading_num_layers", num(m.depth - 1));
+    b.add("model.config.cpu_offloading_activations", yes);
+    b.add("model.config.cpu_offloading_weights", no);
+  }
   b.add("trainer.strategy.sequence_parallel", sequence_parallel(c) ? yes : no);
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
@@ -599,6 +618,8 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     }
     if (in.runtime.fp8.weight_gather) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
   }
+  // FSDP2's CPUOffloadPolicy: parameters, gradients and optimizer states on the host
+  if (x.offload == Offload::Weights) b.add("--training.enable_cpu_offload");
   if (!flash_attention(in)) {
     b.note("the estimate costs unfused attention; torchtitan runs PyTorch's scaled_dot_product_attention");
   }
@@ -679,6 +700,19 @@ LaunchLine launch_line(LaunchFramework framework, const LaunchInput& in) {
     note += " schedule has no ";
     note += info.display;
     note += " argument: the line runs 1F1B";
+    b.note(std::move(note));
+  }
+  const Offload offload = in.layout.exec.offload;
+  const bool offload_spelled = offload == Offload::None ||
+                               (framework == LaunchFramework::Torchtitan ? offload == Offload::Weights
+                                                                          : offload != Offload::Weights);
+  if (!offload_spelled) {
+    // Megatron-Core's TE weight offloading has no argument; torchtitan offloads whole FSDP states only
+    std::string note = "the estimate's offload ";
+    note += kOffloadNames[static_cast<std::size_t>(offload)];
+    note += " has no ";
+    note += info.display;
+    note += " argument: the line keeps it on the GPU";
     b.note(std::move(note));
   }
   switch (framework) {

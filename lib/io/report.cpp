@@ -309,6 +309,7 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   units("system", kSystemKeys);
   units("totals", kTotalsFields);
   if (ev.under_runtime()) units("runtime_totals", kRuntimeTotalsFields);
+  if (layout.exec.offload != Offload::None) units("offload_totals", kOffloadTotalsFields);
   if (shows_efficiency(ev)) units("efficiency", kEfficiencyFields);
   if (ev.budget.tokens > 0) units("training", kBudgetFields);
   if (ev.model_section) units("model", kModelTotalsFields);
@@ -344,6 +345,9 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   for (const TotalsField& f : kTotalsFields) w.key(f.name).value(ev.totals.*f.member);
   if (ev.under_runtime()) {
     for (const TotalsField& f : kRuntimeTotalsFields) w.key(f.name).value(ev.totals.*f.member);
+  }
+  if (layout.exec.offload != Offload::None) {
+    for (const TotalsField& f : kOffloadTotalsFields) w.key(f.name).value(ev.totals.*f.member);
   }
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
   w.key("fits").value(ev.fits);
@@ -381,6 +385,7 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.key("ep").value(x.ep);
     w.key("schedule").value(std::string_view(kScheduleNames[static_cast<std::size_t>(x.schedule)]));
     if (x.cp_comm != CpComm::P2P) w.key("cp_comm").value(std::string_view(kCpCommNames[static_cast<std::size_t>(x.cp_comm)]));
+    if (x.offload != Offload::None) w.key("offload").value(std::string_view(kOffloadNames[static_cast<std::size_t>(x.offload)]));
     if (partitioned(layout)) {
       w.key("first_stage_blocks").value(x.first_stage_blocks);
       w.key("last_stage_blocks").value(x.last_stage_blocks);
@@ -462,6 +467,11 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
       o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
     }
     o << "runtime," << ev.runtime << ",\n";
+  }
+  if (layout.exec.offload != Offload::None) {
+    for (const TotalsField& f : kOffloadTotalsFields) {
+      o << f.name << ',' << format_double(ev.totals.*f.member) << ',' << f.unit << '\n';
+    }
   }
   for (const auto& [k, v] : nv_keys(layout)) o << k << ',' << v << ",GPUs\n";
   o << "fits," << (ev.fits ? "true" : "false") << ",\n";
@@ -650,6 +660,10 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     part("optimizer, casts, zeroing", t.t_optimizer, t.t_optimizer / t.t);
     part("host floor (framework)", t.t_framework, t.t_framework / t.t);
   }
+  if (layout.exec.offload != Offload::None) {
+    part("host transfers (exposed)", t.t_offload, t.t_offload / t.t);
+    part("host optimizer (CPU)", t.t_host_optimizer, t.t_host_optimizer / t.t);
+  }
   o << "\nmemory per GPU (GB = 1e9 bytes; % of " << (runtime ? "what the runtime can allocate" : "hbm_capacity")
     << ")\n";
   const double limit = runtime ? t.mem_limit : system.hbm_capacity;
@@ -683,6 +697,13 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
                   ev.fits ? "fits" : "DOES NOT FIT");
   }
   o << line;
+  if (layout.exec.offload != Offload::None) {
+    // what the offload keeps on the host, against the host's memory per GPU
+    std::snprintf(line, sizeof line, "  %-28s %12.4f  of host_memory %g -> %s\n",
+                  (std::string("host (offload ") + kOffloadNames[static_cast<std::size_t>(layout.exec.offload)] + ")").c_str(),
+                  t.host_mem, system.host_memory, fits_host(system, t) ? "fits" : "DOES NOT FIT");
+    o << line;
+  }
   const ModelTotals& mt = ev.model;
   o << "\nmodel: " << fmt("%.6g", mt.params) << " parameters (" << fmt("%.6g", mt.active_params)
     << " active per token), " << fmt("%.6g", mt.params_per_gpu) << " per GPU\n";

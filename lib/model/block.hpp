@@ -104,6 +104,21 @@ enum class Fp8Recipe : std::uint8_t {
 enum class PipelineSchedule : std::uint8_t { OneFOneB, ZeroBubbleH1, ZeroBubbleH2, DualPipe };
 inline constexpr const char* kScheduleNames[] = {"1f1b", "zb-h1", "zb-h2", "dualpipe"};
 
+// What a step keeps in host memory, moved over the host link (docs/offload.md; model/step.cpp:
+// step_memory, stage_runtime). One choice a layout, as the frameworks offer them: weights
+// offload includes the optimizer's (FSDP's CPUOffload(offload_params=True) and DeepSpeed's
+// offload_param run the optimizer step on the host, where the parameters are).
+//  None         everything on the GPU (the reference's)
+//  Optimizer    fp32 master weights and Adam moments on the host; gradients copied there after the
+//               reduction, the optimizer step on the host CPU, the updated weights copied back
+//               (DeepSpeed's ZeRO-Offload, Megatron-Core's --optimizer-cpu-offload)
+//  Weights      also the weights' shards and their gradients (ZeRO-3 only), streamed in for each
+//               block's forward and backward behind the previous block's compute
+//  Activations  the saved activations copied to the host after each block's forward and back
+//               before its backward (Transformer Engine's cpu_offloading)
+enum class Offload : std::uint8_t { None, Optimizer, Weights, Activations };
+inline constexpr const char* kOffloadNames[] = {"none", "optimizer", "weights", "activations"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -174,6 +189,8 @@ struct Execution {
   // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
   // `--cp-comm p2p,all-gather`).
   CpComm cp_comm = CpComm::P2P;
+  // What the step keeps in host memory (searched: `--offload none,optimizer`).
+  Offload offload = Offload::None;
   bool operator==(const Execution&) const = default;
 };
 

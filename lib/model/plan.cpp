@@ -52,18 +52,33 @@ Precision parse_precision(const std::string& text, const std::string& flag) {
   throw InputError(flag + " must be bf16 or fp8, got '" + text + "'");
 }
 
-PipelineSchedule parse_schedule(const std::string& text, const std::string& flag) {
-  for (std::size_t i = 0; i < std::size(kScheduleNames); ++i) {
-    if (text == kScheduleNames[i]) return static_cast<PipelineSchedule>(i);
+namespace {
+// The enum value whose name (in `names`, in the enum's order) is `text`; InputError naming the
+// flag and every name otherwise ("must be p2p or all-gather, got 'x'").
+template <typename E, std::size_t N>
+E parse_named(const char* const (&names)[N], const std::string& text, const std::string& flag) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (text == names[i]) return static_cast<E>(i);
   }
-  throw InputError(flag + " must be 1f1b, zb-h1, zb-h2 or dualpipe, got '" + text + "'");
+  std::string allowed;
+  for (std::size_t i = 0; i < N; ++i) {
+    allowed += i == 0 ? "" : (i + 1 == N ? " or " : ", ");
+    allowed += names[i];
+  }
+  throw InputError(flag + " must be " + allowed + ", got '" + text + "'");
+}
+}  // namespace
+
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag) {
+  return parse_named<PipelineSchedule>(kScheduleNames, text, flag);
 }
 
 CpComm parse_cp_comm(const std::string& text, const std::string& flag) {
-  for (std::size_t i = 0; i < std::size(kCpCommNames); ++i) {
-    if (text == kCpCommNames[i]) return static_cast<CpComm>(i);
-  }
-  throw InputError(flag + " must be p2p or all-gather, got '" + text + "'");
+  return parse_named<CpComm>(kCpCommNames, text, flag);
+}
+
+Offload parse_offload(const std::string& text, const std::string& flag) {
+  return parse_named<Offload>(kOffloadNames, text, flag);
 }
 
 std::string config_key_names(Strategy strategy, KeyKind kind) {
@@ -101,6 +116,7 @@ std::vector<Execution> execution_combinations(const ExecutionChoices& c, const E
   expand(c.precision, &Execution::precision);
   expand(c.schedule, &Execution::schedule);
   expand(c.cp_comm, &Execution::cp_comm);
+  expand(c.offload, &Execution::offload);
   return out;
 }
 
@@ -115,7 +131,8 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
           {"schedule", kScheduleNames[static_cast<std::size_t>(x.schedule)]},
           {"first_stage_blocks", std::to_string(x.first_stage_blocks)},
           {"last_stage_blocks", std::to_string(x.last_stage_blocks)},
-          {"cp_comm", kCpCommNames[static_cast<std::size_t>(x.cp_comm)]}};
+          {"cp_comm", kCpCommNames[static_cast<std::size_t>(x.cp_comm)]},
+          {"offload", kOffloadNames[static_cast<std::size_t>(x.offload)]}};
 }
 
 std::string execution_text(const Execution& x) {
@@ -126,6 +143,7 @@ std::string execution_text(const Execution& x) {
     if (k == "precision" && x.precision == Precision::Bf16) continue;
     if (k == "schedule" && x.schedule == PipelineSchedule::OneFOneB) continue;
     if (k == "cp_comm" && x.cp_comm == CpComm::P2P) continue;
+    if (k == "offload" && x.offload == Offload::None) continue;
     if (k.ends_with("_stage_blocks") && !stages) continue;
     if (!out.empty()) out += ' ';
     out += k;

@@ -163,6 +163,8 @@ inline constexpr ConfigKey kConfigKeys[] = {
      config_key_detail::always, true},
     {"cp_comm", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.cp_comm)}; },
      config_key_detail::always, true},
+    {"offload", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.offload)}; },
+     config_key_detail::always, true},
 };
 
 // The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
@@ -243,12 +245,13 @@ struct ExecutionChoices {
   // their attention exchanges keys and values (cp > 1 only: a layout with cp = 1 takes the first).
   std::vector<std::int64_t> cp{1};
   std::vector<CpComm> cp_comm{CpComm::P2P};
+  std::vector<Offload> offload{Offload::None};  // what each layout keeps in host memory
   bool operator==(const ExecutionChoices&) const = default;
 };
 
 // Every combination of the choices as one Execution (the fields the choices do not hold, such
 // as the stages' blocks, from `base`), in the search's dimension order: recompute outermost, then
-// sp, interleave, zero, layout, ep, precision, schedule, cp_comm innermost. cp is the tensor
+// sp, interleave, zero, layout, ep, precision, schedule, cp_comm, offload innermost. cp is the tensor
 // split's, not the execution's.
 std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
 
@@ -258,11 +261,12 @@ const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "am
 // Every searched option of one configuration as flags spell its value, in declared order:
 // {"recompute", "none"}, {"sp", "on"}, {"zero", "1"}, {"interleave", "1"}, {"layout", "reference"},
 // {"ep", "1"}, {"precision", "bf16"}, {"schedule", "1f1b"}, {"first_stage_blocks", "0"},
-// {"last_stage_blocks", "0"}, {"cp_comm", "p2p"}.
+// {"last_stage_blocks", "0"}, {"cp_comm", "p2p"}, {"offload", "none"}.
 std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x);
 // "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
 // " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " first_stage_blocks=7
-// last_stage_blocks=7" when a stage's blocks are given, and " cp_comm=all-gather" unless p2p.
+// last_stage_blocks=7" when a stage's blocks are given, " cp_comm=all-gather" unless p2p and
+// " offload=optimizer" unless none.
 std::string execution_text(const Execution& x);
 // Parses those names; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
@@ -273,6 +277,8 @@ Precision parse_precision(const std::string& text, const std::string& flag);
 PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);
 // "p2p" or "all-gather" (kCpCommNames); InputError naming the flag otherwise.
 CpComm parse_cp_comm(const std::string& text, const std::string& flag);
+// "none", "optimizer", "weights" or "activations" (kOffloadNames); InputError naming the flag otherwise.
+Offload parse_offload(const std::string& text, const std::string& flag);
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order;
 // reported_only: without the keys at their omitted_at value (what reports show).

@@ -122,6 +122,10 @@ struct Runtime {
   // no context parallelism; its 2d-seqp is its own sequence split).
   std::uint8_t context_parallel = 0;
   bool runs_cp(CpComm k) const { return (context_parallel >> static_cast<int>(k)) & 1u; }
+  // Bit k: it offloads Offload k to the host (`offload: [optimizer, weights]`; docs/offload.md).
+  // Bit 0 (none) always.
+  std::uint8_t offload = 1;
+  bool runs_offload(Offload k) const { return (offload >> static_cast<int>(k)) & 1u; }
   // A run before nanotron's pipeline-engine fix (nanotron-before-fix): s added to every
   // micro-batch slot of a pipelined job that spans nodes.
   double host_slot_pipelined_multinode_s = 0;

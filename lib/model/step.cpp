@@ -272,6 +272,11 @@ double schedule_activation_factor(PipelineSchedule schedule, I pp) {
   return 1;
 }
 
+namespace {
+// Bytes per parameter of the fp32 gradients the host optimizer reads.
+constexpr double kHostGradientBytes = 4;
+}  // namespace
+
 StepMemory step_memory(double weights_per_block, double activations_per_block, I blocks, I pp, I dp, I seqp,
                        I in_flight, const Execution& exec, double extra_weights, double extra_activations,
                        double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes) {
@@ -330,7 +335,31 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
     acts *= schedule_activation_factor(exec.schedule, pp);
   }
   x.activations = acts;
-  x.total = x.weights + x.weight_grads + x.optimizer_states + acts;
+  if (exec.offload != Offload::None) [[unlikely]] {
+    if (exec.offload == Offload::Optimizer) {
+      // master weights and moments (with ZeRO-1 the GPU's shard) move to the host, beside an fp32
+      // copy of the shard's gradients (DeepSpeed ZeRO-Offload's CPU gradient partition;
+      // Megatron-Core's HybridDeviceOptimizer copies the gradients to fp32 CPU tensors)
+      x.host = x.optimizer_states + per_gpu * (kHostGradientBytes / kReferenceBytes);
+      x.optimizer_states = 0;
+    } else if (exec.offload == Offload::Weights) {
+      // the optimizer's states and the weights' and gradients' shards (ZeRO-3) live on the host;
+      // the GPU holds two blocks gathered whole (the one computing and the next, streamed in) and
+      // one block's gradients before they leave
+      const double block = whole_block_weights > 0 ? whole_block_weights : weights_per_block;
+      x.host = x.optimizer_states + weights + grads;
+      x.optimizer_states = 0;
+      x.weights = 2 * copies;
+      x.weight_grads = block * ((b.gradients + b.accumulator) / kReferenceBytes);
+    } else {
+      // the GPU keeps two blocks' activations of one micro-batch (the one computing, the one
+      // moving) and the end layers'; the rest waits on the host for the backward
+      const double kept = std::min(acts, 2 * activations_per_block + extra_activations * D(in_flight));
+      x.host = acts - kept;
+      x.activations = kept;
+    }
+  }
+  x.total = x.weights + x.weight_grads + x.optimizer_states + x.activations;
   return x;
 }
 
@@ -358,6 +387,11 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   t += (e.t_fwd + e.t_bwd) * nmb;
   x.t_pp_comm = t_pp_comm;
   t += t_pp_comm;
+  if (rt.offload_per_micro_batch_s > 0) [[unlikely]] {
+    // streamed weights or activations the blocks' compute does not hide stretch each micro-batch
+    x.t_offload = rt.offload_per_micro_batch_s * nmb;
+    t += x.t_offload;
+  }
   // The host's floor: a micro-batch keeps the stage busy at least this long (the bubble's slots too).
   // The runtime's kernels of each micro-batch (casts, accumulation) are issued by the same host.
   if (rt.floor_per_micro_batch_s > 0) [[unlikely]] {
@@ -382,6 +416,13 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   t += t_dp_comm;
   x.t_optimizer = rt.t_optimizer;
   t += rt.t_optimizer;
+  if (rt.offload_step_s > 0 || rt.t_host_optimizer > 0) [[unlikely]] {
+    // the host's optimizer step and the transfers around it, after the GPU's step (no delayed
+    // parameter update)
+    x.t_offload += rt.offload_step_s;
+    x.t_host_optimizer = rt.t_host_optimizer;
+    t += rt.offload_step_s + rt.t_host_optimizer;
+  }
   x.t = t;
 
   const StepMemory mem =
@@ -393,6 +434,7 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   x.wts_optimizer_states_mem = mem.optimizer_states;
   x.acts_mem = mem.activations;
   x.mem = mem.total + rt.transient_gb;
+  x.host_mem = mem.host;
 
   x.t_tp_comm = (m.t_fwd_comm + m.t_bwd_comm + a.t_fwd_comm + a.t_bwd_comm) * nmb;
   x.t_tp_comm *= layers;
@@ -466,6 +508,21 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
     require(m.l % (2 * t.cp) == 0, "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
                                        str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
+  }
+  if (c.exec.offload != Offload::None) {
+    const std::string what = std::string("offload ") + kOffloadNames[static_cast<std::size_t>(c.exec.offload)];
+    for (auto [key, v] : {std::pair{"host_bandwidth", s.host_bandwidth}, {"host_memory", s.host_memory}}) {
+      require(v > 0, what + ": system " + s.name + " gives no " + key + " (its host link; docs/offload.md)");
+    }
+    require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0,
+            what + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)");
+    // DeepSpeed's offload_param is ZeRO-3's; FSDP's CPUOffload(offload_params=True) shards fully
+    require(c.exec.offload != Offload::Weights || c.exec.zero == 3,
+            what + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero));
+    // Megatron-Core's cpu_offloading (TransformerConfig) refuses pipelines and recomputation
+    require(c.exec.offload != Offload::Activations || (c.pp == 1 && c.exec.recompute == Recompute::None),
+            what + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), got pp=" +
+                str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
   }
   if (c.exec.precision != Precision::Bf16) {
     require(one_d, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
@@ -606,6 +663,7 @@ Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   x.wts_grad_mem = fullest.wts_grad_mem;
   x.wts_optimizer_states_mem = fullest.wts_optimizer_states_mem;
   x.acts_mem = fullest.acts_mem;
+  x.host_mem = std::max(slowest.host_mem, fullest.host_mem);
   return x;
 }
 
@@ -657,6 +715,54 @@ double host_floor_per_block_s(const System& s, const Runtime& rt, const Layout& 
          D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
 }
 
+// Bytes of host memory the host optimizer streams per parameter (CPU Adam, memory-bound: DeepSpeed's
+// DeepSpeedCPUAdam, Ren et al. 2021 sec. 5.1): the fp32 weights it updates (the master copy, or
+// the weights where they are fp32) and the moments read and written, the fp32 gradient read, and
+// the low-precision weights written where a master copy exists.
+double host_optimizer_bytes(const StateBytes& b) {
+  const bool master = b.master > 0;
+  return 2 * ((master ? b.master : b.weights) + b.moments) + kHostGradientBytes + (master ? b.weights : 0.0);
+}
+
+// Offload's host-link transfers and the host's optimizer step (docs/offload.md): each block's
+// transfer behind the compute of the block before it, exposed by what it exceeds that compute.
+// `opt_params`: the parameters of the GPU's optimizer shard; `shards`: the ZeRO-3 weight shards.
+void offload_runtime(const System& s, const Layout& c, const BlockSummary& block, const StateBytes& b, double layers,
+                     double opt_params, double shards, StageRuntime& r) {
+  constexpr double kGB = 1e-9;
+  const double link = s.host_bandwidth;  // GB/s each direction
+  const double t_fwd = block.mlp.t_fwd + block.sa.t_fwd, t_bwd = block.mlp.t_bwd + block.sa.t_bwd;
+  const auto exposed = [](double transfer_s, double compute_s) { return std::max(0.0, transfer_s - compute_s); };
+  if (c.exec.offload == Offload::Optimizer || c.exec.offload == Offload::Weights) {
+    r.t_host_optimizer = opt_params * host_optimizer_bytes(b) * kGB / s.host_cpu_bandwidth;
+  }
+  switch (c.exec.offload) {
+    case Offload::Optimizer: {
+      // the reduced gradients go down behind the last micro-batch's backward; the updated weights
+      // come back before the next forward, with nothing to hide them
+      const double down = opt_params * b.gradients * kGB / link, up = opt_params * b.weights * kGB / link;
+      r.offload_step_s = exposed(down, layers * t_bwd) + up;
+      break;
+    }
+    case Offload::Weights: {
+      // every micro-batch: a block's shard in for its forward, in again for its backward while
+      // its gradients go out (the link's two directions at once)
+      const double shard = (block.mlp.weights_mem + block.sa.weights_mem) / s.element_size / shards;
+      const double in = shard * b.weights * kGB / link;
+      const double back = std::max(in, shard * b.gradients * kGB / link);
+      r.offload_per_micro_batch_s = layers * (exposed(in, t_fwd) + exposed(back, t_bwd));
+      break;
+    }
+    case Offload::Activations: {
+      // every micro-batch: a block's saved activations out after its forward, in before its backward
+      const double moved = (block.mlp.activation_buffer + block.sa.activation_buffer) / link;
+      r.offload_per_micro_batch_s = layers * (exposed(moved, t_fwd) + exposed(moved, t_bwd));
+      break;
+    }
+    case Offload::None: break;
+  }
+}
+
 // What a runtime adds to a stage of `blocks` blocks and `extra` layers (embedding, LM head).
 StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
                            const BlockSummary& block, I blocks, const ModuleSums& extra, double logits_gb,
@@ -687,7 +793,9 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   constexpr double kGB = 1e-9;
   using kernels::StreamKind;
   double step = 0, micro_batch = 0, fp8_cache_gb = 0;
-  if (rt.optimizer_bytes > 0) {
+  // the optimizer on the host runs no kernel on the GPU
+  const bool host_optimizer = c.exec.offload == Offload::Optimizer || c.exec.offload == Offload::Weights;
+  if (rt.optimizer_bytes > 0 && !host_optimizer) {
     step += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
   }
   if (rt.cast_bytes > 0) {
@@ -720,7 +828,12 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   }
   r.per_micro_batch_s = micro_batch;
   r.t_optimizer = step + nmb * micro_batch;
-  r.transient_gb = rt.loss_transient_logits * logits_gb + rt.optimizer_transient_bytes * opt_params * kGB;
+  r.transient_gb =
+      rt.loss_transient_logits * logits_gb + (host_optimizer ? 0.0 : rt.optimizer_transient_bytes * opt_params * kGB);
+  if (c.exec.offload != Offload::None) [[unlikely]] {
+    offload_runtime(s, c, block, r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params), layers, opt_params,
+                    shards, r);
+  }
   if (fp8_cache_gb > 0) r.transient_gb += fp8_cache_gb;
   if (rt.activations == ActivationAccounting::Autocast) {
     r.transient_gb += autocast_peak_transient_gb(m, c, gemm_gb, block_gemm_gb, extra.gemm_weights_mem, last_stage);
@@ -810,6 +923,10 @@ void validate_runtime_layout(const Runtime& rt, const Layout& c) {
   }
   if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
     throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");
+  }
+  if (!rt.runs_offload(c.exec.offload)) {
+    throw ConfigError("runtime " + rt.name + " does not offload " + kOffloadNames[static_cast<std::size_t>(c.exec.offload)] +
+                      " (its offload key lists what it offloads; docs/offload.md)");
   }
   if (c.tensor.cp > 1 && !rt.runs_cp(c.exec.cp_comm)) {
     throw ConfigError("runtime " + rt.name + " does not run context parallelism" +
@@ -941,6 +1058,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
       if (totals[k].mem > totals[fullest].mem) fullest = k;
     }
     out.totals = merge_stages(totals[slowest], totals[fullest]);
+    for (const Totals& k : totals) out.totals.host_mem = std::max(out.totals.host_mem, k.host_mem);
     out.model.time_stage = plans[slowest].index;
     out.model.memory_stage = plans[fullest].index;
     out.dp_row = rows[slowest];
@@ -1080,7 +1198,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
   ev.efficiency = efficiency(m, s, c.n_gpus(), global_batch, ev.totals.t);
-  ev.fits = !(ev.totals.mem > ev.totals.mem_limit);
+  ev.fits = !(ev.totals.mem > ev.totals.mem_limit) && fits_host(s, ev.totals);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
   ev.capacity_in_gib = rt.capacity_in_gib && !s.hbm_capacity_exact;

@@ -98,6 +98,10 @@ struct Totals {
   double t_optimizer = 0;  // s: the optimizer step, weight casts, gradient accumulation and zeroing
   double t_framework = 0;  // s: the host's floor beyond the GPU's work (runtime host_block_s, eager launches)
   double mem_limit = 0;    // GB: what the runtime can allocate of the GPU, before its allocator's reserve
+  // Offload (Execution::offload; 0 without it; reports show them where it is on, docs/offload.md):
+  double t_offload = 0;         // s: host-link transfers the GPU's compute does not hide
+  double t_host_optimizer = 0;  // s: the optimizer step on the host CPU
+  double host_mem = 0;          // GB: what the GPU keeps in host memory (at most the system's host_memory)
 };
 
 // A named double of a result struct with its unit: what writers of every format loop over.
@@ -139,6 +143,13 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
     {"mem_limit", &Totals::mem_limit, "GB"},
 }};
 
+// The offload fields of Totals, written where the layout offloads (Execution::offload).
+inline constexpr std::array<TotalsField, 3> kOffloadTotalsFields{{
+    {"t_offload", &Totals::t_offload, "s"},
+    {"t_host_optimizer", &Totals::t_host_optimizer, "s"},
+    {"host_mem", &Totals::host_mem, "GB"},
+}};
+
 // Memory per GPU (GB) of a stage of `blocks` blocks: weights, their gradients, fp32 master
 // weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
 // ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
@@ -149,8 +160,10 @@ inline constexpr std::array<TotalsField, 3> kRuntimeTotalsFields{{
 // expert-data-parallel group), so their optimizer states (and with ZeRO-2/3 gradients and
 // weights) shard over that many. ZeRO-3 keeps one block's weights whole: `whole_block_weights`,
 // or weights_per_block when 0. It does not depend on the NVLink placement.
+// With offload (Execution::offload) what moves to the host leaves the GPU's fields and is `host`.
 struct StepMemory {
   double weights = 0, weight_grads = 0, optimizer_states = 0, activations = 0, total = 0;
+  double host = 0;
 };
 // The pipeline schedule's bubble (seconds) from a micro-batch's slot on the stage (F + B + W, with
 // its transfers and host floor), its backward (B + W) and weight gradients (W): the formulas of
@@ -187,6 +200,12 @@ struct StageRuntime {
   double per_micro_batch_s = 0;  // the runtime's kernels of each micro-batch (casts, accumulation)
   double t_optimizer = 0;        // the runtime's kernels of the step, every micro-batch's included
   double transient_gb = 0;       // memory beyond states and activations at the peak
+  // Offload: host-link transfers the compute does not hide, of each micro-batch (streamed weights,
+  // activations) and of the step (the optimizer's gradients and weights), and the host's
+  // optimizer step.
+  double offload_per_micro_batch_s = 0;
+  double offload_step_s = 0;
+  double t_host_optimizer = 0;
 };
 Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
                     std::int64_t blocks, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
@@ -332,5 +351,8 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
 
 // The runtime's checks of a layout (strategies and ZeRO stages it runs), ConfigError otherwise.
 void validate_runtime_layout(const Runtime& rt, const Layout& layout);
+
+// Whether the step's host memory fits the system's (always without offload).
+inline bool fits_host(const System& s, const Totals& t) { return !(t.host_mem > s.host_memory); }
 
 }  // namespace perfsweep

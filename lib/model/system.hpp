@@ -87,6 +87,10 @@ struct System {
   double element_size = 2e-9;        // GB per activation/weight element (fp16: 2 bytes)
   double mask_element_size = 1e-9;   // GB per dropout-mask element (1 byte)
   double flops_units = 1e-12;        // TFLOP per flop: all flop counts are in TFLOP
+  // The host beside each GPU, for offload (docs/offload.md); 0: not given, and no offload.
+  double host_bandwidth = 0;         // GB/s per GPU, one direction, GPU to host memory (PCIe, NVLink-C2C)
+  double host_memory = 0;            // GB of host memory per GPU
+  double host_cpu_bandwidth = 0;     // GB/s per GPU: host memory bandwidth of its share of the CPUs (CPU Adam)
   // Collective times fitted to the cluster's nccl-tests runs (`comm fit`), used for the
   // collectives, placements and sizes they cover (model/collective.hpp: collective_time). Null:
   // the analytical model alone, as in the reference. Shared and immutable, so copies are cheap.
@@ -159,6 +163,11 @@ inline constexpr SystemKey kSystemKeys[] = {
     {"mask_element_size", &System::mask_element_size, "GB", false, 1e-12, false, 1e-6, false,
      "size of one dropout-mask element"},
     {"flops_units", &System::flops_units, "TFLOP per flop", false, 1e-15, false, 1, false, "TFLOP per counted flop"},
+    {"host_bandwidth", &System::host_bandwidth, "GB/s", false, 0, false, 1e6, true,
+     "GPU to host memory bandwidth per GPU, one direction (PCIe, NVLink-C2C; 0: no host link, no offload)"},
+    {"host_memory", &System::host_memory, "GB", false, 0, false, 1e6, true, "host memory per GPU (offload)"},
+    {"host_cpu_bandwidth", &System::host_cpu_bandwidth, "GB/s", false, 0, false, 1e6, true,
+     "host memory bandwidth of a GPU's share of the CPUs (the host optimizer step of offload)"},
 };
 
 // The key named `name`, or null.

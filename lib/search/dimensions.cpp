@@ -59,7 +59,7 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, nv 12.
+// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, offload 12, nv 13.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -137,6 +137,17 @@ void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>
   }
 }
 
+// What a layout keeps on the host (check_runtime_choices leaves what the runtime and system
+// run): weights offload streams ZeRO-3's shards only; activations offload runs without a pipeline
+// or recomputation (validate_layout).
+void offload_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (Offload k : x.problem.exec.offload) {
+    if (k == Offload::Weights && c.exec.zero != 3) continue;
+    if (k == Offload::Activations && (c.pp != 1 || c.exec.recompute != Recompute::None)) continue;
+    out.push_back({{static_cast<I>(k)}});
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -162,6 +173,8 @@ constexpr SearchDimension kDimensions[] = {
      [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
     // both variants keep the same tensors for the backward (the local K and V): memory is checked before
     {"cp_comm", false, 0, cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
+    {"offload", true, 1u << 0 | 1u << 3 | 1u << 6, offload_values,
+     [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

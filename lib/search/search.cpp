@@ -267,6 +267,25 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
       if (!refused_comm.empty()) note("--cp-comm " + refused_comm + " dropped: runtime " + rt.name + " does not run it");
     }
   }
+  // Offload: what the runtime offloads, on a system with a host link (weights with ZeRO-3 is the
+  // search's offload_values); none always stays.
+  const std::vector<Offload> offload = choices.offload;
+  for (Offload k : offload) {
+    if (k == Offload::None) continue;
+    std::string why;
+    if (!rt.runs_offload(k)) {
+      why = "runtime " + rt.name + " does not offload it (its offload key lists what it does)";
+    } else if (!(s.host_bandwidth > 0) || !(s.host_memory > 0)) {
+      why = "system " + s.name + " gives no host link (host_bandwidth, host_memory)";
+    } else if (k != Offload::Activations && !(s.host_cpu_bandwidth > 0)) {
+      why = "system " + s.name + " gives no host_cpu_bandwidth (the host's optimizer step)";
+    }
+    if (why.empty()) continue;
+    const std::string name = kOffloadNames[static_cast<std::size_t>(k)];
+    std::erase(choices.offload, k);
+    if (choices.offload.empty()) throw InputError("--offload " + name + ": " + why);
+    note("--offload " + name + " dropped for " + strat + ": " + why);
+  }
   const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
   std::string no_fp8;
   if (rt.fp8.recipe == Fp8Recipe::None) {
@@ -313,7 +332,8 @@ Candidate Searcher::evaluate(std::int64_t n, const Layout& layout, bool& fits) {
   Layout& c = cand.layout;
   const BlockSummary block = cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_);
   compose_candidate(sys, p, splits_evenly(p.model, c.pp), block, stage_end_sums(sys, p.model, c), cand);
-  fits = !(cand.mem > memory_limit_gb(sys, p.runtime));  // the capacity itself under the reference
+  // the capacity itself under the reference; with offload the host's memory too
+  fits = !(cand.mem > memory_limit_gb(sys, p.runtime)) && fits_host(sys, cand.totals);
   return cand;
 }
 
@@ -448,6 +468,10 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     });
     compose_candidate(sys, p, splits_evenly_now(), costed.block, costed.ends, cand);
     for (SearchCounters& k : counters) ++k.candidates;
+    if (!fits_host(sys, cand.totals)) [[unlikely]] {
+      for (SearchCounters& k : counters) ++k.infeasible_memory;  // the host's memory, at every capacity
+      return;
+    }
     for (const std::size_t i : by_capacity) {
       if (cand.mem > limits[i]) {
         ++counters[i].infeasible_memory;
