@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "search/candidates.hpp"
@@ -149,31 +150,27 @@ struct Searcher::Cache {
   KeyedCache<CostedBlock> blocks;
   KeyedCache<BlockMemory> memory;
   std::vector<std::vector<Choice>> choices;  // per dimension, reused
-  std::vector<char> listed;                  // per dimension: choices hold its values for the outer ones
+  std::uint32_t listed = 0;                  // bit per dimension: choices hold its values for the outer ones
+  std::vector<std::uint32_t> stale;          // per dimension: the inner dimensions whose values depend on it
   std::vector<std::size_t> by_capacity;      // capacity indices, smallest capacity first
   std::vector<double> limits;                // what the runtime can allocate at each capacity (GB)
 
   // The values of dimension `depth` for the layout's outer dimensions, listed only when stale.
   const std::vector<Choice>& values(std::size_t depth, const SearchContext& context, const Layout& c) {
-    if (!listed[depth]) {
+    if (!(listed >> depth & 1u)) {
       choices[depth].clear();
       search_dimensions()[depth].values(context, c, choices[depth]);
-      listed[depth] = 1;
+      listed |= 1u << depth;
     }
     return choices[depth];
   }
   // Dimension `depth` took another value: the inner ones that depend on it are stale.
-  void changed(std::size_t depth) {
-    const auto dims = search_dimensions();
-    for (std::size_t j = depth + 1; j < dims.size(); ++j) {
-      if (dims[j].depends_on >> depth & 1u) listed[j] = 0;
-    }
-  }
+  void changed(std::size_t depth) { listed &= ~stale[depth]; }
 
   void reset() {
     blocks.reset();
     memory.reset();
-    std::fill(listed.begin(), listed.end(), 0);
+    listed = 0;
   }
 };
 
@@ -312,7 +309,14 @@ Searcher::Searcher(const SearchProblem& problem_in)
       dense_block_(describe_dense_block(problem_.model, problem_.attention)),
       cache_(new Cache) {
   cache_->choices.resize(search_dimensions().size());
-  cache_->listed.resize(search_dimensions().size(), 0);
+  const auto dims = search_dimensions();
+  if (dims.size() > 32) throw std::logic_error("more search dimensions than the listed mask holds");
+  cache_->stale.assign(dims.size(), 0);
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    for (std::size_t j = d + 1; j < dims.size(); ++j) {
+      if (dims[j].depends_on >> d & 1u) cache_->stale[d] |= 1u << j;
+    }
+  }
 }
 
 Searcher::~Searcher() { delete cache_; }
