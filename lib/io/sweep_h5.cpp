@@ -144,6 +144,13 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
       for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
       h5::dataset(top.id(), f.name, col, f.unit);
     }
+    if (meta.offload) {  // the host link's exposed transfers, the CPU optimizer, the host memory used
+      for (const TotalsField& f : kOffloadTotalsFields) {
+        std::vector<double> col;
+        for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
+        h5::dataset(top.id(), f.name, col, f.unit);
+      }
+    }
     // Tokens, model FLOP/s and MFU (model/efficiency.hpp; PaLM's 6N + 12 L e T per token).
     // With a token budget, its days, GPU-hours and cost (when priced) per row.
     std::vector<double> tokens, tflops, mfu, days, gpu_hours, cost;

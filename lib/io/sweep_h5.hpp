@@ -10,7 +10,9 @@
 //       n_gpus, t_max, t_min  the npy's lists (GPU counts from the first feasible one; best and
 //                             N-th best throughput of each feasible count)
 //       top/<column>          one row per (GPU count, rank): n_gpus, rank, throughput, mem, the
-//                             strategy's config keys, every totals() stat and nv_* key; top/count
+//                             strategy's config keys, every totals() stat and nv_* key (under a
+//                             runtime its totals and efficiency; searching offload, its totals);
+//                             top/count
 #include <hdf5.h>
 
 #include <cstdint>
@@ -36,6 +38,7 @@ struct RunMetadata {
   std::int64_t top_n = 10;
   std::vector<std::int64_t> n_gpus;  // GPU counts searched
   double tokens = 0, gpu_hour_cost = 0;  // a token budget (0: none asked)
+  bool offload = false;  // the search's choices offload (--offload other than none): top/ has its totals
 };
 
 void write_run_metadata(hid_t file, const RunMetadata& meta);

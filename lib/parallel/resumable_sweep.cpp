@@ -555,6 +555,7 @@ std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm,
   meta.n_ranks = size;
   meta.tokens = o.tokens;
   meta.gpu_hour_cost = o.gpu_hour_cost;
+  for (const Offload k : parse_execution_choices(o.exec).offload) meta.offload = meta.offload || k != Offload::None;
   meta.strategy = plan.strategy;
   meta.model = plan.model;
   meta.model_yaml = model_to_yaml(plan.model);

@@ -82,6 +82,28 @@ r = run('estimate', '--model', 'llama3_8b', '--system', 'H100-calibrated', '--tp
         '--first-stage-blocks', '6,8', expect=2)
 check('--first-stage-blocks must be an integer' in r.stderr, 'estimate --first-stage-blocks 6,8: one value only (exit 2)')
 
+# 1c. A sweep searching offload keeps its totals in top/: the host link's exposed transfers, the
+# CPU optimizer and the host memory, with units; rows that offload the optimizer use host memory
+# and the CPU, those that do not use neither; a sweep without --offload has no such columns.
+with tempfile.TemporaryDirectory() as work:
+    import h5py
+    off = os.path.join(work, 'off.h5')
+    run('sweep', '--model', 'llama3_70b', '--system', 'H100', '--n-gpus', '8,64', '--recompute', 'full',
+        '--offload', 'none,optimizer', '--top-n', '20', '-q', '-o', off)
+    plain = os.path.join(work, 'plain.h5')
+    run('sweep', '--model', 'llama3_70b', '--system', 'H100', '--n-gpus', '8,64', '--recompute', 'full', '-q',
+        '-o', plain)
+    with h5py.File(off, 'r') as f, h5py.File(plain, 'r') as g:
+        top = f['H100-NVS8']['top']
+        units = {k: top[k].attrs.get('units', b'').decode() for k in ('t_offload', 't_host_optimizer', 'host_mem')}
+        kind = top['offload'][()]
+        host, cpu = top['host_mem'][()], top['t_host_optimizer'][()]
+        check(units == {'t_offload': 's', 't_host_optimizer': 's', 'host_mem': 'GB'} and (kind == 1).any() and
+              (kind == 0).any() and ((host > 0) & (cpu > 0) == (kind == 1)).all(),
+              f'sweep --offload none,optimizer: top/ offload totals with units {units}, host memory and the CPU '
+              f'optimizer on the {int((kind == 1).sum())} rows that offload it only')
+        check(not any(k in g['H100-NVS8']['top'] for k in units), 'a sweep without --offload: no offload columns')
+
 # 2. --strat all: its best row is the best of the three single-strategy runs', under the paper's
 # model (which runs every strategy) and under megatron (which runs 1d only: the others dropped).
 gpus = ['--model', 'llama3_70b', '--system', 'H100', '--n-gpus', '512', '--runtime', 'reference']
