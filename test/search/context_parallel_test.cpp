@@ -207,6 +207,34 @@ TEST(ContextParallel, SearchAgreesWithEvaluate) {
   EXPECT_TRUE(gathered);
 }
 
+// With experts: Mixtral 8x7B (8 experts, 32k tokens) over cp 1, 2 and ep 1, 2, 4 at 64 GPUs: the
+// search keeps configurations with both cp > 1 and ep > 1, each equal to evaluate's bit for bit.
+TEST(ContextParallel, WithExpertParallelism) {
+  SearchProblem p;
+  p.model = load_model(kRoot / "models" / "mixtral_8x7b.yaml");
+  p.model.l = 32768;
+  p.system = h100();
+  p.global_batch = 64;
+  p.top_n = 200;
+  p.runtime = load_runtime_named("megatron");
+  p.exec.cp = {1, 2};
+  p.exec.ep = {1, 2, 4};
+  p.exec.recompute = {Recompute::Full};
+  check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
+  Searcher searcher(p);
+  SearchCounters counters;
+  const TopN top = searcher.run_all(64, counters);
+  ASSERT_FALSE(top.items().empty());
+  bool both = false;
+  for (const Candidate& c : top.items()) {
+    const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
+    EXPECT_EQ(ev.throughput, c.throughput) << "cp=" << c.layout.tensor.cp << " ep=" << c.layout.exec.ep;
+    for (const TotalsField& f : kTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
+    both = both || (c.layout.tensor.cp > 1 && c.layout.exec.ep > 1);
+  }
+  EXPECT_TRUE(both);
+}
+
 TEST(ContextParallel, RefusedInputs) {
   const System s = h100();
   const Transformer m = llama8b();
