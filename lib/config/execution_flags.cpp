@@ -67,8 +67,7 @@ void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) 
     }
   }
   for (std::int64_t cp : c.cp) {
-    // Megatron-Core's load-balanced causal split: 2 cp chunks of the sequence, two on each rank
-    if (cp > 1 && m.l % (2 * cp)) {
+    if (cp > 1 && !cp_splits_sequence(m.l, cp)) {
       throw InputError("--cp " + std::to_string(cp) + ": seq_len " + std::to_string(m.l) + " of model '" + m.name +
                        "' does not split into 2 cp = " + std::to_string(2 * cp) +
                        " chunks (each rank holds two chunks of the load-balanced split)");

@@ -82,6 +82,17 @@ inline std::int64_t pipeline_domain_stride(const Layout& c) {
   const std::int64_t in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp;
   return std::max<std::int64_t>(1, stage / in_domain);
 }
+// Megatron-Core's load-balanced causal split for context parallelism: the sequence in 2 cp
+// chunks, two on each rank.
+inline bool cp_splits_sequence(std::int64_t seq_len, std::int64_t cp) { return seq_len % (2 * cp) == 0; }
+// Whether a layout can keep `k` on the host as the frameworks run it: weights offload streams
+// ZeRO-3's shards (DeepSpeed's offload_param; FSDP shards fully); activations offload runs without
+// pipeline parallelism and recomputation (Megatron-Core's cpu_offloading).
+inline bool offload_runs_with(Offload k, const Layout& c) {
+  if (k == Offload::Weights) return c.exec.zero == 3;
+  if (k == Offload::Activations) return c.pp == 1 && c.exec.recompute == Recompute::None;
+  return true;
+}
 // The expert-data-parallel group (Megatron-Core): the GPUs holding replicas of the same experts,
 // which reduce their gradients and share their optimizer states: the data-parallel group over ep.
 // Expert-parallel ranks are consecutive data-parallel ranks, so a group's members sit ep ranks

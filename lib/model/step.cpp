@@ -506,7 +506,7 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
                        plan_of(c.strategy).name + " splits the sequence its own way)");
     require(c.attention.flash, "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)");
     // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
-    require(m.l % (2 * t.cp) == 0, "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
+    require(cp_splits_sequence(m.l, t.cp), "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
                                        str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
   }
   if (c.exec.offload != Offload::None) {
@@ -516,13 +516,11 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     }
     require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0,
             what + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)");
-    // DeepSpeed's offload_param is ZeRO-3's; FSDP's CPUOffload(offload_params=True) shards fully
-    require(c.exec.offload != Offload::Weights || c.exec.zero == 3,
-            what + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero));
-    // Megatron-Core's cpu_offloading (TransformerConfig) refuses pipelines and recomputation
-    require(c.exec.offload != Offload::Activations || (c.pp == 1 && c.exec.recompute == Recompute::None),
-            what + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), got pp=" +
-                str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
+    require(offload_runs_with(c.exec.offload, c),
+            c.exec.offload == Offload::Weights
+                ? what + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero)
+                : what + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), got "
+                         "pp=" + str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
   }
   if (c.exec.precision != Precision::Bf16) {
     require(one_d, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
@@ -655,7 +653,8 @@ double embedding_group_seconds(const System& s, double gradient_gb, I pp, I nv_p
          collective_seconds(s, CommType::AllGather, gradient_gb, 2, fast, apart);
 }
 
-// Timing fields from the stage that bounds time, memory fields from the one that bounds memory.
+// Timing fields from the stage that bounds time, memory fields from the one that bounds memory
+// (the host memory, the most any stage keeps there, is the caller's: it may be a third stage's).
 Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   Totals x = slowest;
   x.mem = fullest.mem;
@@ -663,7 +662,6 @@ Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   x.wts_grad_mem = fullest.wts_grad_mem;
   x.wts_optimizer_states_mem = fullest.wts_optimizer_states_mem;
   x.acts_mem = fullest.acts_mem;
-  x.host_mem = std::max(slowest.host_mem, fullest.host_mem);
   return x;
 }
 
@@ -1038,6 +1036,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     const Totals last = cost_stage(plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb), out.dp_row);
     const bool last_slower = last.t > first.t, last_fuller = last.mem > first.mem;
     out.totals = merge_stages(last_slower ? last : first, last_fuller ? last : first);
+    out.totals.host_mem = std::max(first.host_mem, last.host_mem);
     out.model.time_stage = last_slower ? c.pp - 1 : 0;
     out.model.memory_stage = last_fuller ? c.pp - 1 : 0;
   } else {

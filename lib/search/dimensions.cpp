@@ -138,13 +138,10 @@ void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>
 }
 
 // What a layout keeps on the host (check_runtime_choices leaves what the runtime and system
-// run): weights offload streams ZeRO-3's shards only; activations offload runs without a pipeline
-// or recomputation (validate_layout).
+// run; offload_runs_with what the layout allows, as validate_layout checks it).
 void offload_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Offload k : x.problem.exec.offload) {
-    if (k == Offload::Weights && c.exec.zero != 3) continue;
-    if (k == Offload::Activations && (c.pp != 1 || c.exec.recompute != Recompute::None)) continue;
-    out.push_back({{static_cast<I>(k)}});
+    if (offload_runs_with(k, c)) out.push_back({{static_cast<I>(k)}});
   }
 }
 

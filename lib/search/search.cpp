@@ -37,7 +37,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
       // rank's two load-balanced chunks of l / (2 cp) tokens (validate_layout's rule), tp x cp
       // dividing the GPUs.
       for (const std::int64_t cp : p.exec.cp) {
-        if (cp > 1 && ((n / tp1) % cp || m.l % (2 * cp))) continue;
+        if (cp > 1 && ((n / tp1) % cp || !cp_splits_sequence(m.l, cp))) continue;
         TensorSplit t{tp1, 1, 1, 1, 1};
         t.cp = cp;
         out.push_back(t);
