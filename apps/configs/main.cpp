@@ -193,16 +193,15 @@ std::vector<std::pair<const char*, std::string>> option_values(const ConfigRow& 
 // names) or differing between rows in an options column, and with several strategies
 // (several_strategies) each row's in a column.
 std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies, const std::vector<std::string>& listed,
-                     const System& sys, std::int64_t depth, const std::vector<RowTraining>& training) {
+                     const System& sys, const Transformer& model, const std::vector<RowTraining>& training) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
   const bool all_1d =
       std::all_of(rows.begin(), rows.end(), [](const ConfigRow& r) { return r.layout.strategy == Strategy::OneD; });
   std::ostringstream out;
   char line[512];
   // the stages' blocks (given, or balanced for each row) in a column of their own
-  const bool partitioned = std::any_of(rows.begin(), rows.end(), [](const ConfigRow& r) {
-    return r.layout.exec.first_stage_blocks != 0 || r.layout.exec.last_stage_blocks != 0;
-  });
+  const bool partitioned =
+      std::any_of(rows.begin(), rows.end(), [](const ConfigRow& r) { return stages_partitioned(r.layout); });
   std::vector<std::size_t> varying;  // indices into option_values of the options that differ between rows
   if (!rows.empty()) {
     const auto first = option_values(rows.front());
@@ -275,7 +274,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
       text.insert(text.size() - 1, extra);
     }
     if (partitioned) {
-      const StageBlocks b = stage_blocks(depth, l.pp, l.exec);
+      const StageBlocks b = stage_blocks(model, l.pp, l.exec);
       std::string blocks = std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") + "/" +
                            std::to_string(b.last);
       if (!varying.empty()) blocks.resize(std::max<std::size_t>(blocks.size(), 23), ' ');
@@ -442,7 +441,7 @@ int run(const Options& o) {
     several("schedule", choices.schedule.size());
     several("cp_comm", choices.cp_comm.size());
     several("offload", choices.offload.size());
-    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model.depth, training);
+    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
       }
       if (!c.inputs.empty()) {
         const calib::RunInputsWritten w =
-            calib::write_run_inputs(c.inputs, fitted.system, rows, fitted.overhead.overhead);
+            calib::write_run_inputs(c.inputs, fitted.system, rows);
         std::cerr << calib::run_inputs_summary(w, c.inputs);
       }
       return 0;

@@ -231,48 +231,6 @@ ClusterRun base_run(const Columns::Row& row, RunSet set) {
   return run;
 }
 
-// nanotron's pipeline partition (nanotron/models/base.py, build_model): the blocks (embedding,
-// decoder layers, final norm, LM head, loss) are assigned in order, a block to the current stage,
-// which closes once the cumulative cost passes its share of the total; a decoder layer costs
-// 4 h d e + 3 f e, the LM head V e, the others nothing (LlamaModel.get_block_compute_costs).
-// Returns the decoder layers on each stage.
-std::vector<I> nanotron_stage_layers(const Transformer& m, I pp) {
-  const double layer = 4.0 * D(m.e) * D(m.e) + 3.0 * D(m.f) * D(m.e);
-  const double head = D(m.vocab_size) * D(m.e);
-  const double total = layer * D(m.depth) + head;
-  std::vector<I> layers(static_cast<std::size_t>(pp), 0);
-  std::size_t stage = 0;
-  double cumulative = 0;
-  const auto close_if_full = [&] {
-    if (cumulative > total * D(static_cast<I>(stage) + 1) / D(pp) && stage + 1 < layers.size()) ++stage;
-  };
-  for (I i = 0; i < m.depth; ++i) {
-    ++layers[stage];
-    cumulative += layer;
-    close_if_full();
-  }
-  return layers;
-}
-
-// Parameters on one GPU of the fullest nanotron stage, and the decoder layers it holds.
-std::pair<double, I> nanotron_fullest_stage(const Transformer& m, const Layout& c) {
-  const ParameterCount n = count_parameters(m);
-  const std::vector<I> layers = nanotron_stage_layers(m, c.pp);
-  const double vocab = D(n.embedding);  // the LM head, tied or not, has the embedding's size
-  double most = 0;
-  I most_layers = 0;
-  for (std::size_t k = 0; k < layers.size(); ++k) {
-    double p = D(layers[k]) * D(n.per_block);
-    if (k == 0) p += D(n.embedding);
-    if (k + 1 == layers.size() && (c.pp > 1 || !m.tie_embeddings)) p += vocab;
-    if (p > most) {
-      most = p;
-      most_layers = layers[k];
-    }
-  }
-  return {most / D(c.tensor.tp1), most_layers};
-}
-
 }  // namespace
 
 const char* run_set_name(RunSet set) {
@@ -473,7 +431,7 @@ std::vector<ClusterRun> read_nanotron_runs(const std::filesystem::path& file) {
     // bf16 weights, an fp32 gradient accumulator, fp32 master weights and Adam moments
     // (accumulate_grad_in_fp32, true where the file says); the reference layout otherwise.
     c.exec.params = row.empty(fp32_acc) || row.yes_no(fp32_acc) ? ParamLayout::Megatron : ParamLayout::Reference;
-    run.state_memory = StateMemory::Nanotron;
+    run.host_floor_fitted = true;
     c.attention.flash = true;
 
     Transformer& m = run.model;
@@ -640,11 +598,6 @@ double iteration_with_overhead(const System& system, const ClusterRun& run, cons
   return slot * p.slots + p.outside_s;
 }
 
-void add_overhead(const System& system, const ClusterRun& run, RunPrediction& p, const FrameworkOverhead& overhead) {
-  p.iteration_s = iteration_with_overhead(system, run, p, overhead);
-  if (std::isfinite(p.iteration_s)) p.predicted = quantity_of_iteration(run, p.iteration_s);
-}
-
 System with_network(const System& cluster, const ClusterNetwork* network) {
   // A multi-node job's network at the bus bandwidth its cluster reaches at that many nodes.
   System system = cluster;
@@ -654,74 +607,50 @@ System with_network(const System& cluster, const ClusterNetwork* network) {
   return system;
 }
 
+Runtime run_runtime(const ClusterRun& run, const FrameworkOverhead& o) {
+  Runtime rt = run.runtime;
+  if (o.empty()) return rt;
+  rt.host_block_s = o.layer_s;
+  rt.host_block_per_tp_s = o.pipelined_layer_per_tp_s;
+  rt.host_block_per_tp_domain_s = o.tp_domain_layer_s;
+  if (run.pipeline_before_fix) {
+    rt.host_slot_pipelined_multinode_s = o.before_fix_slot_s;
+    rt.name += "-before-fix";
+  }
+  return rt;
+}
+
 RunPrediction predict_run(const System& cluster, const ClusterRun& run, const ClusterNetwork* network,
                           const FrameworkOverhead& overhead) {
   RunPrediction p;
   const System system = at_scale(with_network(cluster, network), run.layout.n_gpus());
-  // nanotron splits the layers unevenly (nanotron_stage_layers); the stage with the most
-  // layers bounds the pipeline's time, so every stage is costed with that many.
-  Transformer costed = run.model;
-  std::vector<I> stage_layers;
-  if (run.state_memory == StateMemory::Nanotron) {
-    stage_layers = nanotron_stage_layers(run.model, run.layout.pp);
-    costed.depth = run.layout.pp * *std::max_element(stage_layers.begin(), stage_layers.end());
-  }
+  const Runtime rt = run_runtime(run, overhead);
   Evaluation ev;
   try {
-    ev = evaluate(system, costed, run.runtime, run.layout, run.global_batch);
+    ev = evaluate(system, run.model, rt, run.layout, run.global_batch);
   } catch (const ConfigError& e) {
     p.error = e.what();
     return p;
   }
-  Totals step = ev.totals;
-  p.stage_layers = costed.depth / run.layout.pp;
-  if (run.state_memory == StateMemory::Nanotron && run.layout.pp > 1 && run.model.vocab_size > 0) {
-    // The stages' own layer counts bound the step: the fullest stage's layers alone (a stage
-    // without the model's ends; the embedding's lookup is a small part of the first) and the last
-    // stage's layers with the LM head and loss, the slower of the two.
-    try {
-      Transformer inner = costed;
-      inner.vocab_size = 0;
-      Transformer last = run.model;
-      last.depth = run.layout.pp * stage_layers.back();
-      step = evaluate(system, inner, run.runtime, run.layout, run.global_batch).totals;
-      if (stage_layers.back() > 0) {
-        const Totals t_last = evaluate(system, last, run.runtime, run.layout, run.global_batch).totals;
-        if (t_last.t > step.t) {
-          step = t_last;
-          p.stage_layers = stage_layers.back();
-        }
-      }
-    } catch (const ConfigError&) {
-      step = ev.totals;
-    }
-  }
+  const Totals& x = ev.totals;
   const Layout& c = run.layout;
+  // the blocks of the stage that bounds the step, in the runtime's partition
+  Execution applied = c.exec;
+  AttentionMode attention = c.attention;
+  apply_runtime(rt, applied, attention);
+  const StageBlocks blocks = stage_blocks(run.model, c.pp, applied);
+  const I stage = ev.model.time_stage;
+  p.stage_layers = stage == 0 ? blocks.first : stage == c.pp - 1 ? blocks.last : blocks.middle;
   const I micro_batches = run.global_batch / (c.dp * c.mbs);
   p.slots = D(micro_batches) + D(c.pp - 1) / D(std::max<I>(1, c.exec.interleave));
-  p.outside_s = step.t_dp_comm;
-  p.slot_s = (step.t - step.t_dp_comm) / p.slots;
-  p.iteration_s = step.t;  // the GPU's step, then with the framework's overhead
-  add_overhead(system, run, p, overhead);
-  const Totals& x = ev.totals;
-  double state_gb = x.wts_mem + x.wts_grad_mem + x.wts_optimizer_states_mem;
-  double activations_gb = x.acts_mem;
-  if (run.state_memory == StateMemory::Nanotron) {
-    // Bytes per parameter of the fullest stage. ZeRO-0: 2 (bf16 weight) + 2 (bf16 gradient) + 4
-    // (fp32 gradient accumulator) + 12 (fp32 master weight and Adam's two moments). ZeRO-1: the
-    // same full bf16 weight, gradient and fp32 accumulator, a bf16 buffer (2) the updated shards
-    // are all-gathered into, and per data-parallel shard the fp32 gradient, master weight and
-    // moments (16 / dp).
-    const auto [params, fullest_layers] = nanotron_fullest_stage(run.model, run.layout);
-    const bool fp32_accumulator = run.layout.exec.params == ParamLayout::Megatron;
-    const double full = 2 + 2 + (fp32_accumulator ? 4 : 0);
-    const double per_param = run.layout.exec.zero >= 1 ? full + 2 + 16 / D(run.layout.dp) : full + 12;
-    state_gb = params * per_param * 1e-9;
-    activations_gb *= D(fullest_layers) / D(costed.depth / run.layout.pp);
-  }
-  p.predicted_mem_gb = state_gb / kGbPerGib;
-  p.peak_mem_gb = state_gb + activations_gb;
-  p.fits = !(p.peak_mem_gb > system.hbm_capacity);
+  p.outside_s = x.t_dp_comm;
+  p.slot_s = (x.t - x.t_dp_comm) / p.slots;
+  p.iteration_s = x.t;
+  p.predicted = quantity_of_iteration(run, x.t);
+  // the fullest stage's weights, gradients and optimizer states (as the runs report them, GiB)
+  p.predicted_mem_gb = (x.wts_mem + x.wts_grad_mem + x.wts_optimizer_states_mem) / kGbPerGib;
+  p.peak_mem_gb = x.mem;
+  p.fits = !(x.mem > x.mem_limit);
   return p;
 }
 
@@ -828,7 +757,7 @@ OverheadFit fit_framework_overhead(const System& system, const std::vector<Clust
 
 std::vector<RunResult> validate_runs(const System& system, const std::vector<ClusterRun>& runs, bool unfitted,
                                      ClusterFit* fitted) {
-  const bool nanotron = !runs.empty() && runs.front().state_memory == StateMemory::Nanotron;
+  const bool nanotron = !runs.empty() && runs.front().host_floor_fitted;
   ClusterFit fit;
   System costed = system;
   std::vector<RunPrediction> predictions(runs.size());
@@ -848,7 +777,10 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
       }
       fit.overhead = fit_framework_overhead(costed, runs, predictions);
     }
-    for (std::size_t i = 0; i < runs.size(); ++i) add_overhead(costed, runs[i], predictions[i], fit.overhead.overhead);
+    // the predictions: the composition with the fitted floor in each run's runtime
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      predictions[i] = predict_run(costed, runs[i], &fit.network, fit.overhead.overhead);
+    }
     fit.system = with_network(costed, &fit.network);
   } else {
     for (std::size_t i = 0; i < runs.size(); ++i) predictions[i] = predict_run(costed, runs[i]);
@@ -856,7 +788,10 @@ std::vector<RunResult> validate_runs(const System& system, const std::vector<Clu
   }
   std::vector<RunResult> out;
   out.reserve(runs.size());
-  for (std::size_t i = 0; i < runs.size(); ++i) out.push_back({runs[i], std::move(predictions[i])});
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    out.push_back({runs[i], std::move(predictions[i])});
+    out.back().run.runtime = run_runtime(runs[i], fit.overhead.overhead);  // as predicted
+  }
   if (fitted != nullptr) *fitted = std::move(fit);
   return out;
 }

@@ -30,13 +30,6 @@ const char* quantity_name(Quantity q);  // "iteration_s", "tflops_per_gpu", "tok
 
 inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
-// What a run's framework holds per parameter between steps, for its allocated memory.
-enum class StateMemory : std::uint8_t {
-  Model,     // the model's parameter layout (Execution::params) and ZeRO stage
-  Nanotron,  // bf16 weights and gradients, an fp32 gradient accumulator, and fp32 master weights and
-             // Adam moments sharded over the data-parallel group from ZeRO-1 on
-};
-
 struct ClusterRun {
   std::string id;
   std::string group;       // the runs a summary groups (megatron: the source table; else the set)
@@ -49,7 +42,8 @@ struct ClusterRun {
   std::string status;                // nanotron: Success, OOM or another outcome; else "Success"
   double measured_mem_gb = kNoValue; // nanotron: allocated memory as the file gives it (GiB)
   bool fit = false;                  // used to fit something (then left out of held-out figures)
-  StateMemory state_memory = StateMemory::Model;
+  // nanotron: validate fits the runtime's host floor on the set (FrameworkOverhead, run_runtime).
+  bool host_floor_fitted = false;
   // nanotron: the bus bandwidth of an all-reduce over all the job's GPUs, measured on the cluster
   // at the job's start ("AllReduce (GB/s)"; NaN where the file has none).
   double cluster_allreduce_GBps = kNoValue;
@@ -58,7 +52,8 @@ struct ClusterRun {
   bool pipeline_before_fix = false;
   // The framework's runtime the run is predicted under: runtimes/megatron.yaml for Megatron-LM
   // and Megatron-DeepSpeed (with the fused softmax of their time in place of flash attention),
-  // runtimes/nanotron.yaml for nanotron (its host floor fitted here, so left out of the runtime).
+  // runtimes/nanotron.yaml for nanotron (its host floor fitted here, so left out of the runtime
+  // until run_runtime puts the fitted one in).
   Runtime runtime;
 };
 
@@ -180,6 +175,13 @@ struct ComputeScaleFit {
 ComputeScaleFit fit_one_node_compute(const System& system, const std::vector<ClusterRun>& runs,
                                      const FrameworkOverhead& overhead = {}, const ClusterNetwork* network = nullptr);
 
+// The run's runtime with a fitted overhead as its host floor (host_block_s, host_block_per_tp_s,
+// host_block_per_tp_domain_s) and, for a run before nanotron's pipeline fix, its slot time
+// (host_slot_pipelined_multinode_s, named NAME-before-fix): what the run is predicted under.
+Runtime run_runtime(const ClusterRun& run, const FrameworkOverhead& overhead);
+
+// The run as estimate costs it: the one composition (evaluate) under run_runtime(run, overhead),
+// on the cluster's system at the job's scale (with `network`'s scaling where given).
 RunPrediction predict_run(const System& system, const ClusterRun& run, const ClusterNetwork* network = nullptr,
                           const FrameworkOverhead& overhead = {});
 
@@ -187,13 +189,12 @@ RunPrediction predict_run(const System& system, const ClusterRun& run, const Clu
 // cluster's, with `network`'s scaling in place of its own where one is given and not empty.
 System with_network(const System& cluster, const ClusterNetwork* network);
 
-// The step of a prediction (predict_run without an overhead) with a framework's overhead, and the
-// run's quantity of a step: the one place both are computed.
+// The step of a prediction (predict_run without an overhead) with a framework's overhead, from the
+// prediction's slots: the fit's fast form of the host floor the composition applies (predict_run
+// with the overhead), for searching the overhead's grid. And the run's quantity of a step.
 double iteration_with_overhead(const System& system, const ClusterRun& run, const RunPrediction& p,
                                const FrameworkOverhead& overhead);
 double quantity_of_iteration(const ClusterRun& run, double iteration_s);
-// A prediction without an overhead (predict_run's) given one: its step and quantity.
-void add_overhead(const System& system, const ClusterRun& run, RunPrediction& p, const FrameworkOverhead& overhead);
 
 // The overhead minimising the median |relative error| over the runs marked `fit` that succeeded
 // (`predictions`: predict_run of each run without an overhead, in the same order), by coordinate

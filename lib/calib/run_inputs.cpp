@@ -79,11 +79,6 @@ std::string write_system(const fs::path& dir, const System& system) {
   return file;
 }
 
-// The note of a line whose prediction adds to the one evaluation that estimate repeats.
-constexpr const char* kOverheadNote =
-    "the GPU's step: validate adds the framework overhead it fitted (a host floor per block and micro-batch) "
-    "beside the composition";
-
 // A run id as a commands.tsv field: no tabs or line breaks.
 std::string tsv_field(const std::string& text) {
   std::string out = text;
@@ -140,11 +135,6 @@ RunInputsWritten write_inputs(const fs::path& dir, const System& system, const s
     const std::string runtime = runtimes.file_for(rt.name, runtime_to_yaml(rt));
     tsv += tsv_field(r.id) + "\testimate --system " + system_file + " --model " + model + " --runtime " + runtime +
            " " + estimate_layout_arguments(r.layout, r.global_batch);
-    if (!r.note.empty()) {
-      tsv += '\t';
-      tsv += r.note;
-      ++written.noted;
-    }
     tsv += "\n";
     ++written.lines;
   }
@@ -154,23 +144,15 @@ RunInputsWritten write_inputs(const fs::path& dir, const System& system, const s
   return written;
 }
 
-RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, const std::vector<RunResult>& rows,
-                                  const FrameworkOverhead& overhead) {
+RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, const std::vector<RunResult>& rows) {
   std::map<std::string, std::size_t> id_count;
   for (const RunResult& r : rows) ++id_count[r.run.id];
   std::vector<RunInput> inputs;
-  std::size_t not_expressed = 0, left_out = 0;
+  std::size_t not_expressed = 0;
   for (const RunResult& r : rows) {
     const ClusterRun& run = r.run;
     if (!r.prediction.error.empty()) {
       ++not_expressed;
-      continue;
-    }
-    const bool nanotron = run.state_memory == StateMemory::Nanotron;
-    // nanotron's uneven stages are costed beside the composition (predict_run), which splits
-    // the layers evenly.
-    if (nanotron && run.layout.pp > 1) {
-      ++left_out;
       continue;
     }
     std::string id = run.id;
@@ -178,24 +160,17 @@ RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, con
       id += '@';
       id += std::to_string(run.line);
     }
-    inputs.push_back({std::move(id), &run.model, &run.runtime, run.layout, run.global_batch,
-                      nanotron && !overhead.empty() ? kOverheadNote : ""});
+    inputs.push_back({std::move(id), &run.model, &run.runtime, run.layout, run.global_batch});
   }
   RunInputsWritten written = write_inputs(dir, system, inputs);
   written.not_expressed = not_expressed;
-  written.left_out = left_out;
   return written;
 }
 
 std::string run_inputs_summary(const RunInputsWritten& w, const std::string& dir) {
   std::string out = "# inputs: " + std::to_string(w.lines) + " runs in " + dir + "/commands.tsv (" +
                     std::to_string(w.models) + " models, " + std::to_string(w.runtimes) + " runtimes)";
-  if (w.noted > 0) out += "; " + std::to_string(w.noted) + " noted: estimate gives the GPU's step alone";
   if (w.not_expressed > 0) out += "; no line for " + std::to_string(w.not_expressed) + " runs without a prediction";
-  if (w.left_out > 0) {
-    out += "; no line for " + std::to_string(w.left_out) +
-           " runs estimate cannot cost yet (nanotron's uneven pipeline stages)";
-  }
   return out + "\n";
 }
 

@@ -8,15 +8,13 @@
 //                           beside it and its network_scaling;
 //   DIR/runtimes/NAME.yaml  each run's runtime, with the mechanisms its layout sets folded in
 //                           (estimate has no flags for them);
-//   DIR/commands.tsv        one line per run: `ID<TAB>estimate ARGS[<TAB>NOTE]`, ARGS naming those
-//                           files relative to DIR and every layout flag (degrees, micro-batch,
-//                           global batch, NVLink placement, attention, execution options).
+//   DIR/commands.tsv        one line per run: `ID<TAB>estimate ARGS`, ARGS naming those files
+//                           relative to DIR and every layout flag (degrees, micro-batch, global
+//                           batch, NVLink placement, attention, execution options).
 // Run from DIR, a line's `estimate ARGS --json` prints as totals.t the run's predicted step
-// (runs_csv's predicted_iteration_s) bit for bit, unless the line has a NOTE saying what the
-// prediction adds beside the composition. A model or runtime written for several runs is one file.
-// Runs with no line: those the model cannot express (their prediction is an error) and those
-// estimate cannot cost as validate does yet (nanotron with pipeline stages: its uneven split of
-// the layers over the stages). An ID is the run's id, with "@LINE" (its line in the measurements
+// (runs_csv's predicted_iteration_s) bit for bit. A model or runtime written for several runs is
+// one file. Runs the model cannot express (their prediction is an error) have no line.
+// An ID is the run's id, with "@LINE" (its line in the measurements
 // file) where the file repeats the id.
 #include <cstddef>
 #include <cstdint>
@@ -30,9 +28,7 @@ namespace perfsweep::calib {
 
 struct RunInputsWritten {
   std::size_t lines = 0;          // commands.tsv lines
-  std::size_t noted = 0;          // of those, lines whose estimate gives the GPU's step alone
   std::size_t not_expressed = 0;  // runs without a prediction (RunPrediction::error): no line
-  std::size_t left_out = 0;       // runs estimate cannot cost as validate does yet: no line
   std::size_t models = 0, runtimes = 0;  // distinct files written
 };
 
@@ -45,26 +41,25 @@ std::string estimate_layout_arguments(const Layout& layout, std::int64_t global_
 Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& layout);
 
 // One measured run as estimate evaluates it: its id in commands.tsv, model, runtime (the
-// mechanisms its layout sets are folded in), layout and global batch, and a note where the
-// prediction adds something beside the composition ("" for none).
+// mechanisms its layout sets are folded in), layout and global batch.
 struct RunInput {
   std::string id;
   const Transformer* model = nullptr;
   const Runtime* runtime = nullptr;
   Layout layout;
   std::int64_t global_batch = 0;
-  std::string note;
 };
 // Writes DIR as above for these runs, predicted on `system`.
 RunInputsWritten write_inputs(const std::filesystem::path& dir, const System& system, const std::vector<RunInput>& runs);
 
 // Writes DIR as above for the rows of one validate_runs call: `system` is what it predicted
-// every run on (ClusterFit::system), `overhead` the framework overhead it added (nanotron).
-// Files are replaced where they exist; others in DIR are left as they are.
+// every run on (ClusterFit::system); each row's runtime is the one it was predicted under (with a
+// fitted host floor, nanotron's). Files are replaced where they exist; others in DIR are left as
+// they are.
 RunInputsWritten write_run_inputs(const std::filesystem::path& dir, const System& system,
-                                  const std::vector<RunResult>& rows, const FrameworkOverhead& overhead);
+                                  const std::vector<RunResult>& rows);
 
-// "# inputs: 109 runs in DIR/commands.tsv (15 models, 1 runtimes)", then what has a note or no
+// "# inputs: 109 runs in DIR/commands.tsv (15 models, 1 runtimes)", then the runs without a
 // line, for validate's stderr.
 std::string run_inputs_summary(const RunInputsWritten& written, const std::string& dir);
 

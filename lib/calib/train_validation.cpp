@@ -39,7 +39,7 @@ Layout train_layout(const TrainRun& run) {
 
 std::vector<RunInput> train_inputs(const std::vector<TrainRun>& runs, const Runtime& runtime) {
   std::vector<RunInput> out;
-  for (const TrainRun& r : runs) out.push_back({r.id, &r.model, &runtime, train_layout(r), r.b * r.micro_batches, ""});
+  for (const TrainRun& r : runs) out.push_back({r.id, &r.model, &runtime, train_layout(r), r.b * r.micro_batches});
   return out;
 }
 

@@ -316,7 +316,7 @@ std::string intro(LaunchFramework f, const Transformer& m) {
 InterleavedChunks slotted_chunks(const Transformer& m, const Layout& c) {
   const Execution& x = c.exec;
   if (x.interleave < 2 || c.pp < 2 || (x.first_stage_blocks == 0 && x.last_stage_blocks == 0)) return {};
-  const InterleavedChunks chunks = interleaved_chunks(stage_blocks(m.depth, c.pp, x), c.pp, x.interleave);
+  const InterleavedChunks chunks = interleaved_chunks(stage_blocks(m, c.pp, x), c.pp, x.interleave);
   return chunks.embedding_slot || chunks.loss_slot ? chunks : InterleavedChunks{};
 }
 
@@ -583,7 +583,7 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       // generate_llm_fqn_per_model_part: the first stage holds per_stage - first_less blocks, the
       // last per_stage - last_less, the others per_stage, where per_stage = (depth + first_less +
       // last_less) / pp; these values make it the estimate's partition
-      const StageBlocks blocks = stage_blocks(m.depth, c.pp, x);
+      const StageBlocks blocks = stage_blocks(m, c.pp, x);
       const std::int64_t per_stage = c.pp > 2 ? blocks.middle : std::max(blocks.first, blocks.last);
       b.add("--parallelism.pipeline_parallel_schedule", "1F1B");
       b.add("--parallelism.pipeline_parallel_first_stage_less_layers", num(per_stage - blocks.first));

@@ -106,7 +106,7 @@ std::string_view comm_use_name(const CommUse& u) {
 namespace {
 
 // Whether the layout gives a stage's blocks (Execution::first_stage_blocks, last_stage_blocks).
-bool partitioned(const Layout& c) { return c.exec.first_stage_blocks != 0 || c.exec.last_stage_blocks != 0; }
+bool partitioned(const Layout& c) { return stages_partitioned(c); }
 
 // Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
 template <typename F>
@@ -546,7 +546,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     o << "execution: " << execution_text(layout.exec) << "\n";
   }
   if (partitioned(layout)) {
-    const StageBlocks b = stage_blocks(model.depth, layout.pp, layout.exec);
+    const StageBlocks b = stage_blocks(model, layout.pp, layout.exec);
     o << "pipeline stages: " << b.first << " blocks on the first, ";
     if (layout.pp > 2) o << b.middle << " on each of the " << layout.pp - 2 << " middle ones, ";
     o << b.last << " on the last\n";

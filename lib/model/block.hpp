@@ -119,6 +119,18 @@ inline constexpr const char* kScheduleNames[] = {"1f1b", "zb-h1", "zb-h2", "dual
 enum class Offload : std::uint8_t { None, Optimizer, Weights, Activations };
 inline constexpr const char* kOffloadNames[] = {"none", "optimizer", "weights", "activations"};
 
+// How a framework splits the blocks over pipeline stages (a runtime's stage_partition; model/plan.hpp:
+// stage_blocks).
+//  Even      depth / pp blocks each, or the first and last stages' counts given and the others
+//            sharing the rest evenly (Megatron-LM's get_num_layers_to_build); a search may choose
+//            the given counts (balanced_stages)
+//  Nanotron  by compute cost in model order (nanotron's build_model): a decoder layer costs
+//            4 e^2 + 3 f e, the LM head V e, the embedding, final norm and loss nothing; a stage
+//            takes blocks until the cumulative cost passes its share of the total, so any
+//            pp <= depth runs and the stages' counts may differ
+enum class StagePartition : std::uint8_t { Even, Nanotron };
+inline constexpr const char* kStagePartitionNames[] = {"even", "nanotron"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -191,6 +203,9 @@ struct Execution {
   CpComm cp_comm = CpComm::P2P;
   // What the step keeps in host memory (searched: `--offload none,optimizer`).
   Offload offload = Offload::None;
+  // How the blocks split over the pipeline stages where first_stage_blocks and last_stage_blocks
+  // give no counts (set from the runtime by apply_runtime; not searched).
+  StagePartition stage_partition = StagePartition::Even;
   bool operator==(const Execution&) const = default;
 };
 

@@ -13,6 +13,42 @@ const StrategyPlan& plan_of(Strategy strategy) {
   return kPlans[static_cast<std::size_t>(strategy)];
 }
 
+StageBlocks nanotron_stage_blocks(const Transformer& m, std::int64_t pp) {
+  StageBlocks b;
+  if (pp < 2) {
+    b.first = b.middle = b.last = m.depth;
+    return b;
+  }
+  const double e = static_cast<double>(m.e), f = static_cast<double>(m.f);
+  const double block = 4 * e * e + 3 * f * e;
+  const double total = block * static_cast<double>(m.depth) + static_cast<double>(m.vocab_size) * e;
+  const auto record = [&](std::int64_t stage, std::int64_t blocks) {
+    if (stage == 0) {
+      b.first = blocks;
+    } else if (stage == pp - 1) {
+      b.last = blocks;
+    } else if (blocks > b.middle) {
+      b.middle = blocks;
+      b.middle_index = stage;
+    }
+  };
+  std::int64_t stage = 0, blocks = 0;
+  double cumulative = 0;
+  for (std::int64_t i = 0; i < m.depth; ++i) {
+    ++blocks;
+    cumulative += block;
+    if (cumulative > total * static_cast<double>(stage + 1) / static_cast<double>(pp) && stage + 1 < pp) {
+      record(stage, blocks);
+      ++stage;
+      blocks = 0;
+    }
+  }
+  record(stage, blocks);
+  for (std::int64_t k = stage + 1; k < pp; ++k) record(k, 0);  // stages the blocks did not reach
+  if (pp == 2) b.middle = b.first;                                // no middle stage
+  return b;
+}
+
 const char* recompute_name(Recompute r) {
   switch (r) {
     case Recompute::None: return "none";

@@ -182,14 +182,31 @@ inline constexpr ConfigKey kConfigKeys[] = {
 // (with pp = 1 the one stage's, in all three).
 struct StageBlocks {
   std::int64_t first = 0, middle = 0, last = 0;
+  // The middle stage costed for all of them: where the middle stages' counts differ (nanotron's
+  // partition) the first holding the most blocks, `middle` of them; its index sets the
+  // micro-batches in flight there.
+  std::int64_t middle_index = 1;
   // Every stage holds as many blocks (the reference's depth / pp): one stage stands for them all.
   bool even() const { return first == middle && last == middle; }
 };
-// Megatron-LM's partition (its get_num_layers_to_build): the first and last stages hold the
-// blocks the execution gives them (Execution::first_stage_blocks, last_stage_blocks), the other
-// stages the rest in equal shares; nothing given is depth / pp each. It assumes a partition
+// nanotron's partition (StagePartition::Nanotron; nanotron/models/base.py, build_model and
+// LlamaModel.get_block_compute_costs): the blocks in order, each to the current stage, which closes
+// once the cumulative cost (4 e^2 + 3 f e a block) passes its share of the total (the LM head's V e
+// counted in the total); with pp = 1 every block on the one stage. The stages the blocks do not
+// reach (pp near or beyond the depth) hold none; the last still holds the LM head. Without
+// allocating.
+StageBlocks nanotron_stage_blocks(const Transformer& m, std::int64_t pp);
+// The stages' blocks of the runtime's partition (Execution::stage_partition) where the execution
+// gives no count; Megatron-LM's otherwise (its get_num_layers_to_build): the first and last stages
+// hold the blocks the execution gives them (Execution::first_stage_blocks, last_stage_blocks), the
+// other stages the rest in equal shares; nothing given is depth / pp each. It assumes a partition
 // validate_layout accepts.
-inline StageBlocks stage_blocks(std::int64_t depth, std::int64_t pp, const Execution& x) {
+inline StageBlocks stage_blocks(const Transformer& m, std::int64_t pp, const Execution& x) {
+  if (x.stage_partition == StagePartition::Nanotron && x.first_stage_blocks == 0 && x.last_stage_blocks == 0 &&
+      pp > 1) [[unlikely]] {
+    return nanotron_stage_blocks(m, pp);
+  }
+  const std::int64_t depth = m.depth;
   const std::int64_t given = (x.first_stage_blocks > 0 ? 1 : 0) + (x.last_stage_blocks > 0 ? 1 : 0);
   const std::int64_t others = pp - given;
   const std::int64_t share = others > 0 ? (depth - x.first_stage_blocks - x.last_stage_blocks) / others : 0;
@@ -200,6 +217,12 @@ inline StageBlocks stage_blocks(std::int64_t depth, std::int64_t pp, const Execu
   b.middle = pp > 2 ? share : b.first;
   if (pp == 1) b.last = b.first;
   return b;
+}
+// Whether the stages hold different numbers of blocks: counts given, or the runtime's partition
+// (what reports show as "blocks first/middle/last").
+inline bool stages_partitioned(const Layout& c) {
+  return c.exec.first_stage_blocks != 0 || c.exec.last_stage_blocks != 0 ||
+         (c.pp > 1 && c.exec.stage_partition != StagePartition::Even);
 }
 
 // How an interleaved schedule (V virtual stages a GPU) cuts each stage's blocks into V chunks, as

@@ -30,6 +30,7 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
   for (const RuntimeMechanism& m : kRuntimeMechanisms) exec.*m.exec = exec.*m.exec || rt.*m.runtime;
   if (!rt.flash_attention) attention.flash = false;
   exec.fp8 = rt.fp8;
+  exec.stage_partition = rt.stage_partition;
 }
 
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec) {

@@ -132,6 +132,8 @@ struct Runtime {
 
   // How it runs FP8 (fp8_recipe and the fp8_* keys); recipe None: it runs bf16 only.
   Fp8Policy fp8;
+  // How it splits the blocks over pipeline stages (stage_partition: even or nanotron).
+  StagePartition stage_partition = StagePartition::Even;
 
   bool is_reference() const { return file.empty() && name == "reference"; }
 };

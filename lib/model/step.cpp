@@ -468,10 +468,21 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
   require(first >= 0, "first_stage_blocks must be >= 0 (0: an even share), got " + str(first));
   require(last >= 0, "last_stage_blocks must be >= 0 (0: an even share), got " + str(last));
   const I pp = std::max<I>(c.pp, 1);
+  if (first == 0 && last == 0 && pp > 1 && c.exec.stage_partition == StagePartition::Nanotron) {
+    // the framework's own partition: any depth, no interleaving (nanotron has no interleaved schedule)
+    require(c.exec.interleave == 1, "the nanotron stage partition has no interleaved schedule (interleave=" +
+                                        str(c.exec.interleave) + ")");
+    // stages past the blocks hold none (pp may exceed the depth): they pass the activations on
+    return nanotron_stage_blocks(m, pp);
+  }
+  require(first == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2,
+          "first_stage_blocks=" + str(first) + ": the runtime partitions the stages itself (stage_partition nanotron)");
+  require(last == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2,
+          "last_stage_blocks=" + str(last) + ": the runtime partitions the stages itself (stage_partition nanotron)");
   if (first == 0 && last == 0) {
     require(m.depth % pp == 0, "pp=" + str(pp) + " does not divide depth " + str(m.depth) +
                                    " (first_stage_blocks and last_stage_blocks split it unevenly)");
-    return stage_blocks(m.depth, pp, c.exec);
+    return stage_blocks(m, pp, c.exec);
   }
   const std::string given = (first > 0 ? "first_stage_blocks=" + str(first) : std::string()) +
                             (first > 0 && last > 0 ? " and " : "") +
@@ -489,7 +500,7 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
     require(rest % others == 0,
             leave + ", which the other " + str(others) + " stages of pp=" + str(pp) + " cannot share evenly");
   }
-  return stage_blocks(m.depth, pp, c.exec);
+  return stage_blocks(m, pp, c.exec);
 }
 }  // namespace
 
@@ -983,7 +994,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.stride = data_domain_stride(plan, c);
     traffic.expert_stride = traffic.stride * std::max<I>(1, c.exec.ep / c.nv_dp);
   }
-  const StageBlocks blocks = stage_blocks(m.depth, c.pp, c.exec);
+  const StageBlocks blocks = stage_blocks(m, c.pp, c.exec);
   const bool even = blocks.even();
   StepCosts out;
   out.dp_row = data_parallel(s, block, blocks.first, group, group_fast, !c.exec.dp_after_backward, traffic);
@@ -1045,7 +1056,9 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
       return data_parallel(s, block, stage_blocks_count, group, group_fast, !c.exec.dp_after_backward, traffic);
     };
     const ModuleSums none;
-    const StagePlan plans[] = {head, plan_stage(1, blocks.middle, std::min(micro_batches, c.pp - 1), none, 0, 0),
+    const StagePlan plans[] = {head,
+                               plan_stage(blocks.middle_index, blocks.middle,
+                                          std::min(micro_batches, c.pp - blocks.middle_index), none, 0, 0),
                                plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb)};
     const LayerResult rows[] = {out.dp_row, c.pp > 2 ? dp_of(blocks.middle) : out.dp_row, dp_of(blocks.last)};
     Totals totals[3];
@@ -1140,7 +1153,7 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   Layout out = layout;
   out.exec.first_stage_blocks = 0;
   out.exec.last_stage_blocks = 0;
-  if (layout.pp < 2) return out;
+  if (layout.pp < 2 || rt.stage_partition != StagePartition::Even) return out;  // else the runtime's own
   if (layout.exec.interleave > 1) {
     // the slotted partition where the depth does not split evenly (there is no other to balance)
     if (m.depth % layout.pp != 0) {

@@ -190,7 +190,8 @@ SearchProblem with_runtime_attention(SearchProblem p) {
 void compose_candidate(const System& sys, const SearchProblem& p, bool even, const BlockSummary& block,
                        const StageEndSums& ends, Candidate& cand) {
   Layout& c = cand.layout;
-  if (!even) [[unlikely]] {
+  // the balanced partition where the runtime's is Megatron-LM's (given counts); its own otherwise
+  if (!even && c.exec.stage_partition == StagePartition::Even) [[unlikely]] {
     const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, block, ends);
     c.exec.first_stage_blocks = stages.first;
     c.exec.last_stage_blocks = stages.last;

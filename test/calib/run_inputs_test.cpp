@@ -124,11 +124,9 @@ TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   unexpressed.prediction.error = "tp does not divide the heads";
   rows.push_back(unexpressed);
 
-  const RunInputsWritten w = write_run_inputs(dir, s, rows, {});
+  const RunInputsWritten w = write_run_inputs(dir, s, rows);
   EXPECT_EQ(w.lines, 19u);
-  EXPECT_EQ(w.noted, 0u);
   EXPECT_EQ(w.not_expressed, 1u);
-  EXPECT_EQ(w.left_out, 0u);
   EXPECT_EQ(w.models, 14u);   // one per model size
   EXPECT_EQ(w.runtimes, 2u);  // megatron, and with Megatron's local DDP (Narayanan's larger models)
   const std::vector<std::string> lines = lines_of(dir / "commands.tsv");

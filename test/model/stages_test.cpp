@@ -23,24 +23,31 @@ Execution stages(std::int64_t first, std::int64_t last) {
   return x;
 }
 
+// A model of `depth` blocks (what Megatron-LM's partition reads).
+Transformer deep(std::int64_t depth) {
+  Transformer m;
+  m.depth = depth;
+  return m;
+}
+
 // "first/middle/last"
 std::string text(const StageBlocks& b) {
   return std::to_string(b.first) + "/" + std::to_string(b.middle) + "/" + std::to_string(b.last);
 }
 
 TEST(StageBlocks, MegatronPartition) {
-  const StageBlocks llama = stage_blocks(126, 16, stages(7, 7));
+  const StageBlocks llama = stage_blocks(deep(126), 16, stages(7, 7));
   EXPECT_EQ(text(llama), "7/8/7");
   EXPECT_FALSE(llama.even());
   // the stages not given share the rest: 126 - 6 = 120 over 15 stages
-  EXPECT_EQ(text(stage_blocks(126, 16, stages(6, 0))), "6/8/8");
-  EXPECT_EQ(text(stage_blocks(126, 16, stages(0, 6))), "8/8/6");
-  EXPECT_EQ(text(stage_blocks(30, 2, stages(14, 16))), "14/14/16");
-  EXPECT_FALSE(stage_blocks(30, 2, stages(14, 16)).even());
-  EXPECT_TRUE(stage_blocks(128, 16, {}).even());
-  EXPECT_TRUE(stage_blocks(128, 16, stages(8, 8)).even());
-  EXPECT_TRUE(stage_blocks(30, 2, stages(15, 0)).even());
-  EXPECT_TRUE(stage_blocks(30, 1, {}).even());
+  EXPECT_EQ(text(stage_blocks(deep(126), 16, stages(6, 0))), "6/8/8");
+  EXPECT_EQ(text(stage_blocks(deep(126), 16, stages(0, 6))), "8/8/6");
+  EXPECT_EQ(text(stage_blocks(deep(30), 2, stages(14, 16))), "14/14/16");
+  EXPECT_FALSE(stage_blocks(deep(30), 2, stages(14, 16)).even());
+  EXPECT_TRUE(stage_blocks(deep(128), 16, {}).even());
+  EXPECT_TRUE(stage_blocks(deep(128), 16, stages(8, 8)).even());
+  EXPECT_TRUE(stage_blocks(deep(30), 2, stages(15, 0)).even());
+  EXPECT_TRUE(stage_blocks(deep(30), 1, {}).even());
 }
 
 // A block of 1 s forward and 2 s backward per micro-batch, 1 GB of weights and 0.5 GB of
@@ -262,6 +269,87 @@ TEST(InterleavedStages, UnevenStepByHand) {
   Layout c = llama_layout();
   c.exec.interleave = 2;
   expect_step(c, {987.5, 187.5, 15, 152.125, 88.125, 1});
+}
+
+// nanotron's partition (StagePartition::Nanotron), worked by hand. A block costs 4 e^2 + 3 f e,
+// the LM head V e; a stage closes once the cumulative cost passes k / pp of the total.
+Transformer nanotron_model(std::int64_t depth, std::int64_t e, std::int64_t f, std::int64_t vocab) {
+  Transformer m = test::small_model();
+  m.depth = depth;
+  m.e = e;
+  m.f = f;
+  m.vocab_size = vocab;
+  return m;
+}
+
+Execution nanotron_stages() {
+  Execution x;
+  x.stage_partition = StagePartition::Nanotron;
+  return x;
+}
+
+TEST(NanotronStages, PartitionByHand) {
+  // Llama 2 7B's shape: a block 4 x 4096^2 + 3 x 11008 x 4096 = 202,375,168, the head 32000 x
+  // 4096 = 131,072,000, the total 6,607,077,376 and a quarter 1,651,769,344: 8 blocks
+  // (1,619,001,344) do not pass it, 9 do; half is passed at 17 blocks (3,440,377,856 against
+  // 3,303,538,688 > 16 blocks' 3,238,002,688), three quarters at 25 (5,059,379,200 > 4,955,308,032
+  // > 24 blocks' 4,857,004,032): 9, 8, 8 and 7 blocks.
+  const StageBlocks llama = stage_blocks(nanotron_model(32, 4096, 11008, 32000), 4, nanotron_stages());
+  EXPECT_EQ(text(llama), "9/8/7");
+  EXPECT_EQ(llama.middle_index, 1);
+  // e = f = 10: a block 700, the head 112 x 10 = 1120 (1.6 blocks); total 12,320, a quarter 3,080
+  // (4.4 blocks): stages close after 5, 9 and 14 blocks: 5, 4, 5 and 2. The middle costed is the
+  // fuller one, the third stage.
+  const StageBlocks uneven = stage_blocks(nanotron_model(16, 10, 10, 112), 4, nanotron_stages());
+  EXPECT_EQ(text(uneven), "5/5/2");
+  EXPECT_EQ(uneven.middle_index, 2);
+  // More stages than blocks: a block passes each share (350 of 2,800), so the four blocks fill the
+  // first four stages and the other four hold none.
+  const StageBlocks sparse = stage_blocks(nanotron_model(4, 10, 10, 0), 8, nanotron_stages());
+  EXPECT_EQ(text(sparse), "1/1/0");
+  // One stage: every block; counts given: Megatron-LM's partition as before.
+  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 1, nanotron_stages())), "16/16/16");
+  Execution given = nanotron_stages();
+  given.first_stage_blocks = 3;
+  given.last_stage_blocks = 5;
+  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 4, given)), "3/4/5");
+}
+
+// A partition Megatron-LM's counts can express (9, 8, 8, 7) costs the same through either, bit for
+// bit; nanotron's of 5, 4, 5, 2 blocks is costed stage by stage: the first (5 x 3 + 0.5 = 15.5 s
+// a micro-batch) bounds the step at (32 + 3) x 15.5 = 542.5 s and holds the most, (5 + 0.5) x 8
+// GB of states and 5 x 0.5 x 4 in flight: 54 GB.
+TEST(NanotronStages, ComposedStageByStage) {
+  const Transformer llama = nanotron_model(32, 4096, 11008, 32000);
+  Layout by_cost;
+  by_cost.pp = 4;
+  by_cost.exec = nanotron_stages();
+  Layout by_count;
+  by_count.pp = 4;
+  by_count.exec = stages(9, 7);
+  const Totals a = compose_step(round_system(), llama, by_cost, round_block(), 32, round_ends()).totals;
+  const Totals b = compose_step(round_system(), llama, by_count, round_block(), 32, round_ends()).totals;
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.*f.member, b.*f.member) << f.name;
+
+  const StepCosts step =
+      compose_step(round_system(), nanotron_model(16, 10, 10, 112), by_cost, round_block(), 32, round_ends());
+  EXPECT_EQ(step.totals.t, 542.5);
+  EXPECT_EQ(step.model.time_stage, 0);
+  EXPECT_EQ(step.totals.mem, 54.0);
+  EXPECT_EQ(step.model.memory_stage, 0);
+}
+
+// The runtime's partition takes any depth but no given counts and no interleaving.
+TEST(NanotronStages, ErrorsNameTheRuntimesPartition) {
+  EXPECT_EQ(partition_error(126, 16, nanotron_stages()), "");
+  EXPECT_EQ(partition_error(28, 32, nanotron_stages()), "");
+  Execution x = nanotron_stages();
+  x.first_stage_blocks = 7;
+  EXPECT_EQ(partition_error(126, 16, x),
+            "first_stage_blocks=7: the runtime partitions the stages itself (stage_partition nanotron)");
+  x = nanotron_stages();
+  x.interleave = 2;
+  EXPECT_EQ(partition_error(126, 16, x), "the nanotron stage partition has no interleaved schedule (interleave=2)");
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ TopN expect_ranked_as_evaluated(const SearchProblem& p, std::int64_t n_gpus) {
   TopN top = searcher.run_all(n_gpus, counters);
   EXPECT_FALSE(top.items().empty());
   for (const Candidate& c : top.items()) {
-    const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
+    // the system at the job's scale, as estimate takes it (network_scaling)
+    const Evaluation ev = evaluate(at_scale(p.system, n_gpus), p.model, p.runtime, c.layout, p.global_batch);
     EXPECT_EQ(ev.throughput, c.throughput) << "pp=" << c.layout.pp;
     for (const TotalsField& f : kTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
     EXPECT_TRUE(ev.fits);
@@ -116,6 +117,26 @@ TEST(Runtime, SearchAgreesWithEstimate) {
   p.exec.zero = {0, 1};
   p.exec.recompute = {Recompute::None, Recompute::Full};
   expect_ranked_as_evaluated(p, 64);
+}
+
+// Under nanotron's runtime the search tries every pipeline depth up to the model's (its own
+// partition, not a balanced one), and what it ranks is what evaluate gives: the depths that do
+// not divide llama3_8b's 32 blocks among them.
+TEST(Runtime, SearchUnderNanotronsPartition) {
+  SearchProblem p = megatron_search("llama3_8b", 240);
+  p.system = load_system(kRoot / "systems" / "hf_h100.yaml");
+  p.runtime = load_runtime_named("nanotron");
+  p.exec.zero = {0, 1};
+  p.exec.params = {ParamLayout::Megatron};
+  p.top_n = 400;
+  const TopN top = expect_ranked_as_evaluated(p, 48);
+  std::set<std::int64_t> pps;
+  for (const Candidate& c : top.items()) {
+    pps.insert(c.layout.pp);
+    EXPECT_EQ(c.layout.exec.first_stage_blocks, 0);
+    EXPECT_EQ(c.layout.exec.stage_partition, StagePartition::Nanotron);
+  }
+  EXPECT_TRUE(pps.contains(3) || pps.contains(6) || pps.contains(12)) << "no pipeline depth that does not divide 32";
 }
 
 TEST(Runtime, LoaderErrorsNameFileAndKey) {
@@ -172,6 +193,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.strategies, b.strategies);
   EXPECT_EQ(a.zero_stages, b.zero_stages);
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
+  EXPECT_EQ(a.stage_partition, b.stage_partition);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -208,6 +230,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.fp8 = Fp8Policy{Fp8Recipe::Mxfp8, true, false, true, true, false};
   odd.strategies = 0x5;   // 1d and 2d-seqp
   odd.zero_stages = 0xA;  // 1 and 3
+  odd.stage_partition = StagePartition::Nanotron;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
@@ -301,7 +324,7 @@ TEST(UnevenStages, SearchBalancesDepthsThatDoNotDivide) {
     const Layout& l = c.layout;
     if (!splits_evenly(p.model, l.pp)) {
       uneven = true;
-      const StageBlocks b = stage_blocks(p.model.depth, l.pp, l.exec);
+      const StageBlocks b = stage_blocks(p.model, l.pp, l.exec);
       EXPECT_EQ(b.first + (l.pp - 2) * b.middle + b.last, p.model.depth);
     } else {
       EXPECT_EQ(l.exec.first_stage_blocks, 0);
@@ -330,7 +353,7 @@ TEST(UnevenStages, SearchInterleavesSlottedStages) {
     const Layout& l = c.layout;
     if (l.exec.interleave == 1 || splits_evenly(p.model, l.pp)) continue;
     slotted = true;
-    const StageBlocks b = stage_blocks(p.model.depth, l.pp, l.exec);
+    const StageBlocks b = stage_blocks(p.model, l.pp, l.exec);
     EXPECT_EQ(text_of(b), text_of(slotted_stages(p.model.depth, l.pp, l.exec.interleave)));
     EXPECT_TRUE(interleaved_chunks(b, l.pp, l.exec.interleave).valid);
   }
@@ -340,7 +363,7 @@ TEST(UnevenStages, SearchInterleavesSlottedStages) {
   Layout c = one_d(8, 8, 16);
   c.exec.interleave = 4;
   const Layout balanced = with_balanced_stages(h100, p.model, p.runtime, c, 512);
-  EXPECT_EQ(text_of(stage_blocks(126, 16, balanced.exec)), "7/8/7");
+  EXPECT_EQ(text_of(stage_blocks(p.model, 16, balanced.exec)), "7/8/7");
 }
 
 // Pipeline schedules as a search dimension: every ranked configuration of a search over 1F1B,
@@ -426,7 +449,7 @@ TEST(UnevenStages, BalancedLayoutEvaluates) {
   const Transformer llama = load_model(kRoot / "models" / "llama3_405b.yaml");
   const Runtime rt = load_runtime_named("megatron");
   const Layout c = with_balanced_stages(h100, llama, rt, one_d(8, 8, 16), 512);
-  const StageBlocks b = stage_blocks(llama.depth, 16, c.exec);
+  const StageBlocks b = stage_blocks(llama, 16, c.exec);
   EXPECT_EQ(b.first + 14 * b.middle + b.last, 126);
   EXPECT_LE(b.first, b.middle);
   EXPECT_LE(b.last, b.middle);
