@@ -473,6 +473,25 @@ def case_resume_every_option():
     check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
 
 
+# nanotron's runtime partitions the pipeline stages itself: 12 and 24 GPUs try pp 3 and 6 on llama3_8b's
+# 32 blocks; the systems on NVLink domains of 4 and 8 make two journal records.
+NANOTRON_STAGES = ['--model', 'llama3_8b', '--strat', '1d', '--system', 'hf_h100', '--nvs', '4,8', '--n-gpus',
+                   '8,12,24', '--global-batch-size', '48', '--runtime', 'nanotron', '--zero', '0,1', '--top-n', '3',
+                   '-q']
+
+
+def case_resume_nanotron_stages():
+    fresh()
+    ref = reference(NANOTRON_STAGES)
+    out = os.path.join(WORK, 'out.h5')
+    r = run([tool('sweep'), *NANOTRON_STAGES, '-o', out], limit=30000)
+    assert r.returncode == 1 and os.path.exists(out + '.journal'), 'the run was not stopped at its final write'
+    r = run([tool('sweep'), *NANOTRON_STAGES, '-o', out, '--resume'])
+    check(r.returncode == 0 and 'did not re-evaluate' not in r.stdout + r.stderr,
+          "every record of a search under nanotron's stage partition is resumed, none recomputed")
+    check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
+
+
 def case_journal_kept():
     fresh()
     ref = reference(PLAIN)
