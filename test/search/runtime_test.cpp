@@ -80,6 +80,37 @@ TEST(Runtime, ZeroThreeGathersPerMicroBatch) {
   EXPECT_EQ(evaluate(s, m, mg, c, 64 * 8).totals.t_dp_comm, evaluate(s, m, mg, c, 64 * 32).totals.t_dp_comm);
 }
 
+// runtimes/llama3.yaml states Meta's framework as the Llama 3 paper's section 3.3.2 describes it:
+// FSDP sharding optimizer states and fp32 gradients (ZeRO-2) with the bf16 weights kept whole over
+// the step, fp32 gradients reduced once a step, all-gather context parallelism only; the rest as
+// megatron.yaml. H100-llama3-cluster runs it by default.
+TEST(Runtime, Llama3FileStatesThePaper) {
+  const Runtime rt = load_runtime(kRoot / "runtimes" / "llama3.yaml");
+  const Runtime mg = load_runtime(kRoot / "runtimes" / "megatron.yaml");
+  EXPECT_EQ(rt.name, "llama3");
+  EXPECT_TRUE(rt.has_states);
+  EXPECT_EQ(rt.states, (StateBytes{2, 4, 0, 4, 8, 0, 0, 0}));
+  EXPECT_EQ(rt.strategies, 0x1);  // 1d
+  for (std::int64_t z = 0; z <= 3; ++z) EXPECT_TRUE(rt.runs_zero(z)) << z;
+  EXPECT_TRUE(rt.runs_cp(CpComm::AllGather));
+  EXPECT_FALSE(rt.runs_cp(CpComm::P2P));
+  EXPECT_EQ(rt.offload, 1);  // none only
+  EXPECT_EQ(rt.zero_gather, Cadence::PerMicroBatch);  // ZeRO-3 (resharded weights) only
+  EXPECT_EQ(rt.zero_reduce, Cadence::PerStep);
+  EXPECT_EQ(rt.fp8.recipe, Fp8Recipe::None);
+  EXPECT_EQ(rt.activations, ActivationAccounting::Megatron);
+  for (const RuntimeMechanism& k : kRuntimeMechanisms) EXPECT_EQ(rt.*k.runtime, mg.*k.runtime) << k.name;
+  EXPECT_EQ(rt.flash_attention, mg.flash_attention);
+  EXPECT_EQ(rt.tp_comm_overlap, 0);
+  EXPECT_EQ(rt.optimizer_bytes, mg.optimizer_bytes);
+  EXPECT_EQ(rt.zero_grad_bytes, mg.zero_grad_bytes);
+  EXPECT_EQ(rt.capacity_in_gib, mg.capacity_in_gib);
+  EXPECT_EQ(rt.driver_reserve_gib, mg.driver_reserve_gib);
+  EXPECT_EQ(rt.allocator_reserve, mg.allocator_reserve);
+  EXPECT_EQ(rt.loss_transient_logits, mg.loss_transient_logits);
+  EXPECT_EQ(load_system(kRoot / "systems" / "H100-llama3-cluster.yaml").runtime, "llama3");
+}
+
 // A search of a shipped model on H100s under Megatron's runtime.
 SearchProblem megatron_search(const char* model, std::int64_t global_batch) {
   SearchProblem p;
@@ -202,7 +233,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_runtime_write_test";
   std::filesystem::create_directories(dir);
   std::vector<Runtime> runtimes;
-  for (const char* name : {"megatron", "megatron_tp_overlap", "deepspeed", "fsdp", "nanotron"}) {
+  for (const char* name : {"megatron", "megatron_tp_overlap", "deepspeed", "fsdp", "nanotron", "llama3"}) {
     runtimes.push_back(load_runtime(kRoot / "runtimes" / (std::string(name) + ".yaml")));
   }
   Runtime odd;
