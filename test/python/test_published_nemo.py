@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""NVIDIA's published NeMo / Megatron-Bridge pre-training runs on DGX-H100 (held out: never fitted on),
+predicted by `estimate` on the validated default path: --system H100-calibrated with its runtime
+(megatron), and again with --runtime megatron_tp_overlap (NeMo's H100 recipes overlap the
+tensor-parallel collectives with userbuffers). The rows and their sources are in
+test/data/published/nemo_h100.csv and its README.md; docs/validation.md discusses the errors.
+
+Per row: the predicted tokens/s per GPU and model TFLOP/s per GPU against the published ones
+(signed error = predicted / published - 1), and whether the run is predicted to fit.
+Checked (the current accuracy, stated honestly; the expected values are the published measurements):
+  every published run is predicted to fit, under both runtimes, except the eight of KNOWN_OOM: a known
+      gap (the megatron runtimes keep fp32 gradient buffers, 4 B/parameter; NeMo's and Megatron-Bridge's
+      performance recipes reduce gradients in bf16, 2 B/parameter; docs/validation.md), whose predicted
+      memory must stay within 20% of what the runtime can allocate;
+  median |tokens/s error| < 20% with megatron (measured 17.2%, all under-predictions) and < 7% with
+      megatron_tp_overlap (measured 4.8%);
+  every row's |tokens/s error| < 25% with megatron and < 15% with megatron_tp_overlap.
+
+usage: test_published_nemo.py ESTIMATE SOURCE_DIR
+"""
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+RUNTIMES = ("megatron", "megatron_tp_overlap")
+MEDIAN_BOUND = {"megatron": 0.20, "megatron_tp_overlap": 0.07}
+ROW_BOUND = {"megatron": 0.25, "megatron_tp_overlap": 0.15}
+KNOWN_OOM = {"mb2509_llama31_405b", "mb2511_llama31_405b", "mb2602_llama31_405b", "mb260401_llama31_405b",
+             "mb2606_llama31_405b", "nemo2407_llama3_8b", "nemo2407_gpt3_175b_512", "nemo2502_gpt3_175b_512"}
+KNOWN_OOM_OVERSHOOT = 1.20
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def depth(source_dir, model):
+    with open(os.path.join(source_dir, "models", model + ".yaml")) as f:
+        for line in f:
+            if line.startswith("depth:"):
+                return int(line.split(":")[1].split("#")[0])
+    sys.exit(f"models/{model}.yaml: no depth")
+
+
+def command(estimate, source_dir, row, runtime):
+    """The row as a user passes it to estimate (README.md beside the CSV: how each column maps)."""
+    gpus, tp, pp, cp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp"))
+    dp = gpus // (tp * pp * cp)
+    assert dp * tp * pp * cp == gpus, row["id"]
+    vp = int(row["vp"]) if row["vp"] not in ("", "n/a") else 1
+    args = [estimate, "-q", "--json", "--model", row["perfsweep_model"], "--system", "H100-calibrated",
+            "--tp", str(tp), "--pp", str(pp), "--cp", str(cp), "--dp", str(dp), "--mbs", row["mbs"],
+            "--global-batch-size", row["gbs"], "--interleave", str(vp), "--precision", "fp8",
+            "--seq-len", row["seq_len"]]
+    blocks = depth(source_dir, row["perfsweep_model"])
+    if blocks % (pp * vp):
+        # Megatron's account_for_embedding/loss_in_pipeline_split: the embedding and the loss count as
+        # one block each, every virtual stage holds the same count, so the first and last stage hold
+        # one block fewer than the others.
+        per_virtual = (blocks + 2) // (pp * vp)
+        assert per_virtual * pp * vp == blocks + 2, row["id"]
+        args += ["--first-stage-blocks", str(per_virtual * vp - 1), "--last-stage-blocks", str(per_virtual * vp - 1)]
+    if row["fsdp"] not in ("", "0"):
+        # Megatron-FSDP (ZeRO-3 over the data-parallel group): megatron's runtimes run ZeRO 0 and 1
+        # only, so these rows run under the fsdp runtime with ZeRO 3 (tp = 1: no TP overlap to model).
+        args += ["--runtime", "fsdp", "--zero", "3"]
+    else:
+        args += ["--runtime", runtime]
+    return args
+
+
+def predict(args):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    d = json.loads(p.stdout)
+    t = d["totals"]
+    return d["efficiency"]["tokens_per_s_per_gpu"], d["efficiency"]["model_tflops_per_gpu"], t["fits"], t["mem"] / t["mem_limit"]
+
+
+def main():
+    estimate, source_dir = sys.argv[1], sys.argv[2]
+    with open(os.path.join(source_dir, "test", "data", "published", "nemo_h100.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 18, f"{len(rows)} published rows (18 expected)")
+    for runtime in RUNTIMES:
+        print(f"\n# runtime {runtime} (rows with FSDP > 0: fsdp, ZeRO 3)")
+        print(f"{'id':26} {'tok/s meas':>10} {'pred':>9} {'err':>7}   {'TFLOP/s meas':>12} {'pred':>7} {'err':>7}  fits")
+        tok_err, tf_err = [], []
+        for row in rows:
+            tok, tf, fits, mem_frac = predict(command(estimate, source_dir, row, runtime))
+            meas_tok, meas_tf = float(row["tokens_per_s_per_gpu"]), float(row["model_tflops_per_gpu"])
+            e_tok, e_tf = tok / meas_tok - 1, tf / meas_tf - 1
+            tok_err.append(e_tok)
+            tf_err.append(e_tf)
+            print(f"{row['id']:26} {meas_tok:10.0f} {tok:9.1f} {e_tok:+7.1%}   {meas_tf:12.0f} {tf:7.1f} {e_tf:+7.1%}  {fits} ({mem_frac:.0%} of usable)")
+            if row["id"] in KNOWN_OOM:
+                check(mem_frac < KNOWN_OOM_OVERSHOOT,
+                      f"{runtime}: {row['id']} (known gap: fp32 gradient buffer) memory {mem_frac:.0%} of usable < {KNOWN_OOM_OVERSHOOT:.0%}")
+                if fits:
+                    print(f"note  {runtime}: {row['id']} now fits: take it out of KNOWN_OOM")
+            else:
+                check(fits, f"{runtime}: {row['id']} is predicted to fit")
+            bound = ROW_BOUND[runtime]
+            check(abs(e_tok) < bound, f"{runtime}: {row['id']} |tokens/s error| {abs(e_tok):.1%} < {bound:.0%}")
+        med = statistics.median(abs(e) for e in tok_err)
+        print(f"{runtime}: median |tokens/s error| {med:.1%}, median signed {statistics.median(tok_err):+.1%}; "
+              f"median |model TFLOP/s error| {statistics.median(abs(e) for e in tf_err):.1%}, "
+              f"median signed {statistics.median(tf_err):+.1%} ({len(rows)} rows, all FP8)")
+        check(med < MEDIAN_BOUND[runtime],
+              f"{runtime}: median |tokens/s error| {med:.1%} < {MEDIAN_BOUND[runtime]:.0%}")
+    if FAILURES:
+        sys.exit(f"{len(FAILURES)} check(s) failed")
+
+
+if __name__ == "__main__":
+    main()
