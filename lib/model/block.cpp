@@ -258,29 +258,29 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
 LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                      const AttentionMode& /*attention*/) {
   const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1;
-  const I rows = b * (l / m2);  // the sequence split over tp2
+  // rows on one GPU: b (l / tp2), the sequence split over tp2 (computed where used: the hot path)
   // Experts: tokens split over the sequence (tp2), weights over tp1.
   if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, m1, t1, t.ep);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
     case Role::VocabProjection:
-      return column_projection(s, y.name, rows, y.in, column_width(y, m, m1), feature_split(t));
-    case Role::RowProjection: return row_projection(s, y.name, rows, y.in, y.out, feature_split(t));
+      return column_projection(s, y.name, b * (l / m2), y.in, column_width(y, m, m1), feature_split(t));
+    case Role::RowProjection: return row_projection(s, y.name, b * (l / m2), y.in, y.out, feature_split(t));
     case Role::Bias:
       // The reference shards the MLP's output bias over the sequence (l/tp2/tp1 rows, e wide) and
       // the attention's over the grid (l/tp2 rows, e/tp1 wide): its weights differ, kept.
       if (y.operand == Operand::Residual && y.sublayer == Sublayer::Mlp) {
         return bias(s, y.name, b * ((l / m2) / m1), y.out);
       }
-      return bias(s, y.name, rows, y.out / m1);
+      return bias(s, y.name, b * (l / m2), y.out / m1);
     case Role::Activation: return activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::GatedActivation: return gated_activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::Dropout:
       if (y.operand == Operand::Hidden) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
-    case Role::Norm: return layer_norm(s, y.name, b * ((l / m2) / m1), rows, y.out, {m1, t1}, norm_of(m));
+    case Role::Norm: return layer_norm(s, y.name, b * ((l / m2) / m1), b * (l / m2), y.out, {m1, t1}, norm_of(m));
     case Role::Router:
     case Role::Dispatch:
     case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");

@@ -156,16 +156,37 @@ LayerResult time_layer(const System& system, const LayerCost& cost) {
 }
 
 namespace {
+// 1D weight split (Linear, LinearSeqp): the local product, one reduce-scatter each way.
+void split_1d_gemm(const System& s, GemmShape g, GemmComm comm, LayerCost& c) {
+  const Units u(s);
+  const Group ks = comm.k_split, ns = comm.n_split;
+  require_1d(ns.gpus, ks.gpus, c.name);
+  const I rows = g.rows, k = g.k, n = g.n;
+  c.flops_fwd = dot_flops(rows * n, k, u);
+  const double act_in = D(rows * k) * u.elem;
+  const double act_out = D(rows * n) * u.elem;
+  c.activation_buffer = D(rows * k) * u.elem;
+  c.weights_mem = D(k * n) * u.elem;
+  c.mem_fwd = act_in + act_out + c.weights_mem;
+  c.comm_fwd = one(coll(ks.gpus > 1 ? D(rows * g.n_full) * u.elem : 0.0, CommType::ReduceScatter, ks.gpus, ks.nvlink));
+
+  const double xgrad_flops = dot_flops(rows * k, n, u);
+  const double wgrad_flops = dot_flops(k * n, rows, u);
+  c.flops_bwd = xgrad_flops + wgrad_flops;
+  c.weights_grad_mem = D(k * n) * u.elem;
+  const double xgrad_mem = D(rows * k) * u.elem;
+  const double ygrad_mem = D(rows * n) * u.elem;
+  c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
+  c.comm_bwd = one(coll(ns.gpus > 1 ? D(rows * g.k_full) * u.elem : 0.0, CommType::ReduceScatter, ns.gpus, ns.nvlink));
+}
+
 // SUMMA (LinearSumma): the local product over the whole k in nb rounds, X's block of k / n_split
 // columns and W's of k / k_split rows broadcast in each.
-LayerCost summa_gemm(const System& s, const char* name, GemmShape g, GemmComm comm) {
+void summa_gemm(const System& s, GemmShape g, GemmComm comm, LayerCost& c) {
   const Units u(s);
   const I nb = comm.summa_nb;
   const I rows = g.rows, k = g.k, n = g.n;
   const I x_cols = k / comm.n_split.gpus, w_rows = k / comm.k_split.gpus;
-  LayerCost c;
-  c.name = name;
-  c.shape = {1, rows, k, n};
   c.overlap = Overlap::Summa;
   c.summa_nb = nb;
   // k outer products and k additions across all SUMMA iterations
@@ -189,36 +210,19 @@ LayerCost summa_gemm(const System& s, const char* name, GemmShape g, GemmComm co
                      coll(x_bcast, CommType::Reduce, xg.gpus, xg.nvlink),
                      coll(x_bcast, CommType::Broadcast, xg.gpus, xg.nvlink),
                      coll(w_bcast, CommType::Reduce, wg.gpus, wg.nvlink)});
-  return c;
 }
 }  // namespace
 
 // Y = XW on the local (rows x k)(k x n).
-LayerCost gemm(const System& s, const char* name, GemmShape g, GemmComm comm) {
-  if (comm.summa_nb > 0) return summa_gemm(s, name, g, comm);
-  const Units u(s);
-  const Group ks = comm.k_split, ns = comm.n_split;
-  require_1d(ns.gpus, ks.gpus, name);
-  const I rows = g.rows, k = g.k, n = g.n;
+LayerCost gemm(const System& s, const char* name, GemmShape local, GemmComm comm) {
   LayerCost c;
   c.name = name;
-  c.shape = {1, rows, k, n};
-  c.flops_fwd = dot_flops(rows * n, k, u);
-  const double act_in = D(rows * k) * u.elem;
-  const double act_out = D(rows * n) * u.elem;
-  c.activation_buffer = D(rows * k) * u.elem;
-  c.weights_mem = D(k * n) * u.elem;
-  c.mem_fwd = act_in + act_out + c.weights_mem;
-  c.comm_fwd = one(coll(ks.gpus > 1 ? D(rows * g.n_full) * u.elem : 0.0, CommType::ReduceScatter, ks.gpus, ks.nvlink));
-
-  const double xgrad_flops = dot_flops(rows * k, n, u);
-  const double wgrad_flops = dot_flops(k * n, rows, u);
-  c.flops_bwd = xgrad_flops + wgrad_flops;
-  c.weights_grad_mem = D(k * n) * u.elem;
-  const double xgrad_mem = D(rows * k) * u.elem;
-  const double ygrad_mem = D(rows * n) * u.elem;
-  c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
-  c.comm_bwd = one(coll(ns.gpus > 1 ? D(rows * g.k_full) * u.elem : 0.0, CommType::ReduceScatter, ns.gpus, ns.nvlink));
+  c.shape = {1, local.rows, local.k, local.n};
+  if (comm.summa_nb > 0) {
+    summa_gemm(s, local, comm, c);
+  } else {
+    split_1d_gemm(s, local, comm, c);
+  }
   return c;
 }
 
@@ -406,11 +410,12 @@ LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Group 
 
 namespace {
 // The keys' all-gather over the sequence split forward; all-gather and reduce-scatter of their
-// gradients backward (the reference's *Seqp layers).
-void gather_keys(LayerCost& c, double volume, Group seq) {
-  c.comm_fwd = one(coll(volume, CommType::AllGather, seq.gpus, seq.nvlink));
-  c.comm_bwd = list({coll(volume, CommType::AllGather, seq.gpus, seq.nvlink),
-                     coll(volume, CommType::ReduceScatter, seq.gpus, seq.nvlink)});
+// gradients backward (the reference's *Seqp layers), the group's domains `stride` apart.
+inline void gather_keys(LayerCost& c, double volume, const KvExchange& kv) {
+  const auto stride = static_cast<std::int32_t>(kv.stride);
+  const Collective gather{volume, CommType::AllGather, stride, kv.seq.gpus, kv.seq.nvlink};
+  c.comm_fwd = one(gather);
+  c.comm_bwd = list({gather, {volume, CommType::ReduceScatter, stride, kv.seq.gpus, kv.seq.nvlink}});
 }
 }  // namespace
 
@@ -433,7 +438,7 @@ LayerCost attention_scores(const System& s, const char* name, AttentionShape a, 
   const double grad_mem = D(bh * lq * q + bh * lk * q) * u.elem;
   const double grad_att = D(2 * (bh * lq * lk)) * u.elem;
   c.mem_bwd = grad_mem + grad_att + c.activation_buffer;
-  if (kv.source != KvSource::Local) gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv.seq);
+  if (kv.source != KvSource::Local) gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv);
   return c;
 }
 
@@ -461,7 +466,7 @@ LayerCost attention_values(const System& s, const char* name, AttentionShape a, 
     const double grad_att = D(bh * lq * lk) * u.elem;
     const double gathered = D(bh * (lq * lk + lk * q)) * u.elem;
     c.mem_bwd = grad_mem + grad_att + gathered;
-    gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv.seq);
+    gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv);
   }
   c.activation_buffer = (remat ? 0.0 : attention_buffer) + value_buffer;
   return c;
@@ -535,10 +540,7 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
   c.mem_bwd = grad_mem + c.activation_buffer;
   const Group seq = kv.seq;
   if (kv.source == KvSource::Gathered || seq.gpus == 1) {
-    gather_keys(c, seq.gpus > 1 ? D(2 * bkv * lk * q) * u.elem : 0.0, seq);
-    for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
-      for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].stride = static_cast<std::int32_t>(kv.stride);
-    }
+    gather_keys(c, seq.gpus > 1 ? D(2 * bkv * lk * q) * u.elem : 0.0, kv);
     return c;
   }
   // one ring step: this rank's K and V (its queries' tokens) to the next rank; the step's slowest
