@@ -190,7 +190,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return attention_core(s, y.name, local, {}, core_of(m));
     }
     case Role::AttentionScores: return attention_scores(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
-    case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
+    case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / tp) * l, l, rc, rc);
     case Role::AttentionValues: return attention_values(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
     case Role::Embedding:
       return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? m.l : 0);
@@ -213,7 +213,7 @@ LayerCost shard_context_parallel_attention(const System& s, const BlockLayer& y,
     case Role::AttentionCore:
       return attention_core(s, y.name, {b, h / m1, kv_heads_per_gpu(m, m1), q, l / m2, l}, gathered, core_of(m));
     case Role::AttentionScores: return attention_scores(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
-    case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l / m2, l, m1);
+    case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / m1) * (l / m2), l);
     case Role::AttentionValues: return attention_values(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
     case Role::Dropout:
       if (y.operand == Operand::Scores) return dropout(s, y.name, b * (h / m1) * (l / m2) * l);

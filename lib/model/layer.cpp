@@ -320,18 +320,17 @@ LayerCost bias_dropout_add(const System& s, const char* name, I rows, I e, bool 
   return c;
 }
 
-LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, bool recompute, bool remat) {
+LayerCost softmax(const System& s, const char* name, I rows, I cols, bool recompute, bool remat) {
   const Units u(s);
-  const I h_local = h / m;
-  const I n = b * h_local * l1 * l2;
+  const I n = rows * cols;
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Softmax;
   c.recompute = recompute;
-  c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
+  c.flops_fwd = D(n) * (u.exp + u.mult) + D(rows * (cols - 1)) * u.add;
   const double buffer = D(n) * u.elem;
   c.mem_fwd = D(n) * u.elem + D(n) * u.elem;
-  c.flops_bwd = D(2 * b * h_local * l1 * l2) * u.mult + D(b * h_local * l1 * (l2 - 1)) * u.add + D(n) * u.add;
+  c.flops_bwd = D(2 * rows * cols) * u.mult + D(rows * (cols - 1)) * u.add + D(n) * u.add;
   c.mem_bwd = D(2 * n) * u.elem + buffer;
   c.activation_buffer = remat ? 0.0 : buffer;
   return c;

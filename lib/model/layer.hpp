@@ -160,8 +160,9 @@ LayerCost bias_gelu(const System& s, const char* name, std::int64_t rows, std::i
 // dy and the mask, writes dx, and reduces dx over the rows for the bias gradient (the residual's
 // gradient is dy itself). `has_bias`: without biases, dropout + residual add.
 LayerCost bias_dropout_add(const System& s, const char* name, std::int64_t rows, std::int64_t e, bool has_bias);
-LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
-                  std::int64_t m, bool recompute = false, bool remat = false);
+// Softmax over `rows` local score rows (b x heads x queries) of `cols` keys each.
+LayerCost softmax(const System& s, const char* name, std::int64_t rows, std::int64_t cols, bool recompute = false,
+                  bool remat = false);
 // A norm's kind and whether it has a shift (LayerNorm's beta; RMSNorm never has one).
 struct NormOptions {
   NormKind kind = NormKind::LayerNorm;
