@@ -16,27 +16,31 @@ using kernels::kFwd;
 using kernels::StreamKind;
 constexpr double kGB = 1e-9;
 
-constexpr Split2 kOneGpu{1, 1, 1, 1};
+// A GEMM on one GPU: (n x k)(k x m), nothing split.
+LayerCost one_gpu_gemm(const System& s, const char* name, std::int64_t n, std::int64_t k, std::int64_t m) {
+  return gemm(s, name, {n, k, m, k, m}, {});
+}
 
 // The layer costs of a measured kernel (lm_head_loss: the GEMM, then the loss).
 std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k) {
-  if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", 1, k.n, k.e, 1, 1, {NormKind::RmsNorm, false})};
+  if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", k.n, k.n, k.e, {}, {NormKind::RmsNorm, false})};
   if (k.kind == "swiglu_gate") return {gated_activation(s, "swiglu_gate", k.n * k.f)};
-  if (k.kind == "gemm") return {linear(s, "gemm", 1, k.n, k.k, k.m, kOneGpu)};
+  if (k.kind == "gemm") return {one_gpu_gemm(s, "gemm", k.n, k.k, k.m)};
   if (k.kind == "fp8_gemm") {
     // torch._scaled_mm on operands quantized beforehand: the GEMM alone, no quantization kernels
-    LayerCost c = linear(s, "fp8_gemm", 1, k.n, k.k, k.m, kOneGpu);
+    LayerCost c = one_gpu_gemm(s, "fp8_gemm", k.n, k.k, k.m);
     to_fp8(s, {"fp8_gemm", Sublayer::Attention, Role::RowProjection}, Fp8Policy{Fp8Recipe::Delayed}, c);
     c.cast_gb = {};
     c.cast_kernels = {};
     return {c};
   }
   if (k.kind == "attention") {
-    return {fused_la(s, "attention", k.b, k.l, k.d, k.h, 1, {k.kv, k.causal, false})};
+    const std::int64_t kv = k.kv > 0 ? k.kv : k.h;  // 0: as many as query heads
+    return {attention_core(s, "attention", {k.b, k.h, kv, k.d, k.l, k.l}, {}, {k.causal, false})};
   }
   if (k.kind == "embedding") return {embedding(s, "embedding", k.n, k.e, k.vocab, 1, 1, 0)};
   if (k.kind == "lm_head_loss") {
-    return {linear(s, "lm_head", 1, k.n, k.e, k.vocab, kOneGpu),
+    return {one_gpu_gemm(s, "lm_head", k.n, k.e, k.vocab),
             cross_entropy(s, "loss", k.n, k.vocab, 1, 1, LogitsDtype::Fp32)};
   }
   return {};

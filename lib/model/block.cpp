@@ -15,15 +15,29 @@ using I = std::int64_t;
   throw ConfigError(std::string(layer.name) + ": the " + strategy + " strategy has no sharding rule for this layer");
 }
 
-// The reference passes parallelism {'dim1': m2, 'dim2': m1} and topology {'t1': t2, 't2': t1}
-// to 2D layers: dim1 is the sequence (tp2) split, dim2 the feature/head (tp1) split.
-Split2 grid(const TensorSplit& t) { return {t.tp2, t.tp1, t.nv2, t.nv1}; }
+// The tensor split's groups by what they split: tp1 the features and heads (every strategy),
+// tp2 the sequence (2d and 2d-seqp).
+Group feature_split(const TensorSplit& t) { return {t.tp1, t.nv1}; }
+Group seq_split(const TensorSplit& t) { return {t.tp2, t.nv2}; }
+constexpr Group kOneGpu{};
+
+// A 1D-split GEMM (the reference's Linear and LinearSeqp, Megatron's projections) on `rows`
+// local rows: a column projection splits its out features over `group` (the input gradient
+// reduce-scattered over it), a row projection its in features (the output reduce-scattered).
+LayerCost column_projection(const System& s, const char* name, I rows, I in, I out, Group group) {
+  return gemm(s, name, {rows, in, out / group.gpus, in, out}, {kOneGpu, group, 0});
+}
+LayerCost row_projection(const System& s, const char* name, I rows, I in, I out, Group group) {
+  return gemm(s, name, {rows, in / group.gpus, out, in, out}, {group, kOneGpu, 0});
+}
+
+// Attention of b sequences on `heads` query heads and `kv_heads` key/value heads: every query
+// token of the sequence against every key (1d without context parallelism).
+AttentionShape local_attention(I b, I heads, I kv_heads, I head_dim, I l) { return {b, heads, kv_heads, head_dim, l, l}; }
 
 NormOptions norm_of(const Transformer& m) { return {m.norm, m.bias}; }
 
-AttentionCoreOptions core_of(const Transformer& m, I tp) {
-  return {kv_heads_per_gpu(m, tp), m.causal, m.has_dropout()};
-}
+AttentionCoreOptions core_of(const Transformer& m) { return {m.causal, m.has_dropout()}; }
 
 // Megatron pads the vocabulary to a multiple of the tensor-parallel size
 // (--make-vocab-size-divisible-by): each GPU holds ceil(V / tp) rows or columns.
@@ -56,8 +70,10 @@ LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Tra
   const I per_expert = tokens_per_expert(m, tokens, ep);
   const I local_experts = m.moe.experts / ep;
   switch (y.role) {
-    case Role::ColumnProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {1, tp, 1, nv}), local_experts);
-    case Role::RowProjection: return repeated(linear(s, y.name, 1, per_expert, y.in, y.out, {tp, 1, nv, 1}), local_experts);
+    case Role::ColumnProjection:
+      return repeated(column_projection(s, y.name, per_expert, y.in, y.out, {tp, nv}), local_experts);
+    case Role::RowProjection:
+      return repeated(row_projection(s, y.name, per_expert, y.in, y.out, {tp, nv}), local_experts);
     case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / tp)), local_experts);
     case Role::GatedActivation: return repeated(gated_activation(s, y.name, per_expert * (y.out / tp)), local_experts);
     default: break;
@@ -71,7 +87,7 @@ LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Tra
 LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
                     const char* strategy) {
   switch (y.role) {
-    case Role::Router: return linear(s, y.name, 1, tokens, y.in, y.out, {1, 1, 1, 1});
+    case Role::Router: return column_projection(s, y.name, tokens, y.in, y.out, kOneGpu);
     case Role::Dispatch:
       return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep, tensor_domains(t));
     case Role::Combine:
@@ -99,7 +115,7 @@ void all_reduce_instead(CommSet& set) {
 // reference's) the residual stream (row projections' reduce-scatter output, dropout, norm) is
 // split over the sequence and gathered before the next projection. Context parallelism (cp > 1)
 // gives every layer l / cp tokens of each sequence, and the attention core its keys and values
-// from the other cp - 1 ranks (fused_la_cp).
+// from the other cp - 1 ranks (attention_core's Ring or Gathered exchange over the cp group).
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                    const AttentionMode& a, const Execution& x) {
   const I l = m.l / t.cp, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
@@ -111,7 +127,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::ColumnProjection:
     case Role::QkvProjection:
     case Role::VocabProjection: {
-      LayerCost c = linear(s, y.name, b, l, y.in, column_width(y, m, tp), {1, tp, 1, nv});
+      LayerCost c = column_projection(s, y.name, b * l, y.in, column_width(y, m, tp), {tp, nv});
       // Without sequence parallelism the input gradient's reduce-scatter + all-gather is an
       // all-reduce; with Megatron's re-gather the same pair is the input gradient's
       // reduce-scatter and the input's all-gather.
@@ -119,14 +135,13 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return c;
     }
     case Role::RowProjection: {
-      LayerCost c = linear(s, y.name, b, l, y.in, y.out, {tp, 1, nv, 1});
+      LayerCost c = row_projection(s, y.name, b * l, y.in, y.out, {tp, nv});
       if (!sp) all_reduce_instead(c.comm_fwd);
       return c;
     }
     case Role::Bias: {
       // Megatron's fused kernels add a bias inside the next layer's kernel (x.fused_elementwise).
-      LayerCost c = y.operand == Operand::Hidden ? bias(s, y.name, b, l, y.out, {1, tp, 1, nv})
-                                                 : bias(s, y.name, b, l, y.out, {1, 1, 1, 1});
+      LayerCost c = bias(s, y.name, b * l, y.operand == Operand::Hidden ? y.out / tp : y.out);
       // fc1's bias goes into the bias-GeLU kernel; the qkv bias has no kernel to go into.
       c.fused_away = x.fused_elementwise && (y.operand == Operand::Residual
                                                  ? m.has_dropout()
@@ -155,8 +170,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       }
       break;
     case Role::Norm: {
-      LayerCost c = sp ? layer_norm(s, y.name, b, l, y.out, tp, nv, norm_of(m))
-                       : layer_norm(s, y.name, b, l, y.out, 1, 1, norm_of(m));
+      LayerCost c = layer_norm(s, y.name, b * l_residual, b * l, y.out, sp ? Group{tp, nv} : kOneGpu, norm_of(m));
       // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
       // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
       if (x.fused_elementwise && m.has_dropout()) {
@@ -164,14 +178,20 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       }
       return c;
     }
-    case Role::AttentionCore:
+    case Role::AttentionCore: {
+      const AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
       if (t.cp > 1) {
-        return fused_la_cp(s, y.name, b, m.l, q, h, tp, t.cp, t.nv_cp, x.cp_comm, t.tp1 / t.nv1, core_of(m, tp));
+        // the rank's l / cp queries against all m.l keys, exchanged over the cp group, whose
+        // domains sit a tensor group's domains apart
+        const KvSource source = x.cp_comm == CpComm::P2P ? KvSource::Ring : KvSource::Gathered;
+        return attention_core(s, y.name, {b, local.heads, local.kv_heads, q, l, m.l},
+                              {source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m));
       }
-      return fused_la(s, y.name, b, l, q, h, tp, core_of(m, tp));
-    case Role::AttentionScores: return logits(s, y.name, b, l, q, h, tp, rc);
-    case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l, l, tp, rc, rc);
-    case Role::AttentionValues: return attend(s, y.name, b, l, q, h, tp, rc);
+      return attention_core(s, y.name, local, {}, core_of(m));
+    }
+    case Role::AttentionScores: return attention_scores(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
+    case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / tp) * l, l, rc, rc);
+    case Role::AttentionValues: return attention_values(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
     case Role::Embedding:
       return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? m.l : 0);
     case Role::CrossEntropy: return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), tp, nv, m.logits_dtype);
@@ -187,11 +207,14 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
 LayerCost shard_context_parallel_attention(const System& s, const BlockLayer& y, I b, const Transformer& m,
                                            const TensorSplit& t, const char* strategy) {
   const I l = m.l, h = m.h, q = m.e / m.h, m1 = t.tp1, m2 = t.tp2;
+  // the local queries (l / tp2) against every key, gathered over the sequence split
+  const KvExchange gathered{KvSource::Gathered, seq_split(t)};
   switch (y.role) {
-    case Role::AttentionCore: return fused_la_seqp(s, y.name, b, l, q, h, grid(t), core_of(m, m1));
-    case Role::AttentionScores: return logits_seqp(s, y.name, b, l, q, h, grid(t));
-    case Role::AttentionSoftmax: return softmax(s, y.name, b, h, l / m2, l, m1);
-    case Role::AttentionValues: return attend_seqp(s, y.name, b, l, q, h, grid(t));
+    case Role::AttentionCore:
+      return attention_core(s, y.name, {b, h / m1, kv_heads_per_gpu(m, m1), q, l / m2, l}, gathered, core_of(m));
+    case Role::AttentionScores: return attention_scores(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
+    case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / m1) * (l / m2), l);
+    case Role::AttentionValues: return attention_values(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
     case Role::Dropout:
       if (y.operand == Operand::Scores) return dropout(s, y.name, b * (h / m1) * (l / m2) * l);
       break;
@@ -214,14 +237,18 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::ColumnProjection:
     case Role::QkvProjection:
     case Role::VocabProjection:
-    case Role::RowProjection: return linear_summa(s, y.name, b, l, y.in, column_width(y, m, m1), grid(t), t.nb);
-    case Role::Bias: return bias(s, y.name, b, l, y.out, grid(t));
+    case Role::RowProjection: {
+      // the local rows (l / tp2) and output columns (n / tp1) over the whole k, in nb rounds
+      const I n = column_width(y, m, m1);
+      return gemm(s, y.name, {b * (l / m2), y.in, n / m1, y.in, n}, {seq_split(t), feature_split(t), t.nb});
+    }
+    case Role::Bias: return bias(s, y.name, b * (l / m2), y.out / m1);
     case Role::Activation: return activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::GatedActivation: return gated_activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::Dropout:
       if (y.operand != Operand::Scores) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       break;
-    case Role::Norm: return layer_norm_2d(s, y.name, b, l, y.out, grid(t), norm_of(m));
+    case Role::Norm: return layer_norm_2d(s, y.name, b, l, y.out, seq_split(t), feature_split(t), norm_of(m));
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d");
@@ -230,29 +257,30 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
 // 2d-seqp (modules.py mlp_seqp, sa_seqp): 1d weight splits over tp1, the sequence over tp2.
 LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                      const AttentionMode& /*attention*/) {
-  const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1, t2 = t.nv2;
+  const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1;
+  // rows on one GPU: b (l / tp2), the sequence split over tp2 (computed where used: the hot path)
   // Experts: tokens split over the sequence (tp2), weights over tp1.
   if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, m1, t1, t.ep);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
     case Role::VocabProjection:
-      return linear_seqp(s, y.name, b, l, y.in, column_width(y, m, m1), {1, m1, 1, t1}, m2, t2);
-    case Role::RowProjection: return linear_seqp(s, y.name, b, l, y.in, y.out, {m1, 1, t1, 1}, m2, t2);
+      return column_projection(s, y.name, b * (l / m2), y.in, column_width(y, m, m1), feature_split(t));
+    case Role::RowProjection: return row_projection(s, y.name, b * (l / m2), y.in, y.out, feature_split(t));
     case Role::Bias:
       // The reference shards the MLP's output bias over the sequence (l/tp2/tp1 rows, e wide) and
       // the attention's over the grid (l/tp2 rows, e/tp1 wide): its weights differ, kept.
       if (y.operand == Operand::Residual && y.sublayer == Sublayer::Mlp) {
-        return bias(s, y.name, b, l / m2, y.out, {m1, 1, t1, 1});
+        return bias(s, y.name, b * ((l / m2) / m1), y.out);
       }
-      return bias(s, y.name, b, l, y.out, grid(t));
+      return bias(s, y.name, b * (l / m2), y.out / m1);
     case Role::Activation: return activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::GatedActivation: return gated_activation(s, y.name, b * (l / m2) * (y.out / m1));
     case Role::Dropout:
       if (y.operand == Operand::Hidden) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
-    case Role::Norm: return layer_norm(s, y.name, b, l / m2, y.out, m1, t1, norm_of(m));
+    case Role::Norm: return layer_norm(s, y.name, b * ((l / m2) / m1), b * (l / m2), y.out, {m1, t1}, norm_of(m));
     case Role::Router:
     case Role::Dispatch:
     case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");

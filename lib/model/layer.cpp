@@ -155,107 +155,88 @@ LayerResult time_layer(const System& system, const LayerCost& cost) {
   return r;
 }
 
-// Linear: Y = XW, (b,l,f) = (b,l,e)(e,f). dim1 shards e (reduce-scatter after the forward), dim2
-// shards f (reduce-scatter of dX in the backward).
-LayerCost linear(const System& s, const char* name, I b, I l, I e, I f, Split2 p) {
+namespace {
+// 1D weight split (Linear, LinearSeqp): the local product, one reduce-scatter each way.
+void split_1d_gemm(const System& s, GemmShape g, GemmComm comm, LayerCost& c) {
   const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
-  require_1d(m1, m2, name);
-  const I f_local = f / m1, e_local = e / m2;
-  LayerCost c;
-  c.name = name;
-  c.shape = {1, b * l, e_local, f_local};
-  c.flops_fwd = dot_flops(b * l * f_local, e_local, u);
-  const double act_in = D(b * l * e_local) * u.elem;
-  const double act_out = D(b * l * f_local) * u.elem;
-  c.activation_buffer = D(b * l * e_local) * u.elem;
-  c.weights_mem = D(e_local * f_local) * u.elem;
+  const Group ks = comm.k_split, ns = comm.n_split;
+  require_1d(ns.gpus, ks.gpus, c.name);
+  const I rows = g.rows, k = g.k, n = g.n;
+  c.flops_fwd = dot_flops(rows * n, k, u);
+  const double act_in = D(rows * k) * u.elem;
+  const double act_out = D(rows * n) * u.elem;
+  c.activation_buffer = D(rows * k) * u.elem;
+  c.weights_mem = D(k * n) * u.elem;
   c.mem_fwd = act_in + act_out + c.weights_mem;
-  c.comm_fwd = one(coll(m2 > 1 ? D(b * l * f) * u.elem : 0.0, CommType::ReduceScatter, m2, t2));
+  c.comm_fwd = one(coll(ks.gpus > 1 ? D(rows * g.n_full) * u.elem : 0.0, CommType::ReduceScatter, ks.gpus, ks.nvlink));
 
-  const double xgrad_flops = dot_flops(b * l * e_local, f_local, u);
-  const double wgrad_flops = dot_flops(e_local * f_local, b * l, u);
+  const double xgrad_flops = dot_flops(rows * k, n, u);
+  const double wgrad_flops = dot_flops(k * n, rows, u);
   c.flops_bwd = xgrad_flops + wgrad_flops;
-  c.weights_grad_mem = D(e_local * f_local) * u.elem;
-  const double xgrad_mem = D(b * l * e_local) * u.elem;
-  const double ygrad_mem = D(b * l * f_local) * u.elem;
+  c.weights_grad_mem = D(k * n) * u.elem;
+  const double xgrad_mem = D(rows * k) * u.elem;
+  const double ygrad_mem = D(rows * n) * u.elem;
   c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
-  c.comm_bwd = one(coll(m1 > 1 ? D(b * l * e) * u.elem : 0.0, CommType::ReduceScatter, m1, t1));
-  return c;
+  c.comm_bwd = one(coll(ns.gpus > 1 ? D(rows * g.k_full) * u.elem : 0.0, CommType::ReduceScatter, ns.gpus, ns.nvlink));
 }
 
-// Linear with the sequence split over dimseq GPUs on top of the 1D weight split.
-LayerCost linear_seqp(const System& s, const char* name, I b, I l, I e, I f, Split2 p, I dimseq, I /*tseq*/) {
+// SUMMA (LinearSumma): the local product over the whole k in nb rounds, X's block of k / n_split
+// columns and W's of k / k_split rows broadcast in each.
+void summa_gemm(const System& s, GemmShape g, GemmComm comm, LayerCost& c) {
   const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
-  require_1d(m1, m2, name);
-  const I f_local = f / m1, e_local = e / m2, l_local = l / dimseq;
-  LayerCost c;
-  c.name = name;
-  c.shape = {1, b * l_local, e_local, f_local};
-  c.flops_fwd = dot_flops(b * l_local * f_local, e_local, u);
-  const double act_in = D(b * l_local * e_local) * u.elem;
-  const double act_out = D(b * l_local * f_local) * u.elem;
-  c.activation_buffer = D(b * l_local * e_local) * u.elem;
-  c.weights_mem = D(e_local * f_local) * u.elem;
-  c.mem_fwd = act_in + act_out + c.weights_mem;
-  c.comm_fwd = one(coll(m2 > 1 ? D(b * l_local * f) * u.elem : 0.0, CommType::ReduceScatter, m2, t2));
-
-  const double xgrad_flops = dot_flops(b * l_local * e_local, f_local, u);
-  const double wgrad_flops = dot_flops(e_local * f_local, b * l_local, u);
-  c.flops_bwd = xgrad_flops + wgrad_flops;
-  c.weights_grad_mem = D(e_local * f_local) * u.elem;
-  const double xgrad_mem = D(b * l_local * e_local) * u.elem;
-  const double ygrad_mem = D(b * l_local * f_local) * u.elem;
-  c.mem_bwd = c.weights_grad_mem + xgrad_mem + 2 * ygrad_mem + c.weights_mem + c.activation_buffer;
-  c.comm_bwd = one(coll(m1 > 1 ? D(b * l_local * e) * u.elem : 0.0, CommType::ReduceScatter, m1, t1));
-  return c;
-}
-
-// SUMMA linear: (b,l/m2,f/m1) = (b,l/m2,e/m1)(e/m2,f/m1) in nb rounds of broadcasts.
-LayerCost linear_summa(const System& s, const char* name, I b, I l, I e, I f, Split2 p, I nb) {
-  const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1, t1 = p.t2;
-  const bool m1_par = m1 > 1, m2_par = m2 > 1;
-  const I l_local = l / m2, f_local = f / m1, e_local_1 = e / m1, e_local_2 = e / m2;
-  LayerCost c;
-  c.name = name;
-  c.shape = {1, b * l_local, e, f_local};
+  const I nb = comm.summa_nb;
+  const I rows = g.rows, k = g.k, n = g.n;
+  const I x_cols = k / comm.n_split.gpus, w_rows = k / comm.k_split.gpus;
   c.overlap = Overlap::Summa;
   c.summa_nb = nb;
-  // e outer products and e additions across all SUMMA iterations
-  c.flops_fwd = D(b * l_local * f_local) * (D(e) * u.mult + D(e) * u.add);
-  c.activation_buffer = D(b * l_local * e_local_1) * u.elem;
-  c.weights_mem = D(e_local_2 * f_local) * u.elem;
-  c.mem_fwd = D(b * l_local * e + e * f_local + b * l_local * f_local * nb) * u.elem;
-  const double x_bcast = m1_par ? D(b * l_local * e) * u.elem : 0.0;
-  const double w_bcast = m2_par ? D(e * f_local) * u.elem : 0.0;
-  c.comm_fwd = list({coll(x_bcast, CommType::Broadcast, m1, t1), coll(w_bcast, CommType::Broadcast, m2, t2)});
+  // k outer products and k additions across all SUMMA iterations
+  c.flops_fwd = D(rows * n) * (D(k) * u.mult + D(k) * u.add);
+  c.activation_buffer = D(rows * x_cols) * u.elem;
+  c.weights_mem = D(w_rows * n) * u.elem;
+  c.mem_fwd = D(rows * k + k * n + rows * n * nb) * u.elem;
+  const Group xg = comm.n_split, wg = comm.k_split;
+  const double x_bcast = xg.gpus > 1 ? D(rows * k) * u.elem : 0.0;
+  const double w_bcast = wg.gpus > 1 ? D(k * n) * u.elem : 0.0;
+  c.comm_fwd = list({coll(x_bcast, CommType::Broadcast, xg.gpus, xg.nvlink),
+                     coll(w_bcast, CommType::Broadcast, wg.gpus, wg.nvlink)});
 
-  const double xgrad_flops = dot_flops(b * l_local * e, f_local, u);
-  const double wgrad_flops = dot_flops(e * f_local, b * l_local, u);
+  const double xgrad_flops = dot_flops(rows * k, n, u);
+  const double wgrad_flops = dot_flops(k * n, rows, u);
   c.flops_bwd = xgrad_flops + wgrad_flops;
-  c.weights_grad_mem = D(e_local_2 * f_local) * u.elem;
-  c.mem_bwd = D(f_local * e + b * l_local * f_local * nb + b * l_local * e) * u.elem;
-  c.mem_bwd += D(e * b * l_local + b * l_local * f_local * nb + e * f_local) * u.elem;
-  c.comm_bwd = list({coll(w_bcast, CommType::Broadcast, m2, t2), coll(x_bcast, CommType::Reduce, m1, t1),
-                     coll(x_bcast, CommType::Broadcast, m1, t1), coll(w_bcast, CommType::Reduce, m2, t2)});
+  c.weights_grad_mem = D(w_rows * n) * u.elem;
+  c.mem_bwd = D(n * k + rows * n * nb + rows * k) * u.elem;
+  c.mem_bwd += D(k * rows + rows * n * nb + k * n) * u.elem;
+  c.comm_bwd = list({coll(w_bcast, CommType::Broadcast, wg.gpus, wg.nvlink),
+                     coll(x_bcast, CommType::Reduce, xg.gpus, xg.nvlink),
+                     coll(x_bcast, CommType::Broadcast, xg.gpus, xg.nvlink),
+                     coll(w_bcast, CommType::Reduce, wg.gpus, wg.nvlink)});
+}
+}  // namespace
+
+// Y = XW on the local (rows x k)(k x n).
+LayerCost gemm(const System& s, const char* name, GemmShape local, GemmComm comm) {
+  LayerCost c;
+  c.name = name;
+  c.shape = {1, local.rows, local.k, local.n};
+  if (comm.summa_nb > 0) {
+    summa_gemm(s, local, comm, c);
+  } else {
+    split_1d_gemm(s, local, comm, c);
+  }
   return c;
 }
 
-LayerCost bias(const System& s, const char* name, I b, I l, I f, Split2 p) {
+LayerCost bias(const System& s, const char* name, I rows, I width) {
   const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2;
-  const I l_local = l / m2, f_local = f / m1;
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Bias;
-  c.weights_mem = D(1 * f_local) * u.elem;
-  c.flops_fwd = D(b * l_local) * (D(f_local) * u.add);
-  c.mem_fwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
-  c.weights_grad_mem = D(1 * f_local) * u.elem;
-  c.flops_bwd = D(b * l_local * f_local) * u.add;
-  c.mem_bwd = D(b * l_local * f_local + 1 * f_local) * u.elem;
+  c.weights_mem = D(1 * width) * u.elem;
+  c.flops_fwd = D(rows) * (D(width) * u.add);
+  c.mem_fwd = D(rows * width + 1 * width) * u.elem;
+  c.weights_grad_mem = D(1 * width) * u.elem;
+  c.flops_bwd = D(rows * width) * u.add;
+  c.mem_bwd = D(rows * width + 1 * width) * u.elem;
   return c;
 }
 
@@ -339,18 +320,17 @@ LayerCost bias_dropout_add(const System& s, const char* name, I rows, I e, bool 
   return c;
 }
 
-LayerCost softmax(const System& s, const char* name, I b, I h, I l1, I l2, I m, bool recompute, bool remat) {
+LayerCost softmax(const System& s, const char* name, I rows, I cols, bool recompute, bool remat) {
   const Units u(s);
-  const I h_local = h / m;
-  const I n = b * h_local * l1 * l2;
+  const I n = rows * cols;
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Softmax;
   c.recompute = recompute;
-  c.flops_fwd = D(n) * (u.exp + u.mult) + D(b * h_local * l1 * (l2 - 1)) * u.add;
+  c.flops_fwd = D(n) * (u.exp + u.mult) + D(rows * (cols - 1)) * u.add;
   const double buffer = D(n) * u.elem;
   c.mem_fwd = D(n) * u.elem + D(n) * u.elem;
-  c.flops_bwd = D(2 * b * h_local * l1 * l2) * u.mult + D(b * h_local * l1 * (l2 - 1)) * u.add + D(n) * u.add;
+  c.flops_bwd = D(2 * rows * cols) * u.mult + D(rows * (cols - 1)) * u.add + D(n) * u.add;
   c.mem_bwd = D(2 * n) * u.elem + buffer;
   c.activation_buffer = remat ? 0.0 : buffer;
   return c;
@@ -366,8 +346,8 @@ I norm_weights_per_feature(NormOptions o) { return o.kind == NormKind::LayerNorm
 // RMSNorm: squares, their sum, the normalization and the scale forward (3n multiplies, n adds);
 // backward dgamma (n multiplies, n adds) and dx = rstd (g dy - x rstd^2 mean(g dy x)) (4n
 // multiplies, 2n adds).
-void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u, NormOptions o) {
-  const I n = b * l_local * e_local;
+void layer_norm_flops(LayerCost& c, I rows, I e_local, const Units& u, NormOptions o) {
+  const I n = rows * e_local;
   if (o.kind == NormKind::RmsNorm) {
     c.flops_fwd = D(3 * n) * u.mult + D(n) * u.add;
     c.flops_bwd = D(5 * n) * u.mult + D(3 * n) * u.add;
@@ -378,13 +358,13 @@ void layer_norm_flops(LayerCost& c, I b, I l_local, I e_local, const Units& u, N
   c.flops_fwd += D(n) * u.add + D(n) * u.mult;               // normalize
   c.flops_fwd += D(n) * u.mult + D(n) * u.add;               // scale and shift
   c.flops_bwd = D(n) * u.mult + D(2 * n) * u.add;            // dgamma, dbeta
-  c.flops_bwd += D(5 * n) * u.mult + D(4 * b * l_local * (e_local - 1)) * u.add;
+  c.flops_bwd += D(5 * n) * u.mult + D(4 * rows * (e_local - 1)) * u.add;
 }
 
-void layer_norm_memory(LayerCost& c, I b, I l_local, I e_local, const Units& u, NormOptions o) {
-  const I n = b * l_local * e_local;
+void layer_norm_memory(LayerCost& c, I rows, I e_local, const Units& u, NormOptions o) {
+  const I n = rows * e_local;
   double act_in = D(n) * u.elem;
-  act_in += D(norm_statistics(o) * (b * l_local)) * u.elem;  // row statistics
+  act_in += D(norm_statistics(o) * rows) * u.elem;  // row statistics
   const double act_out = D(n) * u.elem;
   c.activation_buffer = D(n) * u.elem;
   c.weights_mem = D(norm_weights_per_feature(o) * e_local) * u.elem;
@@ -394,126 +374,100 @@ void layer_norm_memory(LayerCost& c, I b, I l_local, I e_local, const Units& u, 
 }
 }  // namespace
 
-// LayerNorm on a sequence-sharded input (l/m); all-gather forward, reduce-scatter backward.
-LayerCost layer_norm(const System& s, const char* name, I b, I l, I e, I m, I t, NormOptions norm) {
+// LayerNorm on a sequence-sharded input; all-gather forward, reduce-scatter backward.
+LayerCost layer_norm(const System& s, const char* name, I rows, I full_rows, I e, Group row_split, NormOptions norm) {
   const Units u(s);
   LayerCost c;
   c.name = name;
   c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
-  c.shape = {1, b * (l / m), e, 0};
-  layer_norm_flops(c, b, l / m, e, u, norm);
-  layer_norm_memory(c, b, l / m, e, u, norm);
-  const double full = m > 1 ? D(b * l * e) * u.elem : 0.0;
-  c.comm_fwd = one(coll(full, CommType::AllGather, m, t));
-  c.comm_bwd = one(coll(full, CommType::ReduceScatter, m, t));
+  c.shape = {1, rows, e, 0};
+  layer_norm_flops(c, rows, e, u, norm);
+  layer_norm_memory(c, rows, e, u, norm);
+  const double full = row_split.gpus > 1 ? D(full_rows * e) * u.elem : 0.0;
+  c.comm_fwd = one(coll(full, CommType::AllGather, row_split.gpus, row_split.nvlink));
+  c.comm_bwd = one(coll(full, CommType::ReduceScatter, row_split.gpus, row_split.nvlink));
   return c;
 }
 
-// LayerNorm on a (l/m2, e/m1) block: statistics all-reduced across m1. The reference takes the
-// local embedding as l/m1 (not e/m1); kept, since its published numbers depend on it.
-LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Split2 p, NormOptions norm) {
+LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Group seq, Group feature, NormOptions norm) {
   const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t1 = p.t2;
-  const I l_local = l / m2, e_local = l / m1;
+  const I l_local = l / seq.gpus, e_local = l / feature.gpus;
   LayerCost c;
   c.name = name;
   c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
-  c.shape = {1, b * l_local, e / m1, 0};
-  layer_norm_flops(c, b, l_local, e_local, u, norm);
-  layer_norm_memory(c, b, l_local, e_local, u, norm);
+  c.shape = {1, b * l_local, e / feature.gpus, 0};
+  layer_norm_flops(c, b * l_local, e_local, u, norm);
+  layer_norm_memory(c, b * l_local, e_local, u, norm);
   // forward: the row statistics; backward: the weight gradients and the rows' reductions
   const I stats = norm_statistics(norm), weights = norm_weights_per_feature(norm);
-  c.comm_fwd = one(coll(m1 > 1 ? D(stats * b * l_local) * u.elem : 0.0, CommType::AllReduce, m1, t1));
-  c.comm_bwd = one(coll(m1 > 1 ? D(weights * e / m1 + stats * b * l / m2) * u.elem : 0.0, CommType::AllReduce, m1, t1));
+  const I fg = feature.gpus;
+  c.comm_fwd = one(coll(fg > 1 ? D(stats * b * l_local) * u.elem : 0.0, CommType::AllReduce, fg, feature.nvlink));
+  c.comm_bwd = one(coll(fg > 1 ? D(weights * e / fg + stats * b * l / seq.gpus) * u.elem : 0.0, CommType::AllReduce, fg,
+                        feature.nvlink));
   return c;
 }
 
-LayerCost logits(const System& s, const char* name, I b, I l, I q, I h, I m, bool recompute) {
+namespace {
+// The keys' all-gather over the sequence split forward; all-gather and reduce-scatter of their
+// gradients backward (the reference's *Seqp layers), the group's domains `stride` apart.
+inline void gather_keys(LayerCost& c, double volume, const KvExchange& kv) {
+  const auto stride = static_cast<std::int32_t>(kv.stride);
+  const Collective gather{volume, CommType::AllGather, stride, kv.seq.gpus, kv.seq.nvlink};
+  c.comm_fwd = one(gather);
+  c.comm_bwd = list({gather, {volume, CommType::ReduceScatter, stride, kv.seq.gpus, kv.seq.nvlink}});
+}
+}  // namespace
+
+// Scores Q K^T: (queries x head_dim)(head_dim x keys) per head.
+LayerCost attention_scores(const System& s, const char* name, AttentionShape a, KvExchange kv, bool recompute) {
   const Units u(s);
-  const I h_local = h / m;
+  const I bh = a.b * a.heads, q = a.head_dim, lq = a.queries, lk = a.keys;
   LayerCost c;
   c.name = name;
-  c.shape = {b * h_local, l, q, l};
+  c.shape = {bh, lq, q, lk};
   c.recompute = recompute;
-  c.flops_fwd = dot_flops(b * h_local * l * l, q, u);
-  double act_in = D(b * h_local * l * q) * u.elem;
-  act_in += D(b * h_local * l * q) * u.elem;
-  const double act_out = D(b * h_local * l * l) * u.elem;
-  c.activation_buffer = D(2 * (b * h_local * l * q)) * u.elem;  // Q and K
+  c.flops_fwd = dot_flops(bh * lq * lk, q, u);
+  double act_in = D(bh * lq * q) * u.elem;  // Q
+  act_in += D(bh * lk * q) * u.elem;        // K, gathered where split
+  const double act_out = D(bh * lq * lk) * u.elem;
+  c.activation_buffer = D(2 * (bh * lq * q)) * u.elem;  // Q and the local K
   c.mem_fwd = act_in + act_out;
-  c.flops_bwd = dot_flops(2 * b * h_local * l * q, l, u);
-  c.mem_bwd = D(2 * (b * h_local * l * q)) * u.elem + D(2 * (b * h_local * l * l)) * u.elem + c.activation_buffer;
-  return c;
-}
-
-LayerCost attend(const System& s, const char* name, I b, I l, I q, I h, I m, bool remat) {
-  const Units u(s);
-  const I h_local = h / m;
-  LayerCost c;
-  c.name = name;
-  c.shape = {b * h_local, l, l, q};
-  c.flops_fwd = dot_flops(b * h_local * l * q, l, u);
-  double act_in = D(b * h_local * l * l) * u.elem;
-  act_in += D(b * h_local * l * q) * u.elem;
-  const double act_out = D(b * h_local * l * q) * u.elem;
-  const double attention_buffer = D(b * h_local * l * l) * u.elem;
-  const double value_buffer = D(b * h_local * l * q) * u.elem;
-  c.mem_fwd = act_in + act_out;
-  c.flops_bwd = dot_flops(b * h_local * l * l, q, u);
-  c.flops_bwd += dot_flops(b * h_local * l * q, l, u);
-  c.mem_bwd = D(3 * (b * h_local * l * q)) * u.elem + D(b * h_local * l * l) * u.elem + attention_buffer + value_buffer;
-  c.activation_buffer = (remat ? 0.0 : attention_buffer) + value_buffer;
-  return c;
-}
-
-// Context-parallel logits: heads over m1, queries over m2; keys all-gathered across m2.
-LayerCost logits_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
-  const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
-  const I l_local = l / m2, h_local = h / m1;
-  LayerCost c;
-  c.name = name;
-  c.shape = {b * h_local, l_local, q, l};
-  c.flops_fwd = dot_flops(b * h_local * l_local * l, q, u);
-  double act_in = D(b * h_local * l_local * q) * u.elem;
-  act_in += D(b * h_local * l * q) * u.elem;
-  const double act_out = D(b * h_local * l_local * l) * u.elem;
-  c.activation_buffer = D(2 * (b * h_local * l_local * q)) * u.elem;
-  c.mem_fwd = act_in + act_out;
-  const double keys = m2 > 1 ? D(b * h_local * l * q) * u.elem : 0.0;
-  c.comm_fwd = one(coll(keys, CommType::AllGather, m2, t2));
-  c.flops_bwd = dot_flops(b * h_local * l_local * q, l, u);
-  c.flops_bwd += dot_flops(b * h_local * l * q, l_local, u);
-  const double grad_mem = D(b * h_local * l_local * q + b * h_local * l * q) * u.elem;
-  const double grad_att = D(2 * (b * h_local * l_local * l)) * u.elem;
+  c.flops_bwd = dot_flops(bh * lq * q, lk, u);   // dQ
+  c.flops_bwd += dot_flops(bh * lk * q, lq, u);  // dK
+  const double grad_mem = D(bh * lq * q + bh * lk * q) * u.elem;
+  const double grad_att = D(2 * (bh * lq * lk)) * u.elem;
   c.mem_bwd = grad_mem + grad_att + c.activation_buffer;
-  c.comm_bwd = list({coll(keys, CommType::AllGather, m2, t2), coll(keys, CommType::ReduceScatter, m2, t2)});
+  if (kv.source != KvSource::Local) gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv);
   return c;
 }
 
-LayerCost attend_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p) {
+// Values P V: (queries x keys)(keys x head_dim) per head.
+LayerCost attention_values(const System& s, const char* name, AttentionShape a, KvExchange kv, bool remat) {
   const Units u(s);
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
-  const I l_local = l / m2, h_local = h / m1;
+  const I bh = a.b * a.heads, q = a.head_dim, lq = a.queries, lk = a.keys;
   LayerCost c;
   c.name = name;
-  c.shape = {b * h_local, l_local, l, q};
-  c.flops_fwd = dot_flops(b * h_local * l_local * q, l, u);
-  double act_in = D(b * h_local * l_local * l) * u.elem;
-  act_in += D(b * h_local * l * q) * u.elem;
-  const double act_out = D(b * h_local * l_local * q) * u.elem;
-  c.activation_buffer = D(b * h_local * l_local * l) * u.elem;
-  c.activation_buffer += D(b * h_local * l_local * q) * u.elem;
+  c.shape = {bh, lq, lk, q};
+  c.flops_fwd = dot_flops(bh * lq * q, lk, u);
+  double act_in = D(bh * lq * lk) * u.elem;  // probabilities
+  act_in += D(bh * lk * q) * u.elem;         // V, gathered where split
+  const double act_out = D(bh * lq * q) * u.elem;
+  const double attention_buffer = D(bh * lq * lk) * u.elem;
+  const double value_buffer = D(bh * lq * q) * u.elem;
   c.mem_fwd = act_in + act_out;
-  const double values = m2 > 1 ? D(b * h_local * l * q) * u.elem : 0.0;
-  c.comm_fwd = one(coll(values, CommType::AllGather, m2, t2));
-  c.flops_bwd = dot_flops(b * h_local * l_local * l, q, u);
-  c.flops_bwd += dot_flops(b * h_local * l * q, l_local, u);
-  const double grad_mem = D(2 * (b * h_local * l_local * q)) * u.elem + D(b * h_local * l_local * q) * u.elem;
-  const double grad_att = D(b * h_local * l_local * l) * u.elem;
-  const double gathered = D(b * h_local * (l_local * l + l * q)) * u.elem;
-  c.mem_bwd = grad_mem + grad_att + gathered;
-  c.comm_bwd = list({coll(values, CommType::AllGather, m2, t2), coll(values, CommType::ReduceScatter, m2, t2)});
+  c.flops_bwd = dot_flops(bh * lq * lk, q, u);
+  c.flops_bwd += dot_flops(bh * lk * q, lq, u);
+  if (kv.source == KvSource::Local) {
+    c.mem_bwd = D(3 * (bh * lq * q)) * u.elem + D(bh * lq * lk) * u.elem + attention_buffer + value_buffer;
+  } else {
+    // AttendSeqp's terms: the gradients, the probabilities and the gathered values
+    const double grad_mem = D(2 * (bh * lq * q)) * u.elem + D(bh * lq * q) * u.elem;
+    const double grad_att = D(bh * lq * lk) * u.elem;
+    const double gathered = D(bh * (lq * lk + lk * q)) * u.elem;
+    c.mem_bwd = grad_mem + grad_att + gathered;
+    gather_keys(c, kv.seq.gpus > 1 ? D(bh * lk * q) * u.elem : 0.0, kv);
+  }
+  c.activation_buffer = (remat ? 0.0 : attention_buffer) + value_buffer;
   return c;
 }
 
@@ -534,121 +488,69 @@ double softmax_bwd_flops(I bh, I rows, I l, const Units& u) {
 // (Q, K, V, O, statistics) is unchanged.
 constexpr double kCausalFraction = 0.5;
 
-LayerCost fused_la(const System& s, const char* name, I b, I l, I q, I h, I m, AttentionCoreOptions o) {
-  const Units u(s);
-  const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
-  const I h_local = h / m;
-  const I bh = b * h_local;
-  const I bkv = b * (o.kv_local > 0 ? o.kv_local : h_local);  // key/value heads (GQA)
-  LayerCost c;
-  c.name = name;
-  c.op = KernelOp::Attention;
-  c.shape = {bh, l, q, l, o.causal};
-  c.flops_fwd = dot_flops(bh * l * l, q, u);                             // logits
-  c.flops_fwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // softmax
-  if (o.dropout) c.flops_fwd += D(bh * l * l) * u.mult * tensor_core_factor;  // dropout
-  c.flops_fwd += dot_flops(bh * l * q, l, u);                           // attend
-
-  double act_in = D(bh * l * q) * u.elem;       // Q
-  act_in += D(2 * (bkv * l * q)) * u.elem;      // K and V
-  act_in += D(bh * l) * u.elem;                 // softmax statistics
-  const double act_out = D(bh * l * q) * u.elem;
-  c.activation_buffer = D(bh * l * q + 2 * (bkv * l * q)) * u.elem;  // Q, K, V
-  if (o.dropout) c.activation_buffer += D(bh * l) * u.elem;          // dropout RNG state
-  c.activation_buffer += D(bh * l) * u.elem;          // softmax statistics
-  c.activation_buffer += D(bh * l * q) * u.elem;      // output, for the backward pass
-  c.mem_fwd = act_in + act_out;
-
-  c.flops_bwd = dot_flops(2 * bh * l * q, l, u);                         // dQ, dK
-  c.flops_bwd += softmax_bwd_flops(bh, l, l, u) * tensor_core_factor;
-  if (o.dropout) c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;
-  c.flops_bwd += dot_flops(bh * l * l, q, u);                            // dA
-  c.flops_bwd += dot_flops(bh * l * q, l, u);                            // dV
-  c.flops_bwd += dot_flops(bh * l * l, q, u);                            // recomputed logits
-  c.flops_bwd += softmax_fwd_flops(bh, l, l, u) * tensor_core_factor;   // recomputed softmax
-  if (o.dropout) c.flops_bwd += D(bh * l * l) * u.mult * tensor_core_factor;  // recomputed dropout
-  c.mem_bwd = D(2 * (bh * l * q) + 2 * (bkv * l * q)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
-  if (o.causal) {
-    c.flops_fwd *= kCausalFraction;
-    c.flops_bwd *= kCausalFraction;
-  }
-  return c;
-}
-
-// Context-parallel flash attention: K and V all-gathered over m2, their grads reduce-scattered.
-// Causal: with the sequence split into 2 m2 chunks and rank i holding chunks i and 2 m2 - 1 - i
-// (the load-balanced chunking of Megatron-Core's context parallelism, docs "context_parallel"),
+// Flash attention. Sequence-split (Gathered, Ring): K and V all-gathered over the sequence split
+// or passed round its ring, their gradients reduce-scattered or passed back. Causal: with the
+// sequence split into 2 seq.gpus chunks and rank i holding chunks i and 2 seq.gpus - 1 - i (the
+// load-balanced chunking of Megatron-Core's context parallelism, docs "context_parallel"),
 // every rank computes half of its rows' score blocks.
-LayerCost fused_la_seqp(const System& s, const char* name, I b, I l, I q, I h, Split2 p, AttentionCoreOptions o) {
+LayerCost attention_core(const System& s, const char* name, AttentionShape a, KvExchange kv, AttentionCoreOptions o) {
   const Units u(s);
   const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
-  const I m2 = p.dim1, m1 = p.dim2, t2 = p.t1;
-  const I l_local = l / m2, h_local = h / m1;
-  const I bh = b * h_local;
-  const I kv_local = o.kv_local > 0 ? o.kv_local : h_local;
-  const I bkv = b * kv_local;
+  const I bh = a.b * a.heads, bkv = a.b * a.kv_heads, q = a.head_dim, lq = a.queries, lk = a.keys;
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Attention;
-  c.shape = {bh, l_local, q, l, o.causal};
-  c.flops_fwd = dot_flops(bh * l_local * l, q, u);
-  c.flops_fwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  if (o.dropout) c.flops_fwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
-  c.flops_fwd += dot_flops(bh * l_local * q, l, u);
+  c.shape = {bh, lq, q, lk, o.causal};
+  c.flops_fwd = dot_flops(bh * lq * lk, q, u);                                  // logits
+  c.flops_fwd += softmax_fwd_flops(bh, lq, lk, u) * tensor_core_factor;         // softmax
+  if (o.dropout) c.flops_fwd += D(bh * lq * lk) * u.mult * tensor_core_factor;  // dropout
+  c.flops_fwd += dot_flops(bh * lq * q, lk, u);                                 // attend
 
-  double act_in = D(bh * l_local * q) * u.elem;
-  act_in += D(2 * (bkv * l * q)) * u.elem;  // gathered K and V
-  act_in += D(bh * l_local) * u.elem;
-  const double act_out = D(bh * l_local * q) * u.elem;
-  c.activation_buffer = D(bh * l_local * q + 2 * (bkv * l_local * q)) * u.elem;
-  if (o.dropout) c.activation_buffer += D(bh * l_local) * u.elem;
-  c.activation_buffer += D(bh * l_local) * u.elem;
-  c.activation_buffer += D(bh * l_local * q) * u.elem;
+  double act_in = D(bh * lq * q) * u.elem;   // Q
+  act_in += D(2 * (bkv * lk * q)) * u.elem;  // K and V, gathered where split
+  act_in += D(bh * lq) * u.elem;             // softmax statistics
+  const double act_out = D(bh * lq * q) * u.elem;
+  c.activation_buffer = D(bh * lq * q + 2 * (bkv * lq * q)) * u.elem;  // Q and the local K, V
+  if (o.dropout) c.activation_buffer += D(bh * lq) * u.elem;           // dropout RNG state
+  c.activation_buffer += D(bh * lq) * u.elem;                          // softmax statistics
+  c.activation_buffer += D(bh * lq * q) * u.elem;                      // output, for the backward pass
   c.mem_fwd = act_in + act_out;
-  const double kv = m2 > 1 ? D(2 * b * kv_local * l * q) * u.elem : 0.0;
-  c.comm_fwd = one(coll(kv, CommType::AllGather, m2, t2));
 
-  c.flops_bwd = dot_flops(bh * l_local * q, l, u);
-  c.flops_bwd += dot_flops(bh * l * q, l_local, u);
-  c.flops_bwd += softmax_bwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  if (o.dropout) c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
-  c.flops_bwd += dot_flops(bh * l_local * l, q, u);
-  c.flops_bwd += dot_flops(bh * l * q, l_local, u);
-  c.flops_bwd += dot_flops(bh * l_local * l, q, u);
-  c.flops_bwd += softmax_fwd_flops(bh, l_local, l, u) * tensor_core_factor;
-  if (o.dropout) c.flops_bwd += D(bh * l_local * l) * u.mult * tensor_core_factor;
-  double grad_mem = D(2 * (bkv * l * q)) * u.elem;  // dK, dV before the reduce-scatter
-  grad_mem += D(2 * (bh * l_local * q)) * u.elem;  // dQ, dOut
-  c.mem_bwd = grad_mem + c.activation_buffer;
-  c.comm_bwd = list({coll(kv, CommType::AllGather, m2, t2), coll(kv, CommType::ReduceScatter, m2, t2)});
+  // dQ and dK (FusedLA's one dot_flops(2 bh l q, l) where keys = queries: the same double)
+  c.flops_bwd = dot_flops(bh * lq * q, lk, u);
+  c.flops_bwd += dot_flops(bh * lk * q, lq, u);
+  c.flops_bwd += softmax_bwd_flops(bh, lq, lk, u) * tensor_core_factor;
+  if (o.dropout) c.flops_bwd += D(bh * lq * lk) * u.mult * tensor_core_factor;
+  c.flops_bwd += dot_flops(bh * lq * lk, q, u);                                 // dA
+  c.flops_bwd += dot_flops(bh * lk * q, lq, u);                                 // dV
+  c.flops_bwd += dot_flops(bh * lq * lk, q, u);                                 // recomputed logits
+  c.flops_bwd += softmax_fwd_flops(bh, lq, lk, u) * tensor_core_factor;         // recomputed softmax
+  if (o.dropout) c.flops_bwd += D(bh * lq * lk) * u.mult * tensor_core_factor;  // recomputed dropout
   if (o.causal) {
     c.flops_fwd *= kCausalFraction;
     c.flops_bwd *= kCausalFraction;
   }
-  return c;
-}
-
-LayerCost fused_la_cp(const System& s, const char* name, I b, I l, I q, I h, I tp, I cp, I nv_cp, CpComm comm,
-                      I domain_stride, AttentionCoreOptions o) {
-  // fused_la_seqp's grid: the sequence (dim1) over cp, the heads (dim2) over tp
-  LayerCost c = fused_la_seqp(s, name, b, l, q, h, {cp, tp, nv_cp, 1}, o);
-  if (comm == CpComm::AllGather || cp == 1) {
-    for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
-      for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].stride = static_cast<std::int32_t>(domain_stride);
-    }
+  if (kv.source == KvSource::Local) {
+    c.mem_bwd = D(2 * (bh * lq * q) + 2 * (bkv * lk * q)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
     return c;
   }
-  const Units u(s);
-  const I kv_local = o.kv_local > 0 ? o.kv_local : h / tp;
-  // one ring step: this rank's K and V (l / cp tokens) to the next rank; the step's slowest link
-  // bounds it, NVLink only when the whole ring is in one domain
-  const double step_kv = D(2 * (b * kv_local * (l / cp) * q)) * u.elem;
-  const I fast = nv_cp == cp ? 2 : 1;
-  const auto span = static_cast<std::int32_t>((cp / nv_cp - 1) * domain_stride);  // first domain to last
+  double grad_mem = D(2 * (bkv * lk * q)) * u.elem;  // dK, dV before the reduce-scatter
+  grad_mem += D(2 * (bh * lq * q)) * u.elem;         // dQ, dOut
+  c.mem_bwd = grad_mem + c.activation_buffer;
+  const Group seq = kv.seq;
+  if (kv.source == KvSource::Gathered || seq.gpus == 1) {
+    gather_keys(c, seq.gpus > 1 ? D(2 * bkv * lk * q) * u.elem : 0.0, kv);
+    return c;
+  }
+  // one ring step: this rank's K and V (its queries' tokens) to the next rank; the step's slowest
+  // link bounds it, NVLink only when the whole ring is in one domain
+  const double step_kv = D(2 * (bkv * lq * q)) * u.elem;
+  const I fast = seq.nvlink == seq.gpus ? 2 : 1;
+  const auto span = static_cast<std::int32_t>((seq.gpus / seq.nvlink - 1) * kv.stride);  // first domain to last
   c.comm_fwd = one({step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});
   c.comm_bwd = one({2 * step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});  // K, V and dK, dV
   c.overlap = Overlap::ContextRing;
-  c.ring_steps = cp;
+  c.ring_steps = seq.gpus;
   return c;
 }
 

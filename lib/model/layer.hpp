@@ -111,22 +111,41 @@ struct LayerResult {
 
 LayerResult time_layer(const System& system, const LayerCost& cost);
 
-// Shape and parallel split of a layer. Degrees follow the reference's `parallelism` dicts and
-// fast-domain sizes its `topology` dicts: dim1/t1 and dim2/t2 as passed by the modules.
-struct Split2 {
-  std::int64_t dim1 = 1, dim2 = 1;  // parallel degrees
-  std::int64_t t1 = 1, t2 = 1;      // of which in the NVLink domain
+// A group of GPUs one collective runs over: how many, and how many of them share an NVLink domain.
+struct Group {
+  std::int64_t gpus = 1;
+  std::int64_t nvlink = 1;
 };
 
-// Layer constructors (layers.py). b = micro-batch, l = sequence, e/f = in/out features,
-// q = head dim, h = heads. nb = SUMMA block count.
-LayerCost linear(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t f,
-                 Split2 p);
-LayerCost linear_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e,
-                      std::int64_t f, Split2 p, std::int64_t dimseq, std::int64_t tseq);
-LayerCost linear_summa(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e,
-                       std::int64_t f, Split2 p, std::int64_t nb);
-LayerCost bias(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t f, Split2 p);
+// Layer constructors (layers.py), each for one kernel kind on the local shapes one GPU computes
+// (block.cpp derives them from the tensor split), with the collectives of the split's groups.
+
+// GEMM: the local product (rows x k)(k x n) = (rows x n), and the full widths of its input
+// (k_full) and output (n_full), which the collectives move.
+struct GemmShape {
+  std::int64_t rows = 0, k = 0, n = 0;
+  std::int64_t k_full = 0, n_full = 0;
+};
+// How a GEMM's split communicates.
+// 1D weight split (summa_nb = 0; the reference's Linear and LinearSeqp, Megatron's row and column
+// projections): k split over `k_split`, the partial outputs (rows x n_full) reduce-scattered over
+// it forward; or n split over `n_split`, the input gradient's partials (rows x k_full)
+// reduce-scattered over it backward. Never both. The rows may be split too (the sequence of
+// 2d-seqp), which moves nothing.
+// SUMMA (summa_nb > 0; the reference's LinearSumma): the rows and W's k rows split over `k_split`
+// (the sequence split), X's k columns and the n columns over `n_split` (the feature split); the
+// local product runs over the whole k (k = k_full) in nb rounds, each broadcasting a block of X
+// across n_split and of W across k_split (Overlap::Summa). X keeps rows x k / n_split.gpus, W
+// k / k_split.gpus x n.
+struct GemmComm {
+  Group k_split;
+  Group n_split;
+  std::int64_t summa_nb = 0;
+};
+LayerCost gemm(const System& s, const char* name, GemmShape local, GemmComm comm);
+
+// Bias add on a (rows x width) block.
+LayerCost bias(const System& s, const char* name, std::int64_t rows, std::int64_t width);
 LayerCost activation(const System& s, const char* name, std::int64_t m);
 // SwiGLU's gate: silu(g) x u on m output elements, reading the 2m of the gated up-projection.
 LayerCost gated_activation(const System& s, const char* name, std::int64_t m);
@@ -141,50 +160,61 @@ LayerCost bias_gelu(const System& s, const char* name, std::int64_t rows, std::i
 // dy and the mask, writes dx, and reduces dx over the rows for the bias gradient (the residual's
 // gradient is dy itself). `has_bias`: without biases, dropout + residual add.
 LayerCost bias_dropout_add(const System& s, const char* name, std::int64_t rows, std::int64_t e, bool has_bias);
-LayerCost softmax(const System& s, const char* name, std::int64_t b, std::int64_t h, std::int64_t l1, std::int64_t l2,
-                  std::int64_t m, bool recompute = false, bool remat = false);
+// Softmax over `rows` local score rows (b x heads x queries) of `cols` keys each.
+LayerCost softmax(const System& s, const char* name, std::int64_t rows, std::int64_t cols, bool recompute = false,
+                  bool remat = false);
 // A norm's kind and whether it has a shift (LayerNorm's beta; RMSNorm never has one).
 struct NormOptions {
   NormKind kind = NormKind::LayerNorm;
   bool shift = true;
 };
-LayerCost layer_norm(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, std::int64_t m,
-                     std::int64_t t, NormOptions norm = {});
-LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Split2 p,
-                        NormOptions norm = {});
-LayerCost logits(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
-                 std::int64_t m, bool recompute = false);
-LayerCost attend(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
-                 std::int64_t m, bool remat = false);
-LayerCost logits_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                      std::int64_t h, Split2 p);
-LayerCost attend_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                      std::int64_t h, Split2 p);
-// What flash attention does beyond the reference's kernel: key/value heads per GPU (GQA, MQA;
-// 0 = as many as query heads), causal masking (the masked half of every score-matrix term
-// skipped, forward and backward), and whether dropout runs on the probabilities.
+// Norm on `rows` local rows of e features, the `full_rows` rows split over `row_split`
+// (sequence parallelism): the input all-gathered forward, its gradient reduce-scattered backward.
+LayerCost layer_norm(const System& s, const char* name, std::int64_t rows, std::int64_t full_rows, std::int64_t e,
+                     Group row_split, NormOptions norm = {});
+// Norm on a (l / seq, e / feature) block of b samples: the row statistics all-reduced over the
+// feature split. The reference takes the local embedding as l / feature.gpus (not e / feature.gpus);
+// kept, since its published numbers depend on it.
+LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Group seq,
+                        Group feature, NormOptions norm = {});
+
+// Attention on one GPU: b sequences, `heads` query heads and `kv_heads` key/value heads (GQA,
+// MQA; flash attention only: unfused attention expands K and V to every query head) of
+// dimension `head_dim`, `queries` local query tokens against `keys` key tokens.
+struct AttentionShape {
+  std::int64_t b = 1, heads = 1, kv_heads = 1, head_dim = 1;
+  std::int64_t queries = 0, keys = 0;
+};
+// Where the keys and values an attention reads come from:
+//  Local     this GPU's own (keys = queries; the reference's LogitsLayer, AttendLayer, FusedLA)
+//  Gathered  all-gathered over the sequence split `seq` forward, their gradients reduce-scattered
+//            over it backward (the reference's *Seqp layers, 2d and 2d-seqp; Llama 3's all-gather
+//            context parallelism)
+//  Ring      ring attention (context parallelism's p2p exchange, flash attention only):
+//            seq.gpus - 1 ring steps each passing one rank's K and V (queries tokens) on,
+//            overlapped with the attention of the block already received (Overlap::ContextRing)
+// `stride`: NVLink domains between consecutive domains of the sequence group (network tiers).
+enum class KvSource : std::uint8_t { Local, Gathered, Ring };
+struct KvExchange {
+  KvSource source = KvSource::Local;
+  Group seq;
+  std::int64_t stride = 1;
+};
+// What flash attention does beyond the reference's kernel: causal masking (the masked half of
+// every score-matrix term skipped, forward and backward), and whether dropout runs on the
+// probabilities.
 struct AttentionCoreOptions {
-  std::int64_t kv_local = 0;
   bool causal = false;
   bool dropout = true;
 };
-LayerCost fused_la(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q, std::int64_t h,
-                   std::int64_t m, AttentionCoreOptions options = {});
-LayerCost fused_la_seqp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                        std::int64_t h, Split2 p, AttentionCoreOptions options = {});
-// 1d context-parallel flash attention (docs/context_parallel.md): heads over tp, the l-token
-// sequence over cp GPUs (nv_cp of them in an NVLink domain) in Megatron-Core's load-balanced
-// causal split (each rank two chunks of l / (2 cp), so 1/cp of the causal work each). Counts are
-// fused_la_seqp's (the local queries against every key). Keys and values move as `comm` says:
-// P2P, cp - 1 ring steps of the local K and V (b kv_local (l / cp) q, two tensors) forward, of
-// K, V and their gradients (twice that) backward, overlapped (Overlap::ContextRing);
-// AllGather, fused_la_seqp's all-gather forward, all-gather and reduce-scatter backward.
-// `domain_stride`: NVLink domains between consecutive domains of the cp group (those of a tensor
-// group; network tiers): the all-gather's group sits that far apart, and a ring step waits for
-// its slowest link, the one spanning the group's domains.
-LayerCost fused_la_cp(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t q,
-                      std::int64_t h, std::int64_t tp, std::int64_t cp, std::int64_t nv_cp, CpComm comm,
-                      std::int64_t domain_stride, AttentionCoreOptions options = {});
+// Flash attention (the reference's FusedLA and FusedLASeqp; docs/context_parallel.md for Ring).
+LayerCost attention_core(const System& s, const char* name, AttentionShape local, KvExchange kv,
+                         AttentionCoreOptions options = {});
+// Unfused attention's scores Q K^T and values P V (LogitsLayer, AttendLayer and their Seqp forms).
+LayerCost attention_scores(const System& s, const char* name, AttentionShape local, KvExchange kv,
+                           bool recompute = false);
+LayerCost attention_values(const System& s, const char* name, AttentionShape local, KvExchange kv,
+                           bool remat = false);
 
 // The vocabulary's layers (Megatron-LM megatron/core/tensor_parallel/layers.py
 // VocabParallelEmbedding and cross_entropy.py _VocabParallelCrossEntropy): `tokens` tokens on

@@ -150,7 +150,7 @@ TEST(KernelsKey, LoadsRelativeToTheSystemFileAndWritesBack) {
   // The same layer costs more than the reference's roofline says: every efficiency is <= 1 and
   // the roofline's GEMM efficiency 0.8 is above any fitted one.
   const System plain = h100();
-  const LayerCost fc1 = linear(plain, "fc1", 4, 2048, 4096, 16384, {1, 1, 1, 1});
+  const LayerCost fc1 = gemm(plain, "fc1", {4 * 2048, 4096, 16384, 4096, 16384}, {});
   EXPECT_GT(time_layer(s, fc1).fwd.t, time_layer(plain, fc1).fwd.t);
 }
 

@@ -137,13 +137,13 @@ TEST(NetworkTiers, PlainTiersChangeNothing) {
 // the pod (latency 3e-5 s, 2:1). The all-gather variant's group sits 1 domain apart.
 TEST(NetworkTiers, ContextParallelRingSpansItsGroup) {
   const System s = tiered();
-  const LayerCost ring = fused_la_cp(s, "fusedla", 1, 4096, 128, 32, 8, 4, 1, CpComm::P2P, 1);
+  const LayerCost ring = attention_core(s, "fusedla", {1, 4, 4, 128, 1024, 4096}, {KvSource::Ring, {4, 1}, 1});
   ASSERT_EQ(ring.comm_fwd.items[0].type, CommType::P2P);
   EXPECT_EQ(ring.comm_fwd.items[0].stride, 3);
   const NetworkPath p = network_path(s, CommType::P2P, 2, ring.comm_fwd.items[0].stride);
   EXPECT_EQ(p.latency, 3e-5);
   EXPECT_EQ(p.bandwidth_divisor, 2.0);
-  const LayerCost gathered = fused_la_cp(s, "fusedla", 1, 4096, 128, 32, 8, 4, 1, CpComm::AllGather, 1);
+  const LayerCost gathered = attention_core(s, "fusedla", {1, 4, 4, 128, 1024, 4096}, {KvSource::Gathered, {4, 1}, 1});
   EXPECT_EQ(gathered.comm_fwd.items[0].type, CommType::AllGather);
   EXPECT_EQ(gathered.comm_fwd.items[0].stride, 1);
 }

@@ -87,10 +87,10 @@ TEST(GroupedQueryAttention, TensorParallelismMustDivideOrReplicateKeyValueHeads)
 //   output 131072: 329728 elements (multi-head: K and V 262144, 526336 in all).
 TEST(GroupedQueryAttention, KeyValueMemory) {
   const System s = round_system();
-  const LayerCost gqa = fused_la(s, "fa", 1, 128, 64, 16, 1, {4, false, false});
+  const LayerCost gqa = attention_core(s, "fa", {1, 16, 4, 64, 128, 128}, {}, {false, false});
   EXPECT_DOUBLE_EQ(gqa.activation_buffer, 329728 * 2e-9);
   EXPECT_DOUBLE_EQ(gqa.mem_fwd, 329728 * 2e-9);  // reads Q, K, V, statistics; writes the output
-  const LayerCost mha = fused_la(s, "fa", 1, 128, 64, 16, 1, {0, false, false});
+  const LayerCost mha = attention_core(s, "fa", {1, 16, 16, 64, 128, 128}, {}, {false, false});
   EXPECT_DOUBLE_EQ(mha.activation_buffer, 526336 * 2e-9);
   EXPECT_EQ(gqa.flops_fwd, mha.flops_fwd);  // every query head still attends over all keys
 }
@@ -103,8 +103,8 @@ TEST(GroupedQueryAttention, KeyValueMemory) {
 // the backward halves too. The memory traffic and kept tensors do not change.
 TEST(CausalAttention, HalfTheFlopsOfFullAttention) {
   const System s = round_system();
-  const LayerCost full = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, true});
-  const LayerCost causal = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, true, true});
+  const LayerCost full = attention_core(s, "fa", {1, 1, 1, 2, 4, 4}, {}, {false, true});
+  const LayerCost causal = attention_core(s, "fa", {1, 1, 1, 2, 4, 4}, {}, {true, true});
   EXPECT_DOUBLE_EQ(full.flops_fwd, 704e-12);
   EXPECT_DOUBLE_EQ(causal.flops_fwd, 352e-12);
   EXPECT_EQ(causal.flops_bwd, full.flops_bwd / 2);
@@ -112,8 +112,8 @@ TEST(CausalAttention, HalfTheFlopsOfFullAttention) {
   EXPECT_EQ(causal.mem_bwd, full.mem_bwd);
   EXPECT_EQ(causal.activation_buffer, full.activation_buffer);
   // Context-parallel flash attention over 2 sequence shards, load-balanced: half as well.
-  const LayerCost cp_full = fused_la_seqp(s, "fa", 1, 8, 2, 2, {2, 1, 1, 1}, {0, false, true});
-  const LayerCost cp_causal = fused_la_seqp(s, "fa", 1, 8, 2, 2, {2, 1, 1, 1}, {0, true, true});
+  const LayerCost cp_full = attention_core(s, "fa", {1, 2, 2, 2, 4, 8}, {KvSource::Gathered, {2, 1}}, {false, true});
+  const LayerCost cp_causal = attention_core(s, "fa", {1, 2, 2, 2, 4, 8}, {KvSource::Gathered, {2, 1}}, {true, true});
   EXPECT_EQ(cp_causal.flops_fwd, cp_full.flops_fwd / 2);
   EXPECT_EQ(cp_causal.flops_bwd, cp_full.flops_bwd / 2);
   // The model's `causal` reaches the block's attention core.
@@ -158,8 +158,8 @@ TEST(Dropout, ZeroRemovesTheLayersAndMasks) {
   // 16, statistics 4, output 8, and the RNG state 4 with dropout) and skips the 16 dropout
   // multiplies forward (x 10 on vector units) and twice that backward.
   const System s = round_system();
-  const LayerCost with = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, true});
-  const LayerCost without = fused_la(s, "fa", 1, 4, 2, 1, 1, {0, false, false});
+  const LayerCost with = attention_core(s, "fa", {1, 1, 1, 2, 4, 4}, {}, {false, true});
+  const LayerCost without = attention_core(s, "fa", {1, 1, 1, 2, 4, 4}, {}, {false, false});
   EXPECT_DOUBLE_EQ(with.activation_buffer, 40 * 2e-9);
   EXPECT_DOUBLE_EQ(without.activation_buffer, 36 * 2e-9);
   EXPECT_DOUBLE_EQ(with.flops_fwd - without.flops_fwd, 160e-12);
@@ -173,13 +173,13 @@ TEST(Dropout, ZeroRemovesTheLayersAndMasks) {
 // RMSNorm of b = 1, l = 4, e = 8 (n = 32): 3n multiplies and n adds forward (128 flops), 5n and
 // 3n backward (256); one statistic per row; a scale of e weights, no shift.
 TEST(RmsNorm, FlopsStatisticsAndWeights) {
-  const LayerCost c = layer_norm(round_system(), "n", 1, 4, 8, 1, 1, {NormKind::RmsNorm, false});
+  const LayerCost c = layer_norm(round_system(), "n", 4, 4, 8, {}, {NormKind::RmsNorm, false});
   EXPECT_DOUBLE_EQ(c.flops_fwd, 128e-12);
   EXPECT_DOUBLE_EQ(c.flops_bwd, 256e-12);
   EXPECT_DOUBLE_EQ(c.weights_mem, 8 * 2e-9);
   EXPECT_DOUBLE_EQ(c.mem_fwd, (32 + 4 + 32 + 8) * 2e-9);  // x and the statistics in, y out, weights
   // LayerNorm without biases keeps its two statistics but loses the shift.
-  const LayerCost ln = layer_norm(round_system(), "n", 1, 4, 8, 1, 1, {NormKind::LayerNorm, false});
+  const LayerCost ln = layer_norm(round_system(), "n", 4, 4, 8, {}, {NormKind::LayerNorm, false});
   EXPECT_DOUBLE_EQ(ln.weights_mem, 8 * 2e-9);
 }
 

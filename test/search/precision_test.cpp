@@ -30,7 +30,8 @@ constexpr std::int64_t kRows = 2048, kDepth = 4096, kCols = 4096;
 const BlockLayer kFc1{"fc1", Sublayer::Mlp, Role::ColumnProjection, Operand::Hidden, 4096, 16384};
 const BlockLayer kVproj{"vproj", Sublayer::Attention, Role::RowProjection, Operand::Residual, 4096, 4096};
 
-LayerCost fc1(const System& s) { return linear(s, "fc1", 1, kRows, 4096, 16384, {1, 4, 1, 4}); }
+// column-parallel: the 16384 output features over 4 GPUs, all 4 in the NVLink domain
+LayerCost fc1(const System& s) { return gemm(s, "fc1", {kRows, 4096, 16384 / 4, 4096, 16384}, {{}, {4, 4}}); }
 
 TEST(Fp8, GemmBytesAndQuantizationByHand) {
   const System s = h100();
@@ -70,7 +71,7 @@ TEST(Fp8, GemmBytesAndQuantizationByHand) {
   EXPECT_DOUBLE_EQ(c.activation_buffer, x * 2e-9);
   // MXFP8 on the output projection (no norm before it): both copies and a scale byte per 32
   // elements of each, one kernel.
-  c = linear(s, "vproj", 1, kRows, 4096, 4096, {4, 1, 4, 1});
+  c = gemm(s, "vproj", {kRows, 4096 / 4, 4096, 4096, 4096}, {{4, 4}, {}});  // row-parallel over 4
   const double xv = kRows * 1024.0, yv = kRows * 4096.0;
   to_fp8(s, kVproj, Fp8Policy{Fp8Recipe::Mxfp8, true}, c);
   EXPECT_EQ(c.precision, Precision::Mxfp8);
