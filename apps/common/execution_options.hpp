@@ -47,8 +47,9 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
                      each)
       ->capture_default_str();
   app.add_option("--cp-comm", f.cp_comm,
-                 "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped) or "
-                 "all-gather (Llama 3's)" + each)
+                 "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), "
+                 "all-gather (Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)" +
+                     each)
       ->capture_default_str();
   app.add_option("--offload", f.offload,
                  "what the step keeps in host memory, over the system's host link: none, optimizer (master weights "

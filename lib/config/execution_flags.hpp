@@ -18,7 +18,7 @@ struct ExecutionFlags {
   std::string ep = "1";
   std::string precision = "bf16";
   std::string schedule = "1f1b";
-  // --cp N (1d's context-parallel degree) and --cp-comm p2p|all-gather (docs/context_parallel.md)
+  // --cp N (1d's context-parallel degree) and --cp-comm p2p|all-gather|a2a (docs/context_parallel.md)
   std::string cp = "1";
   std::string cp_comm = "p2p";
   // --offload none|optimizer|weights|activations (docs/offload.md)

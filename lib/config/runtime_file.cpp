@@ -72,7 +72,7 @@ constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
-constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1]};  // CpComm
+constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1], kCpCommNames[2]};  // CpComm
 constexpr std::string_view kOffloadKeyNames[] = {kOffloadNames[0], kOffloadNames[1], kOffloadNames[2],
                                                  kOffloadNames[3]};  // Offload
 constexpr std::string_view kStagePartitionKeyNames[] = {kStagePartitionNames[0], kStagePartitionNames[1]};

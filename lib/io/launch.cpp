@@ -320,6 +320,16 @@ InterleavedChunks slotted_chunks(const Transformer& m, const Layout& c) {
   return chunks.embedding_slot || chunks.loss_slot ? chunks : InterleavedChunks{};
 }
 
+// Megatron-Core's cp_comm_type for an exchange (--cp-comm-type; NeMo's model.config.cp_comm_type).
+const char* megatron_cp_comm(CpComm k) {
+  switch (k) {
+    case CpComm::P2P: return "p2p";
+    case CpComm::AllGather: return "allgather";
+    case CpComm::AllToAll: return "a2a";
+  }
+  return "p2p";
+}
+
 // Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
 void megatron_line(const LaunchInput& in, Builder& b) {
   const auto [m, c, x] = parts(in);
@@ -339,9 +349,10 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
   if (c.tensor.cp > 1) {
-    // Transformer Engine's ring attention (p2p, the default) or the all-gather of K and V
+    // Transformer Engine's ring attention (p2p, the default), the all-gather of K and V, or the
+    // all-to-all of Q, K, V and the output (a2a)
     b.add("--context-parallel-size", num(c.tensor.cp));
-    b.add("--cp-comm-type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
+    b.add("--cp-comm-type", megatron_cp_comm(x.cp_comm));
   }
   // offload (megatron/training/arguments.py): HybridDeviceOptimizer with the whole optimizer on
   // the host; Transformer Engine's activation offloading of every block but the last (its
@@ -430,7 +441,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.pipeline_model_parallel_size", num(c.pp));
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
   b.add("trainer.strategy.context_parallel_size", num(c.tensor.cp));
-  if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", x.cp_comm == CpComm::AllGather ? "allgather" : "p2p");
+  if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", megatron_cp_comm(x.cp_comm));
   // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0 there)
   if (x.offload == Offload::Optimizer) {
     b.add("optim.config.optimizer_cpu_offload", yes);
@@ -538,6 +549,10 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     // "allgather" all-gathers them after the first block
     b.add("--parallelism.context_parallel_degree", num(c.tensor.cp));
     b.add("--parallelism.context_parallel_rotate_method", x.cp_comm == CpComm::AllGather ? "allgather" : "alltoall");
+    if (x.cp_comm == CpComm::AllToAll) {
+      b.note("torchtitan's context parallelism is ring attention (its rotate methods pass or gather the K, V "
+             "shards); the estimate's a2a exchange (heads split over the cp group) has no torchtitan equivalent");
+    }
   }
   b.add("--parallelism.pipeline_parallel_degree", num(c.pp));
   if (x.zero == 0) {  // DDP

@@ -615,6 +615,12 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
           << " MB f/b (K, V; backward with dK, dV); exposed " << fmt("%.4g", r.fwd.comm * 1e3) << "/"
           << fmt("%.4g", r.bwd.comm * 1e3) << " ms, hidden behind the attention " << fmt("%.4g", r.fwd.hidden * 1e3)
           << "/" << fmt("%.4g", r.bwd.hidden * 1e3) << " ms\n";
+      } else if (f.type == CommType::AllToAll) {
+        const Collective& out = c.comm_fwd.items[1];
+        o << "context parallelism (" << c.name << "): all-to-all over cp=" << layout.tensor.cp << " (" << link
+          << ") of Q, K, V (" << fmt("%.4g", f.volume_gb * 1e3) << " MB) and the output (" << fmt("%.4g", out.volume_gb * 1e3)
+          << " MB), the heads split over the group; backward the same of their gradients; exposed "
+          << fmt("%.4g", r.fwd.comm * 1e3) << "/" << fmt("%.4g", r.bwd.comm * 1e3) << " ms f/b\n";
       } else {
         o << "context parallelism (" << c.name << "): all-gather of K, V over cp=" << layout.tensor.cp << " ("
           << link << "), " << fmt("%.4g", f.volume_gb * 1e3)

@@ -180,6 +180,11 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     }
     case Role::AttentionCore: {
       const AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
+      if (t.cp > 1 && x.cp_comm == CpComm::AllToAll) {
+        // Ulysses: after the exchange 1/cp of the local heads over every token
+        return attention_core(s, y.name, {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l},
+                              {KvSource::AllToAll, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m));
+      }
       if (t.cp > 1) {
         // the rank's l / cp queries against all m.l keys, exchanged over the cp group, whose
         // domains sit a tensor group's domains apart

@@ -530,8 +530,17 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
     c.flops_fwd *= kCausalFraction;
     c.flops_bwd *= kCausalFraction;
   }
-  if (kv.source == KvSource::Local) {
+  if (kv.source == KvSource::Local || kv.source == KvSource::AllToAll) {
     c.mem_bwd = D(2 * (bh * lq * q) + 2 * (bkv * lk * q)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
+    if (kv.source == KvSource::AllToAll && kv.seq.gpus > 1) {
+      // the rank's Q, K, V (and the output) before and after the exchange hold as many elements
+      const double qkv = D(bh * lq * q + 2 * (bkv * lk * q)) * u.elem, out = D(bh * lq * q) * u.elem;
+      const auto stride = static_cast<std::int32_t>(kv.stride);
+      const Collective a2a_qkv{qkv, CommType::AllToAll, stride, kv.seq.gpus, kv.seq.nvlink};
+      const Collective a2a_out{out, CommType::AllToAll, stride, kv.seq.gpus, kv.seq.nvlink};
+      c.comm_fwd = list({a2a_qkv, a2a_out});
+      c.comm_bwd = list({a2a_out, a2a_qkv});  // dOut in, dQ, dK, dV back
+    }
     return c;
   }
   double grad_mem = D(2 * (bkv * lk * q)) * u.elem;  // dK, dV before the reduce-scatter

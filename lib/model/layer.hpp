@@ -18,8 +18,11 @@ namespace perfsweep {
 //             overlapped with the attention of the block already received
 //  AllGather  Llama 3's (Dubey et al. 2024, sec. 3.3.2; TE's AttnFuncWithCPAndKVAllGather): K and V
 //             all-gathered before the attention, their gradients reduce-scattered, not overlapped
-enum class CpComm : std::uint8_t { P2P, AllGather };
-inline constexpr const char* kCpCommNames[] = {"p2p", "all-gather"};
+//  AllToAll   DeepSpeed-Ulysses's (Jacobs et al. 2023; Megatron-Core's cp_comm_type "a2a", TE's
+//             AttnFuncWithCPAndQKVOA2A): Q, K and V all-to-all'ed from the rank's l / cp tokens of
+//             every local head to all l tokens of 1/cp of the heads, the output back; not overlapped
+enum class CpComm : std::uint8_t { P2P, AllGather, AllToAll };
+inline constexpr const char* kCpCommNames[] = {"p2p", "all-gather", "a2a"};
 
 // One collective issued by a layer: volume, kind, group size, how many of the group's GPUs
 // share an NVLink domain, and how many domains apart the group's domains sit (network tiers).
@@ -193,8 +196,13 @@ struct AttentionShape {
 //  Ring      ring attention (context parallelism's p2p exchange, flash attention only):
 //            seq.gpus - 1 ring steps each passing one rank's K and V (queries tokens) on,
 //            overlapped with the attention of the block already received (Overlap::ContextRing)
+//  AllToAll  the heads split over `seq` (context parallelism's a2a exchange, flash attention
+//            only): the shape is the rank's after the exchange (heads / seq.gpus, every token, so
+//            keys = queries); forward one all-to-all of Q, K and V and one of the output, backward
+//            one of the output's gradient and one of dQ, dK and dV, each moving the rank's
+//            tensors (Transformer Engine batches Q, K and V in one exchange), not overlapped
 // `stride`: NVLink domains between consecutive domains of the sequence group (network tiers).
-enum class KvSource : std::uint8_t { Local, Gathered, Ring };
+enum class KvSource : std::uint8_t { Local, Gathered, Ring, AllToAll };
 struct KvExchange {
   KvSource source = KvSource::Local;
   Group seq;

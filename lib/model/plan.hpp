@@ -85,6 +85,11 @@ inline std::int64_t pipeline_domain_stride(const Layout& c) {
 // Megatron-Core's load-balanced causal split for context parallelism: the sequence in 2 cp
 // chunks, two on each rank.
 inline bool cp_splits_sequence(std::int64_t seq_len, std::int64_t cp) { return seq_len % (2 * cp) == 0; }
+// Whether the all-to-all exchange (cp_comm a2a) can split a tensor-parallel rank's query heads and
+// key/value heads over the cp group (Transformer Engine requires both to be multiples of cp).
+inline bool cp_splits_heads(const Transformer& m, std::int64_t tp, std::int64_t cp) {
+  return (m.h / tp) % cp == 0 && kv_heads_per_gpu(m, tp) % cp == 0;
+}
 // Whether a layout can keep `k` on the host as the frameworks run it: weights offload streams
 // ZeRO-3's shards (DeepSpeed's offload_param; FSDP shards fully); activations offload runs without
 // pipeline parallelism and recomputation (Megatron-Core's cpu_offloading).

@@ -519,6 +519,14 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
     require(cp_splits_sequence(m.l, t.cp), "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
                                        str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
+    if (c.exec.cp_comm == CpComm::AllToAll) {
+      // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
+      // divisible by cp)
+      const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
+      require(cp_splits_heads(m, t.tp1, t.cp),
+              "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
+                  " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it");
+    }
   }
   if (c.exec.offload != Offload::None) {
     const std::string what = std::string("offload ") + kOffloadNames[static_cast<std::size_t>(c.exec.offload)];

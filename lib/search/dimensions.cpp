@@ -132,6 +132,8 @@ void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice
 // cp = 1 (no exchange) the first alone, so the space does not repeat identical layouts.
 void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (CpComm k : x.problem.exec.cp_comm) {
+    // a2a splits the heads over the cp group (validate_layout's rule)
+    if (c.tensor.cp > 1 && k == CpComm::AllToAll && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) continue;
     out.push_back({{static_cast<I>(k)}});
     if (c.tensor.cp == 1) break;
   }

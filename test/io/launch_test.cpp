@@ -82,6 +82,10 @@ std::vector<LaunchLine> many_lines(LaunchFramework f) {
               c.attention.recompute = true;
             }
             if (variant == 3) c.nv_pp = 2;  // a placement no rank order gives
+            if (variant == 1) {             // context parallelism with each exchange
+              c.tensor.cp = 2;
+              c.exec.cp_comm = static_cast<CpComm>(static_cast<int>(r) % 3);
+            }
             if (m.is_moe()) c.exec.ep = variant % 3 == 0 ? 1 : 2;
             Runtime rt;
             rt.tp_comm_overlap = variant % 2 == 0 ? 0.5 : 0;
@@ -142,7 +146,13 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
       {"--fp8-recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
       {"model.config.fp8", {"e4m3", "hybrid"}},
       {"model.config.fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
+      // --cp-comm-type's help (arguments.py): p2p, a2a, allgather or a2a+p2p; the same strings in
+      // TransformerConfig.cp_comm_type; torchtitan's context_parallel_rotate_method
+      {"--cp-comm-type", {"p2p", "a2a", "allgather", "a2a+p2p"}},
+      {"model.config.cp_comm_type", {"p2p", "a2a", "allgather", "a2a+p2p"}},
+      {"--parallelism.context_parallel_rotate_method", {"allgather", "alltoall"}},
   };
+  std::set<std::string> cp_values;
   for (LaunchFramework f : {LaunchFramework::Megatron, LaunchFramework::Nemo, LaunchFramework::Torchtitan}) {
     for (const LaunchLine& line : many_lines(f)) {
       for (const LaunchArgument& a : line.arguments) {
@@ -150,9 +160,11 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
         if (it != choices.end()) {
           EXPECT_TRUE(it->second.count(a.value)) << a.name << " " << a.value;
         }
+        if (a.name == "--cp-comm-type") cp_values.insert(a.value);
       }
     }
   }
+  EXPECT_EQ(cp_values, (std::set<std::string>{"p2p", "allgather", "a2a"}));
 }
 
 // Llama-3-70B on 512 GPUs: tp 4, pp 4, dp 32, micro-batch 1, global batch 2048, sequence 8192,

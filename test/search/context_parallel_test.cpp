@@ -103,6 +103,38 @@ TEST(ContextParallel, AllGatherVolumesByHand) {
   EXPECT_NEAR(r.fwd.comm, expected, 1e-15);
 }
 
+// All-to-all (DeepSpeed-Ulysses's, Megatron-Core's a2a): after the exchange a rank holds 16 / 4 = 4
+// query heads and 4 / 4 = 1 key/value head of every one of the 8192 tokens. Q: 4 x 8192 x 128 x 2 B =
+// 8,388,608 B, K and V 2 x 1 x 8192 x 128 x 2 B = 4,194,304 B: one exchange of 12,582,912 B
+// forward and one of the output's 8,388,608 B; backward the output's gradient, then dQ, dK, dV.
+// Every head's attention is whole on one rank: exactly 1/cp of the whole layer's FLOPs both ways.
+TEST(ContextParallel, AllToAllVolumesByHand) {
+  const System s = h100();
+  const Transformer m = llama8b();
+  const BlockLayer core = layer_of(m, Role::AttentionCore);
+  Execution x;
+  x.cp_comm = CpComm::AllToAll;
+  const LayerCost c = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 4, 4), AttentionMode{}, x);
+  EXPECT_EQ(c.overlap, Overlap::Serial);
+  ASSERT_EQ(c.comm_fwd.count, 2);
+  ASSERT_EQ(c.comm_bwd.count, 2);
+  for (const CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) {
+      EXPECT_EQ(set->items[i].type, CommType::AllToAll);
+      EXPECT_EQ(set->items[i].group, 4);
+      EXPECT_EQ(set->items[i].fast_domain, 4);
+    }
+  }
+  EXPECT_DOUBLE_EQ(c.comm_fwd.items[0].volume_gb, 12582912e-9);
+  EXPECT_DOUBLE_EQ(c.comm_fwd.items[1].volume_gb, 8388608e-9);
+  EXPECT_DOUBLE_EQ(c.comm_bwd.items[0].volume_gb, 8388608e-9);
+  EXPECT_DOUBLE_EQ(c.comm_bwd.items[1].volume_gb, 12582912e-9);
+  const LayerCost whole = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 1, 1), AttentionMode{}, Execution{});
+  EXPECT_EQ(c.flops_fwd, whole.flops_fwd / 4);
+  EXPECT_EQ(c.flops_bwd, whole.flops_bwd / 4);
+  EXPECT_EQ(c.activation_buffer, whole.activation_buffer / 4);
+}
+
 // Each rank computes 1/cp of the causal attention: its l / cp queries against all l keys, half of
 // them masked. Forward: every term is linear in the query rows, so exactly a quarter of the whole
 // attention's (cp = 4, a power of two). Backward: dK and dV are dot products of length l / cp per
@@ -188,23 +220,27 @@ TEST(ContextParallel, SearchAgreesWithEvaluate) {
   p.top_n = 40;
   p.runtime = load_runtime_named("megatron");
   p.exec.cp = {1, 2, 4, 8};
-  p.exec.cp_comm = {CpComm::P2P, CpComm::AllGather};
+  p.exec.cp_comm = {CpComm::P2P, CpComm::AllGather, CpComm::AllToAll};
   p.exec.recompute = {Recompute::None, Recompute::Full};
   check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
   Searcher searcher(p);
   SearchCounters counters;
   const TopN top = searcher.run_all(64, counters);
   ASSERT_FALSE(top.items().empty());
-  bool ring = false, gathered = false;
+  bool ring = false, gathered = false, all_to_all = false;
   for (const Candidate& c : top.items()) {
     const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
     EXPECT_EQ(ev.throughput, c.throughput) << "cp=" << c.layout.tensor.cp;
     for (const TotalsField& f : kTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
     EXPECT_EQ(c.layout.n_gpus(), 64);
-    if (c.layout.tensor.cp > 1) (c.layout.exec.cp_comm == CpComm::P2P ? ring : gathered) = true;
+    if (c.layout.tensor.cp > 1) {
+      (c.layout.exec.cp_comm == CpComm::P2P ? ring : c.layout.exec.cp_comm == CpComm::AllGather ? gathered : all_to_all) =
+          true;
+    }
   }
   EXPECT_TRUE(ring);
   EXPECT_TRUE(gathered);
+  EXPECT_TRUE(all_to_all);
 }
 
 // With experts: Mixtral 8x7B (8 experts, 32k tokens) over cp 1, 2 and ep 1, 2, 4 at 64 GPUs: the
@@ -257,6 +293,10 @@ TEST(ContextParallel, RefusedInputs) {
   unfused.tensor.cp = 2;
   unfused.attention.flash = false;
   refused(unfused, "needs flash attention");
+  Layout ulysses = one_d(8, 1, 1);  // 8 key/value heads over tp 8: one a rank, not split over cp 2
+  ulysses.tensor.cp = 2;
+  ulysses.exec.cp_comm = CpComm::AllToAll;
+  refused(ulysses, "the 4 query heads and 1 key/value heads of a tensor-parallel rank must be multiples of it");
   Layout placed = one_d(1, 1, 1);
   placed.tensor.cp = 4;
   placed.tensor.nv_cp = 3;
