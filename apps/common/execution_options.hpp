@@ -59,8 +59,9 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
       ->capture_default_str();
   app.add_option("--runtime", f.runtime,
                  "how a training framework executes each configuration: reference (the paper's model), megatron, "
-                 "deepspeed, fsdp, nanotron, llama3 (runtimes/) or a runtime file; default: the system file's runtime, else "
-                 "megatron for a model with options beyond the paper's, else reference (docs/runtimes.md)");
+                 "megatron_tp_overlap, nemo, deepspeed, fsdp, nanotron, llama3, pytorch_amp (runtimes/) or a runtime "
+                 "file; default: the system file's runtime, else megatron for a model with options beyond the "
+                 "paper's, else reference (docs/runtimes.md)");
 }
 
 // The pipeline's partition (`estimate`, `configs`: one layout's, not a search dimension).

@@ -84,6 +84,23 @@ TEST(Runtime, ZeroThreeGathersPerMicroBatch) {
 // FSDP sharding optimizer states and fp32 gradients (ZeRO-2) with the bf16 weights kept whole over
 // the step, fp32 gradients reduced once a step, all-gather context parallelism only; the rest as
 // megatron.yaml. H100-llama3-cluster runs it by default.
+// nemo is megatron_tp_overlap with the performance recipes' differences and nothing else: bf16
+// gradient buffers (grad_reduce_in_fp32 = False), zeroed at 2 bytes, FP8 current scaling without
+// fused casts; the calibrated H100 and H200 systems run it.
+TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
+  const Runtime nemo = load_runtime(kRoot / "runtimes" / "nemo.yaml");
+  Runtime expected = load_runtime(kRoot / "runtimes" / "megatron_tp_overlap.yaml");
+  expected.name = "nemo";
+  expected.states.gradients = 2;
+  expected.zero_grad_bytes = 2;
+  expected.fp8.recipe = Fp8Recipe::Current;
+  expected.fp8.fused_casts = false;
+  EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
+  for (const char* system : {"H100-calibrated.yaml", "H200-calibrated.yaml"}) {
+    EXPECT_EQ(load_system(kRoot / "systems" / system).runtime, "nemo") << system;
+  }
+}
+
 TEST(Runtime, Llama3FileStatesThePaper) {
   const Runtime rt = load_runtime(kRoot / "runtimes" / "llama3.yaml");
   const Runtime mg = load_runtime(kRoot / "runtimes" / "megatron.yaml");
@@ -233,7 +250,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_runtime_write_test";
   std::filesystem::create_directories(dir);
   std::vector<Runtime> runtimes;
-  for (const char* name : {"megatron", "megatron_tp_overlap", "deepspeed", "fsdp", "nanotron", "llama3"}) {
+  for (const char* name : {"megatron", "megatron_tp_overlap", "nemo", "deepspeed", "fsdp", "nanotron", "llama3"}) {
     runtimes.push_back(load_runtime(kRoot / "runtimes" / (std::string(name) + ".yaml")));
   }
   Runtime odd;
