@@ -23,7 +23,7 @@ LayerCost one_gpu_gemm(const System& s, const char* name, std::int64_t n, std::i
 
 // The layer costs of a measured kernel (lm_head_loss: the GEMM, then the loss).
 std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k) {
-  if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", k.n, k.n, k.e, {}, {NormKind::RmsNorm, false})};
+  if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", {k.n, k.e, k.n, k.e}, {}, {NormKind::RmsNorm, false})};
   if (k.kind == "swiglu_gate") return {gated_activation(s, "swiglu_gate", k.n * k.f)};
   if (k.kind == "gemm") return {one_gpu_gemm(s, "gemm", k.n, k.k, k.m)};
   if (k.kind == "fp8_gemm") {
@@ -38,10 +38,10 @@ std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k)
     const std::int64_t kv = k.kv > 0 ? k.kv : k.h;  // 0: as many as query heads
     return {attention_core(s, "attention", {k.b, k.h, kv, k.d, k.l, k.l}, {}, {k.causal, false})};
   }
-  if (k.kind == "embedding") return {embedding(s, "embedding", k.n, k.e, k.vocab, 1, 1, 0)};
+  if (k.kind == "embedding") return {embedding(s, "embedding", k.n, k.e, k.vocab, {}, 0)};
   if (k.kind == "lm_head_loss") {
     return {one_gpu_gemm(s, "lm_head", k.n, k.e, k.vocab),
-            cross_entropy(s, "loss", k.n, k.vocab, 1, 1, LogitsDtype::Fp32)};
+            cross_entropy(s, "loss", k.n, k.vocab, {}, LogitsDtype::Fp32)};
   }
   return {};
 }

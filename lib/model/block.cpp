@@ -170,7 +170,9 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       }
       break;
     case Role::Norm: {
-      LayerCost c = layer_norm(s, y.name, b * l_residual, b * l, y.out, sp ? Group{tp, nv} : kOneGpu, norm_of(m));
+      // the residual stream's rows over tp (sequence parallelism), gathered for the next GEMM
+      LayerCost c = layer_norm(s, y.name, {b * l_residual, y.out, b * l, y.out},
+                               {NormPlan::GatherRows, sp ? Group{tp, nv} : kOneGpu, kOneGpu}, norm_of(m));
       // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
       // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
       if (x.fused_elementwise && m.has_dropout()) {
@@ -198,8 +200,9 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / tp) * l, l, rc, rc);
     case Role::AttentionValues: return attention_values(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
     case Role::Embedding:
-      return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), tp, nv, m.learned_positions ? m.l : 0);
-    case Role::CrossEntropy: return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), tp, nv, m.logits_dtype);
+      return embedding(s, y.name, b * l, m.e, vocab_per_gpu(y.out, tp), {tp, nv}, m.learned_positions ? m.l : 0);
+    case Role::CrossEntropy:
+      return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), {tp, nv}, m.logits_dtype);
     case Role::Router:
     case Role::Dispatch:
     case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d");
@@ -225,9 +228,10 @@ LayerCost shard_context_parallel_attention(const System& s, const BlockLayer& y,
       break;
     // The vocabulary split over tp1 (heads/features), tokens over tp2.
     case Role::Embedding:
-      return embedding(s, y.name, b * (l / m2), m.e, vocab_per_gpu(y.out, m1), m1, t.nv1, m.learned_positions ? l : 0);
+      return embedding(s, y.name, b * (l / m2), m.e, vocab_per_gpu(y.out, m1), feature_split(t),
+                       m.learned_positions ? l : 0);
     case Role::CrossEntropy:
-      return cross_entropy(s, y.name, b * (l / m2), vocab_per_gpu(y.out, m1), m1, t.nv1, m.logits_dtype);
+      return cross_entropy(s, y.name, b * (l / m2), vocab_per_gpu(y.out, m1), feature_split(t), m.logits_dtype);
     default: break;
   }
   unsupported(y, strategy);
@@ -253,7 +257,12 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::Dropout:
       if (y.operand != Operand::Scores) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       break;
-    case Role::Norm: return layer_norm_2d(s, y.name, b, l, y.out, seq_split(t), feature_split(t), norm_of(m));
+    case Role::Norm:
+      // (l / tp2, e / tp1) blocks, the row statistics all-reduced over the feature split. The
+      // counts' width is the reference's l / tp1 (its LayerNorm2D takes the local embedding as
+      // l / tp1, not e / tp1); kept, since its published numbers depend on it.
+      return layer_norm(s, y.name, {b * (l / m2), l / m1, b * l, y.out},
+                        {NormPlan::ReduceStatistics, seq_split(t), feature_split(t)}, norm_of(m));
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d");
@@ -285,7 +294,10 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
       if (y.operand == Operand::Hidden) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
-    case Role::Norm: return layer_norm(s, y.name, b * ((l / m2) / m1), b * (l / m2), y.out, {m1, t1}, norm_of(m));
+    case Role::Norm:
+      // the b (l / tp2) rows of the sequence split further over tp1 and gathered for the next GEMM
+      return layer_norm(s, y.name, {b * ((l / m2) / m1), y.out, b * (l / m2), y.out},
+                        {NormPlan::GatherRows, feature_split(t), kOneGpu}, norm_of(m));
     case Role::Router:
     case Role::Dispatch:
     case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");

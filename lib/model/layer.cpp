@@ -342,12 +342,12 @@ namespace {
 I norm_statistics(NormOptions o) { return o.kind == NormKind::LayerNorm ? 2 : 1; }
 I norm_weights_per_feature(NormOptions o) { return o.kind == NormKind::LayerNorm && o.shift ? 2 : 1; }
 
-// Norm flop counts shared by the 1D and 2D variants (LayerNorm: the reference's "rough" backward).
+// Norm flop counts on `rows` rows of `width` features (LayerNorm: the reference's "rough" backward).
 // RMSNorm: squares, their sum, the normalization and the scale forward (3n multiplies, n adds);
 // backward dgamma (n multiplies, n adds) and dx = rstd (g dy - x rstd^2 mean(g dy x)) (4n
 // multiplies, 2n adds).
-void layer_norm_flops(LayerCost& c, I rows, I e_local, const Units& u, NormOptions o) {
-  const I n = rows * e_local;
+void layer_norm_flops(LayerCost& c, I rows, I width, const Units& u, NormOptions o) {
+  const I n = rows * width;
   if (o.kind == NormKind::RmsNorm) {
     c.flops_fwd = D(3 * n) * u.mult + D(n) * u.add;
     c.flops_bwd = D(5 * n) * u.mult + D(3 * n) * u.add;
@@ -358,52 +358,46 @@ void layer_norm_flops(LayerCost& c, I rows, I e_local, const Units& u, NormOptio
   c.flops_fwd += D(n) * u.add + D(n) * u.mult;               // normalize
   c.flops_fwd += D(n) * u.mult + D(n) * u.add;               // scale and shift
   c.flops_bwd = D(n) * u.mult + D(2 * n) * u.add;            // dgamma, dbeta
-  c.flops_bwd += D(5 * n) * u.mult + D(4 * rows * (e_local - 1)) * u.add;
+  c.flops_bwd += D(5 * n) * u.mult + D(4 * rows * (width - 1)) * u.add;
 }
 
-void layer_norm_memory(LayerCost& c, I rows, I e_local, const Units& u, NormOptions o) {
-  const I n = rows * e_local;
+void layer_norm_memory(LayerCost& c, I rows, I width, const Units& u, NormOptions o) {
+  const I n = rows * width;
   double act_in = D(n) * u.elem;
   act_in += D(norm_statistics(o) * rows) * u.elem;  // row statistics
   const double act_out = D(n) * u.elem;
   c.activation_buffer = D(n) * u.elem;
-  c.weights_mem = D(norm_weights_per_feature(o) * e_local) * u.elem;
+  c.weights_mem = D(norm_weights_per_feature(o) * width) * u.elem;
   c.mem_fwd = act_in + act_out + c.weights_mem;
-  c.weights_grad_mem = D(norm_weights_per_feature(o) * e_local) * u.elem;
+  c.weights_grad_mem = D(norm_weights_per_feature(o) * width) * u.elem;
   c.mem_bwd = D(4 * n) * u.elem + c.weights_grad_mem + c.activation_buffer;
 }
 }  // namespace
 
-// LayerNorm on a sequence-sharded input; all-gather forward, reduce-scatter backward.
-LayerCost layer_norm(const System& s, const char* name, I rows, I full_rows, I e, Group row_split, NormOptions norm) {
+// LayerNorm and RMSNorm on the local block; the split's one collective per pass.
+LayerCost layer_norm(const System& s, const char* name, NormShape local, NormComm comm, NormOptions norm) {
   const Units u(s);
+  const I rows = local.rows, width = local.width;
   LayerCost c;
   c.name = name;
   c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
-  c.shape = {1, rows, e, 0};
-  layer_norm_flops(c, rows, e, u, norm);
-  layer_norm_memory(c, rows, e, u, norm);
-  const double full = row_split.gpus > 1 ? D(full_rows * e) * u.elem : 0.0;
-  c.comm_fwd = one(coll(full, CommType::AllGather, row_split.gpus, row_split.nvlink));
-  c.comm_bwd = one(coll(full, CommType::ReduceScatter, row_split.gpus, row_split.nvlink));
-  return c;
-}
-
-LayerCost layer_norm_2d(const System& s, const char* name, I b, I l, I e, Group seq, Group feature, NormOptions norm) {
-  const Units u(s);
-  const I l_local = l / seq.gpus, e_local = l / feature.gpus;
-  LayerCost c;
-  c.name = name;
-  c.op = norm.kind == NormKind::RmsNorm ? KernelOp::RmsNorm : KernelOp::Norm;
-  c.shape = {1, b * l_local, e / feature.gpus, 0};
-  layer_norm_flops(c, b * l_local, e_local, u, norm);
-  layer_norm_memory(c, b * l_local, e_local, u, norm);
+  const Group rs = comm.rows, fs = comm.features;
+  c.shape = {1, rows, local.full_width / fs.gpus, 0};
+  layer_norm_flops(c, rows, width, u, norm);
+  layer_norm_memory(c, rows, width, u, norm);
+  if (comm.plan == NormPlan::GatherRows) {
+    const double full = rs.gpus > 1 ? D(local.full_rows * width) * u.elem : 0.0;
+    c.comm_fwd = one(coll(full, CommType::AllGather, rs.gpus, rs.nvlink));
+    c.comm_bwd = one(coll(full, CommType::ReduceScatter, rs.gpus, rs.nvlink));
+    return c;
+  }
   // forward: the row statistics; backward: the weight gradients and the rows' reductions
   const I stats = norm_statistics(norm), weights = norm_weights_per_feature(norm);
-  const I fg = feature.gpus;
-  c.comm_fwd = one(coll(fg > 1 ? D(stats * b * l_local) * u.elem : 0.0, CommType::AllReduce, fg, feature.nvlink));
-  c.comm_bwd = one(coll(fg > 1 ? D(weights * e / fg + stats * b * l / seq.gpus) * u.elem : 0.0, CommType::AllReduce, fg,
-                        feature.nvlink));
+  const I fg = fs.gpus;
+  c.comm_fwd = one(coll(fg > 1 ? D(stats * rows) * u.elem : 0.0, CommType::AllReduce, fg, fs.nvlink));
+  c.comm_bwd =
+      one(coll(fg > 1 ? D(weights * local.full_width / fg + stats * local.full_rows / rs.gpus) * u.elem : 0.0,
+               CommType::AllReduce, fg, fs.nvlink));
   return c;
 }
 
@@ -563,24 +557,23 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
   return c;
 }
 
-LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local, I vocab_split, I fast,
-                    I position_rows) {
+LayerCost embedding(const System& s, const char* name, I tokens, I e, I v_local, Group vocab_split, I position_rows) {
   const Units u(s);
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Embedding;
   c.weights_mem = D(v_local * e + position_rows * e) * u.elem;
   c.weights_grad_mem = c.weights_mem;
-  const I own_rows = tokens * e / vocab_split;  // on average the tokens whose row is local
+  const I own_rows = tokens * e / vocab_split.gpus;  // on average the tokens whose row is local
   c.flops_fwd = position_rows > 0 ? D(tokens * e) * u.add : 0.0;
   // the local rows read, the partial output written (and the position rows read and added)
   c.mem_fwd = D(own_rows + tokens * e + (position_rows > 0 ? 2 * tokens * e : 0)) * u.elem;
-  const double volume = vocab_split > 1 ? D(tokens * e) * u.elem : 0.0;
-  c.comm_fwd = one(coll(volume, CommType::ReduceScatter, vocab_split, fast));
+  const double volume = vocab_split.gpus > 1 ? D(tokens * e) * u.elem : 0.0;
+  c.comm_fwd = one(coll(volume, CommType::ReduceScatter, vocab_split.gpus, vocab_split.nvlink));
   c.flops_bwd = D(own_rows + (position_rows > 0 ? tokens * e : 0)) * u.add;
   // the gathered output gradient read, the dense table gradient written
   c.mem_bwd = D(tokens * e) * u.elem + c.weights_grad_mem;
-  c.comm_bwd = one(coll(volume, CommType::AllGather, vocab_split, fast));
+  c.comm_bwd = one(coll(volume, CommType::AllGather, vocab_split.gpus, vocab_split.nvlink));
   return c;
 }
 
@@ -610,7 +603,7 @@ LayerCost repeated(LayerCost c, I experts) {
   return c;
 }
 
-LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, I vocab_split, I fast,
+LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, Group vocab_split,
                         LogitsDtype logits_dtype) {
   const Units u(s);
   const double logit_size = logits_dtype == LogitsDtype::Fp32 ? 2 * u.elem : u.elem;
@@ -623,7 +616,8 @@ LayerCost cross_entropy(const System& s, const char* name, I tokens, I v_local, 
   c.activation_buffer = D(n) * logit_size;  // exp(logits - max), kept for the backward
   c.mem_fwd = D(n) * u.elem + c.activation_buffer;
   // three fp32 values per token: the maximum, the target's logit, the sum of exponentials
-  c.comm_fwd = one(coll(vocab_split > 1 ? D(3 * tokens) * 2 * u.elem : 0.0, CommType::AllReduce, vocab_split, fast));
+  const Group vs = vocab_split;
+  c.comm_fwd = one(coll(vs.gpus > 1 ? D(3 * tokens) * 2 * u.elem : 0.0, CommType::AllReduce, vs.gpus, vs.nvlink));
   // softmax = exp / sum, minus the one-hot target
   c.flops_bwd = D(n) * u.mult + D(tokens) * u.add;
   c.mem_bwd = c.activation_buffer + D(n) * u.elem;

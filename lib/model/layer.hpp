@@ -171,15 +171,34 @@ struct NormOptions {
   NormKind kind = NormKind::LayerNorm;
   bool shift = true;
 };
-// Norm on `rows` local rows of e features, the `full_rows` rows split over `row_split`
-// (sequence parallelism): the input all-gathered forward, its gradient reduce-scattered backward.
-LayerCost layer_norm(const System& s, const char* name, std::int64_t rows, std::int64_t full_rows, std::int64_t e,
-                     Group row_split, NormOptions norm = {});
-// Norm on a (l / seq, e / feature) block of b samples: the row statistics all-reduced over the
-// feature split. The reference takes the local embedding as l / feature.gpus (not e / feature.gpus);
-// kept, since its published numbers depend on it.
-LayerCost layer_norm_2d(const System& s, const char* name, std::int64_t b, std::int64_t l, std::int64_t e, Group seq,
-                        Group feature, NormOptions norm = {});
+// A norm (LayerNorm, RMSNorm) on its local block: `rows` rows of `width` features, which its
+// counts (flops, memory, weights) are taken on; `full_rows` the rows before the row split and
+// `full_width` the features before the feature split, which the collectives move.
+struct NormShape {
+  std::int64_t rows = 0, width = 0;
+  std::int64_t full_rows = 0, full_width = 0;
+};
+// Which collective a norm's split issues, one per pass (a zero-volume one on a single GPU):
+//  GatherRows        sequence parallelism (1d, 2d-seqp; Megatron's): the rows split over `rows`,
+//                    every row whole on its GPU; the output all-gathered forward for the next
+//                    GEMM (full_rows x width), its gradient reduce-scattered backward.
+//  ReduceStatistics  a feature split (2d): the features split over `features`, the rows over
+//                    `rows` without a gather; each row's statistics (stats x rows) all-reduced
+//                    over `features` forward; backward the weight gradients of the GPU's features
+//                    (weights x full_width / features.gpus) and the statistics' gradients of its
+//                    rows (stats x full_rows / rows.gpus), all-reduced over `features` (the
+//                    reference's LayerNorm2D volume, integer division after each product).
+enum class NormPlan : std::uint8_t { GatherRows, ReduceStatistics };
+struct NormComm {
+  NormPlan plan = NormPlan::GatherRows;
+  Group rows;
+  Group features;
+};
+// A norm on its local block, with the collectives `comm` plans. The counts take local.width, the
+// calibrated kernel's shape the features the GPU holds (full_width / features.gpus); the two
+// agree except in 2d, where block.cpp passes the reference's count width (l / tp1 where e / tp1
+// is meant: its LayerNorm2D's, kept since its published numbers depend on it).
+LayerCost layer_norm(const System& s, const char* name, NormShape local, NormComm comm, NormOptions norm = {});
 
 // Attention on one GPU: b sequences, `heads` query heads and `kv_heads` key/value heads (GQA,
 // MQA; flash attention only: unfused attention expands K and V to every query head) of
@@ -226,8 +245,8 @@ LayerCost attention_values(const System& s, const char* name, AttentionShape loc
 
 // The vocabulary's layers (Megatron-LM megatron/core/tensor_parallel/layers.py
 // VocabParallelEmbedding and cross_entropy.py _VocabParallelCrossEntropy): `tokens` tokens on
-// this GPU, the vocabulary split over `vocab_split` GPUs (v_local = ceil(V / vocab_split) rows
-// or columns each, Megatron's padded vocabulary), `fast` of them in the NVLink domain.
+// this GPU, the vocabulary split over the group `vocab_split` (v_local = ceil(V / gpus) rows or
+// columns each, Megatron's padded vocabulary).
 //
 // Input embedding: a masked lookup in the local rows, then the partial outputs reduce-scattered
 // over the vocabulary group into the sequence-split residual stream (Megatron with sequence
@@ -235,11 +254,14 @@ LayerCost attention_values(const System& s, const char* name, AttentionShape loc
 // gradient and scatter-adds it into the local rows. `position_rows` rows of a learned position
 // table (replicated) are added to every token.
 LayerCost embedding(const System& s, const char* name, std::int64_t tokens, std::int64_t e, std::int64_t v_local,
-                    std::int64_t vocab_split, std::int64_t fast, std::int64_t position_rows);
+                    Group vocab_split, std::int64_t position_rows);
 // Softmax cross-entropy on the vocabulary-split logits: the logits are read in `logits_dtype`
 // and their exponentials kept for the backward (the activation buffer: tokens x v_local
 // elements of that dtype, the peak of the loss); the maximum, the target's logit and the sum of
 // exponentials of every token are all-reduced (fp32) over the vocabulary group.
+LayerCost cross_entropy(const System& s, const char* name, std::int64_t tokens, std::int64_t v_local,
+                        Group vocab_split, LogitsDtype logits_dtype);
+
 // Mixture-of-experts token exchange (dispatch to the experts, combine back): an all-to-all of
 // `elements` elements per GPU over `group` GPUs (`fast` in the NVLink domain), forward and backward
 // (the gradients return the same way); the permutation reads and writes them once.
@@ -248,8 +270,5 @@ LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, s
 // `experts` identical layers run back to back (the experts of one GPU, a grouped GEMM): every
 // count times `experts`.
 LayerCost repeated(LayerCost cost, std::int64_t experts);
-
-LayerCost cross_entropy(const System& s, const char* name, std::int64_t tokens, std::int64_t v_local,
-                        std::int64_t vocab_split, std::int64_t fast, LogitsDtype logits_dtype);
 
 }  // namespace perfsweep

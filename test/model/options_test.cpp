@@ -173,14 +173,48 @@ TEST(Dropout, ZeroRemovesTheLayersAndMasks) {
 // RMSNorm of b = 1, l = 4, e = 8 (n = 32): 3n multiplies and n adds forward (128 flops), 5n and
 // 3n backward (256); one statistic per row; a scale of e weights, no shift.
 TEST(RmsNorm, FlopsStatisticsAndWeights) {
-  const LayerCost c = layer_norm(round_system(), "n", 4, 4, 8, {}, {NormKind::RmsNorm, false});
+  const LayerCost c = layer_norm(round_system(), "n", {4, 8, 4, 8}, {}, {NormKind::RmsNorm, false});
   EXPECT_DOUBLE_EQ(c.flops_fwd, 128e-12);
   EXPECT_DOUBLE_EQ(c.flops_bwd, 256e-12);
   EXPECT_DOUBLE_EQ(c.weights_mem, 8 * 2e-9);
   EXPECT_DOUBLE_EQ(c.mem_fwd, (32 + 4 + 32 + 8) * 2e-9);  // x and the statistics in, y out, weights
   // LayerNorm without biases keeps its two statistics but loses the shift.
-  const LayerCost ln = layer_norm(round_system(), "n", 4, 4, 8, {}, {NormKind::LayerNorm, false});
+  const LayerCost ln = layer_norm(round_system(), "n", {4, 8, 4, 8}, {}, {NormKind::LayerNorm, false});
   EXPECT_DOUBLE_EQ(ln.weights_mem, 8 * 2e-9);
+}
+
+// A norm's two collective plans by hand (LayerNorm with a shift: 2 statistics, 2 weights per
+// feature; 2-byte elements).
+//   GatherRows: 2 local rows of 8 of the 4 rows split over 2 GPUs: 4 x 8 = 32 elements (64 bytes)
+//   all-gathered forward and reduce-scattered backward.
+//   ReduceStatistics: 1 local row of 2 (the count width block.cpp chooses), 5 rows over 3 GPUs,
+//   9 features over 2: forward the row's 2 statistics (4 bytes); backward the weight gradients
+//   2 x 9 / 2 = 9 and the statistics' 2 x 5 / 3 = 3 (the reference's division after the
+//   product, not 2 x (9 / 2) = 8 and 2 x (5 / 3) = 2): 12 elements, 24 bytes. The kernel's shape
+//   is the row by the 9 / 2 = 4 features the GPU holds; the counts take the width 2.
+TEST(Norm, GatherRowsAndReduceStatisticsPlans) {
+  const System s = round_system();
+  const auto expect = [](const CommSet& set, double gb, CommType type, std::int64_t group) {
+    EXPECT_EQ(set.count, 1);
+    EXPECT_DOUBLE_EQ(set.items[0].volume_gb, gb);
+    EXPECT_EQ(set.items[0].type, type);
+    EXPECT_EQ(set.items[0].group, group);
+  };
+  const LayerCost sp = layer_norm(s, "n", {2, 8, 4, 8}, {NormPlan::GatherRows, {2, 2}, {}});
+  expect(sp.comm_fwd, 64e-9, CommType::AllGather, 2);
+  expect(sp.comm_bwd, 64e-9, CommType::ReduceScatter, 2);
+  EXPECT_EQ(sp.shape.depth, 8);
+
+  const LayerCost f = layer_norm(s, "n", {1, 2, 5, 9}, {NormPlan::ReduceStatistics, {3, 1}, {2, 2}});
+  expect(f.comm_fwd, 4e-9, CommType::AllReduce, 2);
+  expect(f.comm_bwd, 24e-9, CommType::AllReduce, 2);
+  EXPECT_EQ(f.shape.rows, 1);
+  EXPECT_EQ(f.shape.depth, 4);
+  EXPECT_DOUBLE_EQ(f.weights_mem, 2 * 2 * 2e-9);
+  // On one GPU each plan keeps its one collective, moving nothing.
+  const LayerCost one = layer_norm(s, "n", {1, 2, 5, 9}, {NormPlan::ReduceStatistics, {3, 1}, {}});
+  EXPECT_EQ(one.comm_bwd.items[0].type, CommType::AllReduce);
+  EXPECT_EQ(one.comm_bwd.items[0].volume_gb, 0.0);
 }
 
 // Vocabulary V = 1000 on tp = 2, micro-batch 2 of 16 tokens: the fp32 logits the loss keeps are
@@ -217,7 +251,7 @@ TEST(Vocabulary, LogitsPeakIsBLVBytesOverTp) {
 //   adds, reading the kept 320 bytes and writing 80 bf16 gradients.
 TEST(Vocabulary, EmbeddingAndLossLayers) {
   const System s = round_system();
-  const LayerCost emb = embedding(s, "embed", 8, 4, 10, 2, 2, 0);
+  const LayerCost emb = embedding(s, "embed", 8, 4, 10, {2, 2}, 0);
   EXPECT_DOUBLE_EQ(emb.weights_mem, 40 * 2e-9);
   EXPECT_DOUBLE_EQ(emb.mem_fwd, 48 * 2e-9);
   EXPECT_EQ(emb.flops_fwd, 0.0);
@@ -226,14 +260,14 @@ TEST(Vocabulary, EmbeddingAndLossLayers) {
   EXPECT_EQ(emb.comm_bwd.items[0].type, CommType::AllGather);
   EXPECT_DOUBLE_EQ(emb.flops_bwd, 16e-12);
   EXPECT_DOUBLE_EQ(emb.mem_bwd, (32 + 40) * 2e-9);
-  const LayerCost loss = cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Fp32);
+  const LayerCost loss = cross_entropy(s, "loss", 8, 10, {2, 2}, LogitsDtype::Fp32);
   EXPECT_DOUBLE_EQ(loss.flops_fwd, 320e-12);
   EXPECT_DOUBLE_EQ(loss.activation_buffer, 320e-9);
   EXPECT_DOUBLE_EQ(loss.comm_fwd.items[0].volume_gb, 96e-9);
   EXPECT_EQ(loss.comm_fwd.items[0].type, CommType::AllReduce);
   EXPECT_DOUBLE_EQ(loss.flops_bwd, 88e-12);
   EXPECT_DOUBLE_EQ(loss.mem_bwd, 320e-9 + 160e-9);
-  EXPECT_DOUBLE_EQ(cross_entropy(s, "loss", 8, 10, 2, 2, LogitsDtype::Bf16).activation_buffer, 160e-9);
+  EXPECT_DOUBLE_EQ(cross_entropy(s, "loss", 8, 10, {2, 2}, LogitsDtype::Bf16).activation_buffer, 160e-9);
 }
 
 // Two stages: the embedding on stage 0, the head and loss on stage 1. A 100000-word head on a
