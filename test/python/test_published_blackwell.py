@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""NVIDIA's published NeMo / Megatron-Bridge pre-training runs on DGX-B200 and DGX-GB200 (held out:
+never fitted on), predicted by `estimate` from the spec sheets: --system B200 --nvs 8 (an 8-GPU DGX
+node is the NVLink domain; the file's nvlink_size is 4) and --system GB200 (NVL72), neither with a
+kernel calibration (the roofline at 80% of the sheet's peaks, docs/fp8.md "Another GPU from its spec
+sheet"), under --runtime nemo with --precision fp8. The rows and their sources are in
+test/data/published/nemo_blackwell.csv and its README.md; docs/validation.md ("NVIDIA's published
+B200 and GB200 runs") discusses the errors.
+
+Mapping as test_published_nemo.py (dp, --interleave, the 405B's first/last stage blocks, FSDP rows
+under --runtime fsdp --zero 3), plus: MXFP8 rows (MXFP8, FP8-MX, and the 25.09 table's parenthesized
+32x32-granularity figures) under test/data/published/nemo_mxfp8.yaml (nemo.yaml with fp8_recipe:
+mxfp8); GB200 rows on more than 72 GPUs with --nvs 64 (the model places groups in a domain whose size
+divides the GPU count: 64 of a rack's 72 GPUs per NVLink domain).
+
+Checked (the current accuracy, stated honestly; the expected values are the published measurements):
+  every published run is predicted to fit but the 14 of KNOWN_OOM (the reason per row): their
+      predicted memory must stay within the stated fraction of what the runtime can allocate;
+  every row is over-predicted (the spec-sheet roofline is faster than every published run);
+  median signed tokens/s error < +70% on DGX-B200 (measured +65.5%, 8 rows) and < +60% on DGX-GB200
+      (measured +55.9%, 28 rows);
+  every row's |tokens/s error| < 105% (worst +101.7%).
+
+usage: test_published_blackwell.py ESTIMATE SOURCE_DIR
+"""
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+MEDIAN_BOUND = {"DGX-B200": 0.70, "DGX-GB200": 0.60}  # measured +65.5% and +55.9%
+ROW_BOUND = 1.05  # measured: worst +101.7% (mb2509_gb200_llama31_405b_mx)
+# Runs predicted not to fit, with the reason and a bound slightly above the predicted memory as a
+# fraction of what the runtime can allocate (measured in parentheses).
+FSDP_OFFLOAD = ("the Megatron-FSDP recipes offload 20-40 layers' activations to the Grace CPU "
+                "(cpu_offloading_num_layers), not modelled by the fsdp runtime")
+KNOWN_OOM = {
+    "mb2509_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),  # (216%)
+    "mb2511_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),
+    "mb2602_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),
+    "mb260201_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),
+    "mb2604_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),
+    "mb260401_gb200_llama3_70b": (FSDP_OFFLOAD, 2.25),
+    "mb2509_gb200_llama31_405b": (FSDP_OFFLOAD + " (FSDP 64 with TP 2)", 1.85),  # (177%)
+    "mb2509_gb200_llama3_70b_mx": ("MBS 2 as the page states it; its GA 16 implies MBS 1", 1.35),  # (130%)
+    # (102%): TP 4 x PP 16 x VP 4 in 186 GB; what the recipe does to save memory beyond the table's
+    # columns is not stated there.
+    **{i: ("predicted 2% over the GB200's usable memory", 1.05) for i in (
+        "mb2511_gb200_llama31_405b", "mb2602_gb200_llama31_405b", "mb260201_gb200_llama31_405b",
+        "mb2604_gb200_llama31_405b", "mb260401_gb200_llama31_405b", "mb2606_gb200_llama31_405b")},
+}
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def depth(source_dir, model):
+    with open(os.path.join(source_dir, "models", model + ".yaml")) as f:
+        for line in f:
+            if line.startswith("depth:"):
+                return int(line.split(":")[1].split("#")[0])
+    sys.exit(f"models/{model}.yaml: no depth")
+
+
+def mxfp8(row):
+    return row["precision"] in ("MXFP8", "FP8-MX", "(32x32)")
+
+
+def command(estimate, source_dir, row):
+    """The row as a user passes it to estimate (README.md beside the CSV: how each column maps)."""
+    gpus, tp, pp, cp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp"))
+    dp = gpus // (tp * pp * cp)
+    assert dp * tp * pp * cp == gpus, row["id"]
+    # The published GA is gbs / (dp x mbs) on every row but mb2509_gb200_llama3_70b_mx (GA 16 where
+    # MBS 2 gives 8: README.md); the MBS column is used as the page states it.
+    vp = int(row["vp"]) if row["vp"] not in ("", "n/a") else 1
+    system = {"DGX-B200": ["--system", "B200", "--nvs", "8"], "DGX-GB200": ["--system", "GB200"]}[row["system"]]
+    if row["system"] == "DGX-GB200" and gpus > 72:
+        system += ["--nvs", "64"]
+    args = [estimate, "-q", "--json", "--model", row["perfsweep_model"], *system,
+            "--tp", str(tp), "--pp", str(pp), "--cp", str(cp), "--dp", str(dp), "--mbs", row["mbs"],
+            "--global-batch-size", row["gbs"], "--interleave", str(vp), "--precision", "fp8",
+            "--seq-len", row["seq_len"]]
+    blocks = depth(source_dir, row["perfsweep_model"])
+    if blocks % (pp * vp):
+        # Megatron's account_for_embedding/loss_in_pipeline_split (as test_published_nemo.py).
+        per_virtual = (blocks + 2) // (pp * vp)
+        assert per_virtual * pp * vp == blocks + 2, row["id"]
+        args += ["--first-stage-blocks", str(per_virtual * vp - 1), "--last-stage-blocks", str(per_virtual * vp - 1)]
+    if row["fsdp"] not in ("", "0"):
+        assert not mxfp8(row), row["id"]
+        args += ["--runtime", "fsdp", "--zero", "3"]  # Megatron-FSDP: ZeRO-3 over the data-parallel group
+    elif mxfp8(row):
+        args += ["--runtime", os.path.join(source_dir, "test", "data", "published", "nemo_mxfp8.yaml")]
+    else:
+        args += ["--runtime", "nemo"]
+    return args
+
+
+def predict(args):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    d = json.loads(p.stdout)
+    t = d["totals"]
+    return d["efficiency"]["tokens_per_s_per_gpu"], d["efficiency"]["model_tflops_per_gpu"], t["fits"], t["mem"] / t["mem_limit"], d["inputs"]["runtime"]["name"]
+
+
+def main():
+    estimate, source_dir = sys.argv[1], sys.argv[2]
+    with open(os.path.join(source_dir, "test", "data", "published", "nemo_blackwell.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 36, f"{len(rows)} published rows (36 expected)")
+    print(f"{'id':32} {'runtime':10} {'tok/s meas':>10} {'pred':>9} {'err':>7}   {'TFLOP/s meas':>12} {'pred':>7} {'err':>7}  fits")
+    errs = {}
+    for row in rows:
+        tok, tf, fits, mem_frac, runtime = predict(command(estimate, source_dir, row))
+        meas_tok, meas_tf = float(row["tokens_per_s_per_gpu"]), float(row["model_tflops_per_gpu"])
+        e_tok, e_tf = tok / meas_tok - 1, tf / meas_tf - 1
+        kind = "MXFP8" if mxfp8(row) else "FP8"
+        errs.setdefault(row["system"], []).append(e_tok)
+        errs.setdefault((row["system"], kind), []).append(e_tok)
+        print(f"{row['id']:32} {runtime:10} {meas_tok:10.0f} {tok:9.1f} {e_tok:+7.1%}   {meas_tf:12.0f} {tf:7.1f} {e_tf:+7.1%}  {fits} ({mem_frac:.0%} of usable)")
+        if row["id"] in KNOWN_OOM:
+            reason, bound = KNOWN_OOM[row["id"]]
+            check(mem_frac < bound, f"{row['id']} (known gap: {reason}) memory {mem_frac:.0%} of usable < {bound:.0%}")
+            if fits:
+                print(f"note  {row['id']} now fits: take it out of KNOWN_OOM")
+        else:
+            check(fits, f"{row['id']} is predicted to fit")
+        check(e_tok > 0, f"{row['id']} over-predicted ({e_tok:+.1%})")
+        check(abs(e_tok) < ROW_BOUND, f"{row['id']} |tokens/s error| {abs(e_tok):.1%} < {ROW_BOUND:.0%}")
+    for key, e in errs.items():
+        print(f"{key}: median signed tokens/s error {statistics.median(e):+.1%} over {len(e)} rows "
+              f"(min {min(e):+.1%}, max {max(e):+.1%})")
+    for system, bound in MEDIAN_BOUND.items():
+        med = statistics.median(errs[system])
+        check(med < bound, f"{system}: median tokens/s error {med:+.1%} < {bound:+.0%}")
+    if FAILURES:
+        sys.exit(f"{len(FAILURES)} check(s) failed")
+
+
+if __name__ == "__main__":
+    main()
