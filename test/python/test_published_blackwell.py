@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """NVIDIA's published NeMo / Megatron-Bridge pre-training runs on DGX-B200 and DGX-GB200 (held out:
-never fitted on), predicted by `estimate` from the spec sheets: --system B200 --nvs 8 (an 8-GPU DGX
-node is the NVLink domain; the file's nvlink_size is 4) and --system GB200 (NVL72), neither with a
-kernel calibration (the roofline at 80% of the sheet's peaks, docs/fp8.md "Another GPU from its spec
-sheet"), under --runtime nemo with --precision fp8. The rows and their sources are in
+never fitted on), predicted by `estimate` from the spec sheets and the H100's kernel calibration:
+--system B200-calibrated (a DGX B200: 2.25 / 4.5 PFLOP/s bf16 / FP8 dense, 180 GB, eight GPUs on
+NVLink) and --system GB200-calibrated (NVL72), both carrying systems/calibrations/
+blackwell_kernels_from_h100.yaml (the H100's fitted efficiencies as fractions of Blackwell's peaks
+and bandwidth, 148 SMs; docs/fp8.md "Another GPU from its spec sheet"), under --runtime nemo with
+--precision fp8. The rows and their sources are in
 test/data/published/nemo_blackwell.csv and its README.md; docs/validation.md ("NVIDIA's published
 B200 and GB200 runs") discusses the errors.
 
@@ -16,10 +18,12 @@ divides the GPU count: 64 of a rack's 72 GPUs per NVLink domain).
 Checked (the current accuracy, stated honestly; the expected values are the published measurements):
   every published run is predicted to fit but the 14 of KNOWN_OOM (the reason per row): their
       predicted memory must stay within the stated fraction of what the runtime can allocate;
-  every row is over-predicted (the spec-sheet roofline is faster than every published run);
-  median signed tokens/s error < +70% on DGX-B200 (measured +65.5%, 8 rows) and < +60% on DGX-GB200
-      (measured +55.9%, 28 rows);
-  every row's |tokens/s error| < 105% (worst +101.7%).
+  median signed tokens/s error < +8% on DGX-B200 (measured +4.4%, 8 rows) and < +18% on DGX-GB200
+      (measured +14.4%, 28 rows);
+  every row's |tokens/s error| < 60% (worst +52.4%, the 25.09 405B MXFP8 row, whose table states
+      MBS 2 beside a GA that implies MBS 1).
+With the spec-sheet roofline (--system B200 --nvs 8, --system GB200: no kernel calibration, 80% of
+the peaks) the medians were +65.5% and +55.9%, every row over-predicted (docs/validation.md).
 
 usage: test_published_blackwell.py ESTIMATE SOURCE_DIR
 """
@@ -30,8 +34,8 @@ import statistics
 import subprocess
 import sys
 
-MEDIAN_BOUND = {"DGX-B200": 0.70, "DGX-GB200": 0.60}  # measured +65.5% and +55.9%
-ROW_BOUND = 1.05  # measured: worst +101.7% (mb2509_gb200_llama31_405b_mx)
+MEDIAN_BOUND = {"DGX-B200": 0.08, "DGX-GB200": 0.18}  # measured +4.4% and +14.4%
+ROW_BOUND = 0.60  # measured: worst +52.4% (mb2509_gb200_llama31_405b_mx)
 # Runs predicted not to fit, with the reason and a bound slightly above the predicted memory as a
 # fraction of what the runtime can allocate (measured in parentheses).
 FSDP_OFFLOAD = ("the Megatron-FSDP recipes offload 20-40 layers' activations to the Grace CPU "
@@ -80,7 +84,7 @@ def command(estimate, source_dir, row):
     # The published GA is gbs / (dp x mbs) on every row but mb2509_gb200_llama3_70b_mx (GA 16 where
     # MBS 2 gives 8: README.md); the MBS column is used as the page states it.
     vp = int(row["vp"]) if row["vp"] not in ("", "n/a") else 1
-    system = {"DGX-B200": ["--system", "B200", "--nvs", "8"], "DGX-GB200": ["--system", "GB200"]}[row["system"]]
+    system = {"DGX-B200": ["--system", "B200-calibrated"], "DGX-GB200": ["--system", "GB200-calibrated"]}[row["system"]]
     if row["system"] == "DGX-GB200" and gpus > 72:
         system += ["--nvs", "64"]
     args = [estimate, "-q", "--json", "--model", row["perfsweep_model"], *system,
@@ -134,7 +138,6 @@ def main():
                 print(f"note  {row['id']} now fits: take it out of KNOWN_OOM")
         else:
             check(fits, f"{row['id']} is predicted to fit")
-        check(e_tok > 0, f"{row['id']} over-predicted ({e_tok:+.1%})")
         check(abs(e_tok) < ROW_BOUND, f"{row['id']} |tokens/s error| {abs(e_tok):.1%} < {ROW_BOUND:.0%}")
     for key, e in errs.items():
         print(f"{key}: median signed tokens/s error {statistics.median(e):+.1%} over {len(e)} rows "

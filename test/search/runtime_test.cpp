@@ -96,7 +96,8 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.fp8.recipe = Fp8Recipe::Current;
   expected.fp8.fused_casts = false;
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
-  for (const char* system : {"H100-calibrated.yaml", "H200-calibrated.yaml"}) {
+  for (const char* system :
+       {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "GB200-calibrated.yaml"}) {
     EXPECT_EQ(load_system(kRoot / "systems" / system).runtime, "nemo") << system;
   }
 }
