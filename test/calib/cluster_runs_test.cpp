@@ -256,7 +256,9 @@ TEST(ClusterRuns, PredictionRowsAndCsv) {
 
 // Writes `text` to a file of the test's temporary directory.
 std::filesystem::path write_file(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "perfsweep_cluster_runs_test";
+  // one directory per test: ctest runs the tests of this file in parallel
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto dir = std::filesystem::temp_directory_path() / (std::string("perfsweep_cluster_runs_test_") + test->name());
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;

@@ -83,7 +83,10 @@ TEST(Offload, ActivationsMemoryByHand) {
 // A runtime with Megatron's bytes and no kernels around the layers, so that offload's seconds
 // are the whole difference of the step.
 Runtime plain_runtime() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_offload_test";
+  // one directory per test: ctest runs the tests of this file in parallel
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (std::string("perfsweep_offload_test_") + test->name());
   std::filesystem::create_directories(dir);
   const std::filesystem::path file = dir / "plain.yaml";
   std::ofstream(file) << "name: plain\nstates: {weights: 2, gradients: 4, master: 4, moments: 8}\n"
