@@ -132,24 +132,19 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     const std::string name = config_names[k].first;
     h5::dataset(top.id(), name, col, name == "mbs" ? "samples" : name == "nb" ? "blocks" : "GPUs");
   }
-  for (const TotalsField& f : kTotalsFields) {
-    if (std::strcmp(f.name, "mem") == 0) continue;  // the `mem` column above is the same value
+  const auto totals_column = [&](const TotalsField& f) {
     std::vector<double> col;
     for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
     h5::dataset(top.id(), f.name, col, f.unit);
+  };
+  for (const TotalsField& f : kTotalsFields) {
+    if (std::strcmp(f.name, "mem") != 0) totals_column(f);  // the `mem` column above is the same value
   }
   if (!runtime.is_reference()) {
-    for (const TotalsField& f : kRuntimeTotalsFields) {
-      std::vector<double> col;
-      for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
-      h5::dataset(top.id(), f.name, col, f.unit);
-    }
-    if (meta.offload) {  // the host link's exposed transfers, the CPU optimizer, the host memory used
-      for (const TotalsField& f : kOffloadTotalsFields) {
-        std::vector<double> col;
-        for (const Candidate* c : rows) col.push_back(c->totals.*f.member);
-        h5::dataset(top.id(), f.name, col, f.unit);
-      }
+    for (const TotalsField& f : kRuntimeTotalsFields) totals_column(f);
+    // the host link's exposed transfers, the CPU optimizer, the host memory used
+    if (meta.offload) {
+      for (const TotalsField& f : kOffloadTotalsFields) totals_column(f);
     }
     // Tokens, model FLOP/s and MFU (model/efficiency.hpp; PaLM's 6N + 12 L e T per token).
     // With a token budget, its days, GPU-hours and cost (when priced) per row.

@@ -461,16 +461,22 @@ EVERY_OPTION = ['--model', 'llama3_8b', '--strat', '1d', '--system', 'H100', '--
                 '--top-n', '3', '-q']
 
 
-def case_resume_every_option():
+def resumes_every_record(args, what):
+    """A run of `args` stopped at its final write resumes every journal record (`what`, recomputing
+    none) and writes the uninterrupted run's file."""
     fresh()
-    ref = reference(EVERY_OPTION)
+    ref = reference(args)
     out = os.path.join(WORK, 'out.h5')
-    r = run([tool('sweep'), *EVERY_OPTION, '-o', out], limit=30000)
+    r = run([tool('sweep'), *args, '-o', out], limit=30000)
     assert r.returncode == 1 and os.path.exists(out + '.journal'), 'the run was not stopped at its final write'
-    r = run([tool('sweep'), *EVERY_OPTION, '-o', out, '--resume'])
-    check(r.returncode == 0 and 'did not re-evaluate' not in r.stdout + r.stderr,
-          'every intact record of a search over every option list is resumed, none recomputed')
+    r = run([tool('sweep'), *args, '-o', out, '--resume'])
+    check(r.returncode == 0 and 'did not re-evaluate' not in r.stdout + r.stderr, what)
     check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
+
+
+def case_resume_every_option():
+    resumes_every_record(EVERY_OPTION,
+                         'every intact record of a search over every option list is resumed, none recomputed')
 
 
 # nanotron's runtime partitions the pipeline stages itself: 12 and 24 GPUs try pp 3 and 6 on llama3_8b's
@@ -481,15 +487,8 @@ NANOTRON_STAGES = ['--model', 'llama3_8b', '--strat', '1d', '--system', 'hf_h100
 
 
 def case_resume_nanotron_stages():
-    fresh()
-    ref = reference(NANOTRON_STAGES)
-    out = os.path.join(WORK, 'out.h5')
-    r = run([tool('sweep'), *NANOTRON_STAGES, '-o', out], limit=30000)
-    assert r.returncode == 1 and os.path.exists(out + '.journal'), 'the run was not stopped at its final write'
-    r = run([tool('sweep'), *NANOTRON_STAGES, '-o', out, '--resume'])
-    check(r.returncode == 0 and 'did not re-evaluate' not in r.stdout + r.stderr,
-          "every record of a search under nanotron's stage partition is resumed, none recomputed")
-    check(same_h5(ref, out), 'the resumed output is identical to an uninterrupted run')
+    resumes_every_record(NANOTRON_STAGES,
+                         "every record of a search under nanotron's stage partition is resumed, none recomputed")
 
 
 def case_journal_kept():

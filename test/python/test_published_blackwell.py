@@ -34,6 +34,9 @@ import statistics
 import subprocess
 import sys
 
+# The check log and the rows' layout flags of the H100 check, beside this one.
+from test_published_nemo import FAILURES, check, layout_args
+
 MEDIAN_BOUND = {"DGX-B200": 0.08, "DGX-GB200": 0.18}  # measured +4.4% and +14.4%
 ROW_BOUND = 0.60  # measured: worst +52.4% (mb2509_gb200_llama31_405b_mx)
 # Runs predicted not to fit, with the reason and a bound slightly above the predicted memory as a
@@ -55,48 +58,18 @@ KNOWN_OOM = {
         "mb2511_gb200_llama31_405b", "mb2602_gb200_llama31_405b", "mb260201_gb200_llama31_405b",
         "mb2604_gb200_llama31_405b", "mb260401_gb200_llama31_405b", "mb2606_gb200_llama31_405b")},
 }
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def depth(source_dir, model):
-    with open(os.path.join(source_dir, "models", model + ".yaml")) as f:
-        for line in f:
-            if line.startswith("depth:"):
-                return int(line.split(":")[1].split("#")[0])
-    sys.exit(f"models/{model}.yaml: no depth")
-
-
 def mxfp8(row):
     return row["precision"] in ("MXFP8", "FP8-MX", "(32x32)")
 
 
 def command(estimate, source_dir, row):
-    """The row as a user passes it to estimate (README.md beside the CSV: how each column maps)."""
-    gpus, tp, pp, cp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp"))
-    dp = gpus // (tp * pp * cp)
-    assert dp * tp * pp * cp == gpus, row["id"]
-    # The published GA is gbs / (dp x mbs) on every row but mb2509_gb200_llama3_70b_mx (GA 16 where
-    # MBS 2 gives 8: README.md); the MBS column is used as the page states it.
-    vp = int(row["vp"]) if row["vp"] not in ("", "n/a") else 1
+    """The row as a user passes it to estimate (README.md beside the CSV: how each column maps). The
+    published GA is gbs / (dp x mbs) on every row but mb2509_gb200_llama3_70b_mx (GA 16 where MBS 2
+    gives 8: README.md); the MBS column is used as the page states it."""
     system = {"DGX-B200": ["--system", "B200-calibrated"], "DGX-GB200": ["--system", "GB200-calibrated"]}[row["system"]]
-    if row["system"] == "DGX-GB200" and gpus > 72:
+    if row["system"] == "DGX-GB200" and int(row["gpus"]) > 72:
         system += ["--nvs", "64"]
-    args = [estimate, "-q", "--json", "--model", row["perfsweep_model"], *system,
-            "--tp", str(tp), "--pp", str(pp), "--cp", str(cp), "--dp", str(dp), "--mbs", row["mbs"],
-            "--global-batch-size", row["gbs"], "--interleave", str(vp), "--precision", "fp8",
-            "--seq-len", row["seq_len"]]
-    blocks = depth(source_dir, row["perfsweep_model"])
-    if blocks % (pp * vp):
-        # Megatron's account_for_embedding/loss_in_pipeline_split (as test_published_nemo.py).
-        per_virtual = (blocks + 2) // (pp * vp)
-        assert per_virtual * pp * vp == blocks + 2, row["id"]
-        args += ["--first-stage-blocks", str(per_virtual * vp - 1), "--last-stage-blocks", str(per_virtual * vp - 1)]
+    args = [estimate, "-q", "--json", *system, *layout_args(source_dir, row)]
     if row["fsdp"] not in ("", "0"):
         assert not mxfp8(row), row["id"]
         args += ["--runtime", "fsdp", "--zero", "3"]  # Megatron-FSDP: ZeRO-3 over the data-parallel group

@@ -51,15 +51,15 @@ def depth(source_dir, model):
     sys.exit(f"models/{model}.yaml: no depth")
 
 
-def command(estimate, source_dir, row, runtime):
-    """The row as a user passes it to estimate (README.md beside the CSV: how each column maps)."""
+def layout_args(source_dir, row):
+    """A row's model, layout and precision as estimate's flags (README.md beside the CSV: how each
+    column maps); test_published_blackwell.py maps its rows with it too."""
     gpus, tp, pp, cp = (int(row[k]) for k in ("gpus", "tp", "pp", "cp"))
     dp = gpus // (tp * pp * cp)
     assert dp * tp * pp * cp == gpus, row["id"]
     vp = int(row["vp"]) if row["vp"] not in ("", "n/a") else 1
-    args = [estimate, "-q", "--json", "--model", row["perfsweep_model"], "--system", "H100-calibrated",
-            "--tp", str(tp), "--pp", str(pp), "--cp", str(cp), "--dp", str(dp), "--mbs", row["mbs"],
-            "--global-batch-size", row["gbs"], "--interleave", str(vp), "--precision", "fp8",
+    args = ["--model", row["perfsweep_model"], "--tp", str(tp), "--pp", str(pp), "--cp", str(cp), "--dp", str(dp),
+            "--mbs", row["mbs"], "--global-batch-size", row["gbs"], "--interleave", str(vp), "--precision", "fp8",
             "--seq-len", row["seq_len"]]
     blocks = depth(source_dir, row["perfsweep_model"])
     if blocks % (pp * vp):
@@ -69,6 +69,12 @@ def command(estimate, source_dir, row, runtime):
         per_virtual = (blocks + 2) // (pp * vp)
         assert per_virtual * pp * vp == blocks + 2, row["id"]
         args += ["--first-stage-blocks", str(per_virtual * vp - 1), "--last-stage-blocks", str(per_virtual * vp - 1)]
+    return args
+
+
+def command(estimate, source_dir, row, runtime):
+    """The row as a user passes it to estimate."""
+    args = [estimate, "-q", "--json", "--system", "H100-calibrated", *layout_args(source_dir, row)]
     if row["fsdp"] not in ("", "0"):
         # Megatron-FSDP (ZeRO-3 over the data-parallel group): megatron's runtimes run ZeRO 0 and 1
         # only, so these rows run under the fsdp runtime with ZeRO 3 (tp = 1: no TP overlap to model).
