@@ -1,7 +1,6 @@
 #include "config/execution_flags.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
@@ -9,51 +8,38 @@
 
 namespace perfsweep {
 namespace {
-
 std::int64_t integer(const std::string& item, const std::string& flag, std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-  if (ec != std::errc() || end != item.data() + item.size() || v < lo || v > hi) {
-    throw InputError(flag + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
-                     item + "'");
-  }
-  return v;
+  return parse_integer_value(item, flag, lo, hi);
 }
-
-bool on_off(const std::string& item, const std::string& flag) {
-  if (item == "on") return true;
-  if (item == "off") return false;
-  throw InputError(flag + " must be on or off, got '" + item + "'");
-}
-
 }  // namespace
+
+ExecutionFlags::ExecutionFlags() {
+  const Execution defaults;
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    const ExecutionOption& o = kExecutionOptions[i];
+    if (o.searched()) lists[i] = option_value_name(o, o.get(defaults));
+  }
+}
+
+std::string* ExecutionFlags::list(std::string_view flag) {
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    if (kExecutionOptions[i].searched() && flag == kExecutionOptions[i].flag) return &lists[i];
+  }
+  return nullptr;
+}
 
 ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
   ExecutionChoices c;
-  c.recompute.clear();
-  for (const std::string& v : split_flag_list(f.recompute, "--recompute")) c.recompute.push_back(parse_recompute(v, "--recompute"));
-  c.sequence_parallel.clear();
-  for (const std::string& v : split_flag_list(f.sp, "--sp")) c.sequence_parallel.push_back(on_off(v, "--sp"));
-  c.zero.clear();
-  for (const std::string& v : split_flag_list(f.zero, "--zero")) c.zero.push_back(integer(v, "--zero", 0, 3));
-  c.interleave.clear();
-  for (const std::string& v : split_flag_list(f.interleave, "--interleave")) {
-    c.interleave.push_back(integer(v, "--interleave", 1, 1024));
+  std::vector<std::int64_t> codes;
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    const ExecutionOption& o = kExecutionOptions[i];
+    if (!o.searched()) continue;
+    codes.clear();
+    for (const std::string& v : split_flag_list(f.lists[i], o.flag)) codes.push_back(parse_option_value(o, v, o.flag));
+    o.assign(c, codes);
   }
-  c.params.clear();
-  for (const std::string& v : split_flag_list(f.layout, "--layout")) c.params.push_back(parse_param_layout(v, "--layout"));
-  c.ep.clear();
-  for (const std::string& v : split_flag_list(f.ep, "--ep")) c.ep.push_back(integer(v, "--ep", 1, 1 << 20));
-  c.precision.clear();
-  for (const std::string& v : split_flag_list(f.precision, "--precision")) c.precision.push_back(parse_precision(v, "--precision"));
-  c.schedule.clear();
-  for (const std::string& v : split_flag_list(f.schedule, "--schedule")) c.schedule.push_back(parse_schedule(v, "--schedule"));
   c.cp.clear();
   for (const std::string& v : split_flag_list(f.cp, "--cp")) c.cp.push_back(integer(v, "--cp", 1, kMaxGpuCount));
-  c.cp_comm.clear();
-  for (const std::string& v : split_flag_list(f.cp_comm, "--cp-comm")) c.cp_comm.push_back(parse_cp_comm(v, "--cp-comm"));
-  c.offload.clear();
-  for (const std::string& v : split_flag_list(f.offload, "--offload")) c.offload.push_back(parse_offload(v, "--offload"));
   return c;
 }
 
@@ -77,30 +63,13 @@ void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) 
 
 Execution parse_execution(const ExecutionFlags& f) {
   const ExecutionChoices c = parse_execution_choices(f);
-  auto one = [](std::size_t n, const char* flag, const std::string& text) {
-    if (n != 1) throw InputError(std::string(flag) + " takes one value here, got '" + text + "'");
-  };
-  one(c.recompute.size(), "--recompute", f.recompute);
-  one(c.sequence_parallel.size(), "--sp", f.sp);
-  one(c.zero.size(), "--zero", f.zero);
-  one(c.interleave.size(), "--interleave", f.interleave);
-  one(c.params.size(), "--layout", f.layout);
-  one(c.ep.size(), "--ep", f.ep);
-  one(c.precision.size(), "--precision", f.precision);
-  one(c.schedule.size(), "--schedule", f.schedule);
-  one(c.cp_comm.size(), "--cp-comm", f.cp_comm);
-  one(c.offload.size(), "--offload", f.offload);
   Execution x = parse_stage_blocks(f);
-  x.recompute = c.recompute.front();
-  x.sequence_parallel = c.sequence_parallel.front();
-  x.zero = c.zero.front();
-  x.interleave = c.interleave.front();
-  x.params = c.params.front();
-  x.ep = c.ep.front();
-  x.precision = c.precision.front();
-  x.schedule = c.schedule.front();
-  x.cp_comm = c.cp_comm.front();
-  x.offload = c.offload.front();
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    const ExecutionOption& o = kExecutionOptions[i];
+    if (!o.searched()) continue;
+    if (o.count(c) != 1) throw InputError(std::string(o.flag) + " takes one value here, got '" + f.lists[i] + "'");
+    o.set(x, o.at(c, 0));
+  }
   return x;
 }
 
@@ -145,19 +114,20 @@ std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& f) {
 }
 
 std::string execution_arguments(const Execution& x) {
-  return std::string("--recompute ") + recompute_name(x.recompute) + " --sp " + (x.sequence_parallel ? "on" : "off") +
-         " --zero " + std::to_string(x.zero) + " --interleave " + std::to_string(x.interleave) + " --layout " +
-         param_layout_name(x.params) + " --ep " + std::to_string(x.ep) +
-         (x.first_stage_blocks > 0 ? " --first-stage-blocks " + std::to_string(x.first_stage_blocks) : "") +
-         (x.last_stage_blocks > 0 ? " --last-stage-blocks " + std::to_string(x.last_stage_blocks) : "") +
-         (x.precision != Precision::Bf16 ? " --precision fp8" : "") +
-         (x.schedule != PipelineSchedule::OneFOneB
-              ? std::string(" --schedule ") + kScheduleNames[static_cast<std::size_t>(x.schedule)]
-              : std::string()) +
-         (x.cp_comm != CpComm::P2P ? std::string(" --cp-comm ") + kCpCommNames[static_cast<std::size_t>(x.cp_comm)]
-                                   : std::string()) +
-         (x.offload != Offload::None ? std::string(" --offload ") + kOffloadNames[static_cast<std::size_t>(x.offload)]
-                                     : std::string());
+  std::string out;
+  for (const ExecutionOption& o : kExecutionOptions) {
+    const std::int64_t code = o.get(x);
+    // the stages' blocks each where given; the others where texts show them
+    if (o.searched() ? !option_shown(o, x) : code == 0) continue;
+    // a value only a runtime sets (mxfp8) as the flag's value it comes from (fp8)
+    const std::int64_t flag_code =
+        o.values == OptionValues::Named ? std::min<std::int64_t>(code, static_cast<std::int64_t>(o.accepted) - 1) : code;
+    if (!out.empty()) out += ' ';
+    out += o.flag;
+    out += ' ';
+    out += option_value_name(o, flag_code);
+  }
+  return out;
 }
 
 bool balances_stages(const ExecutionFlags& f) {
@@ -173,38 +143,25 @@ bool balances_stages(const ExecutionFlags& f) {
 
 std::string execution_choices_text(const ExecutionChoices& c) {
   std::string out;
-  auto list = [&out](const char* key, const auto& values, auto name) {
+  const auto list = [&out](const char* key, std::size_t n, auto name) {
     if (!out.empty()) out += ' ';
     out += key;
     out += '=';
-    for (std::size_t i = 0; i < values.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       if (i) out += ',';
-      out += name(values[i]);
+      out += name(i);
     }
   };
-  list("recompute", c.recompute, [](Recompute r) { return std::string(recompute_name(r)); });
-  list("sp", c.sequence_parallel, [](bool v) { return std::string(v ? "on" : "off"); });
-  list("zero", c.zero, [](std::int64_t v) { return std::to_string(v); });
-  list("interleave", c.interleave, [](std::int64_t v) { return std::to_string(v); });
-  list("layout", c.params, [](ParamLayout p) { return std::string(param_layout_name(p)); });
-  // ep=1 alone (every dense model) is left out, so the text of a search without experts stays as
-  // it was
-  if (c.ep != std::vector<std::int64_t>{1}) list("ep", c.ep, [](std::int64_t v) { return std::to_string(v); });
-  if (c.precision != std::vector<Precision>{Precision::Bf16}) {
-    list("precision", c.precision, [](Precision p) { return std::string(kPrecisionNames[static_cast<std::size_t>(p)]); });
+  // an option left at its default alone is left out unless texts always show it
+  const Execution defaults;
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (!o.searched()) continue;
+    const std::size_t n = o.count(c);
+    if (o.shown != OptionShown::Always && n == 1 && o.at(c, 0) == o.get(defaults)) continue;
+    list(o.key, n, [&](std::size_t i) { return option_value_name(o, o.at(c, i)); });
   }
-  if (c.schedule != std::vector<PipelineSchedule>{PipelineSchedule::OneFOneB}) {
-    list("schedule", c.schedule,
-         [](PipelineSchedule p) { return std::string(kScheduleNames[static_cast<std::size_t>(p)]); });
-  }
-  // cp=1 alone (no context parallelism) is left out, as ep=1 is
-  if (c.cp != std::vector<std::int64_t>{1} || c.cp_comm != std::vector<CpComm>{CpComm::P2P}) {
-    list("cp", c.cp, [](std::int64_t v) { return std::to_string(v); });
-    list("cp_comm", c.cp_comm, [](CpComm k) { return std::string(kCpCommNames[static_cast<std::size_t>(k)]); });
-  }
-  if (c.offload != std::vector<Offload>{Offload::None}) {
-    list("offload", c.offload, [](Offload k) { return std::string(kOffloadNames[static_cast<std::size_t>(k)]); });
-  }
+  // cp=1 alone (no context parallelism) is left out
+  if (c.cp != std::vector<std::int64_t>{1}) list("cp", c.cp.size(), [&](std::size_t i) { return std::to_string(c.cp[i]); });
   return out;
 }
 

@@ -2,33 +2,31 @@
 // The execution options as flags give them: `--recompute none,selective,full --sp off,on
 // --zero 0,1 --interleave 1,2,4 --layout megatron --ep 1,8` (lists for `sweep` and `configs`, one
 // value each for `estimate`), checked once with the flag and value in every message.
+#include <array>
 #include <string>
+#include <string_view>
 
+#include "model/execution_options.hpp"
 #include "model/plan.hpp"
 #include "model/transformer.hpp"
 
 namespace perfsweep {
 
 struct ExecutionFlags {
-  std::string recompute = "none";
-  std::string sp = "on";
-  std::string zero = "1";
-  std::string interleave = "1";
-  std::string layout = "reference";
-  std::string ep = "1";
-  std::string precision = "bf16";
-  std::string schedule = "1f1b";
-  // --cp N (1d's context-parallel degree) and --cp-comm p2p|all-gather|a2a (docs/context_parallel.md)
+  // Each searched option's text by its index in kExecutionOptions ("none,full"; the default's
+  // name where not given); the stages' blocks are the fields below.
+  std::array<std::string, kExecutionOptions.size()> lists;
+  // --cp N (1d's context-parallel degree; docs/context_parallel.md): a degree of the tensor split.
   std::string cp = "1";
-  std::string cp_comm = "p2p";
-  // --offload none|optimizer|weights|activations (docs/offload.md)
-  std::string offload = "none";
   // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
   // given; "auto" the partition balanced_stages chooses.
   std::string first_stage_blocks = "0";
   std::string last_stage_blocks = "0";
   // --runtime NAME|FILE (runtimes/); "" for the default (config/runtime_file.hpp).
   std::string runtime;
+  ExecutionFlags();
+  // The text of the option whose flag is `flag` ("--zero"), or nullptr.
+  std::string* list(std::string_view flag);
 };
 
 // Each list parsed, without repeats; InputError naming the flag and the value otherwise.

@@ -377,18 +377,18 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
   if (!(layout.exec == Execution{})) {
     const Execution& x = layout.exec;
     w.key("execution").begin_object();
-    w.key("recompute").value(std::string_view(recompute_name(x.recompute)));
-    w.key("sp").value(x.sequence_parallel);
-    w.key("zero").value(x.zero);
-    w.key("interleave").value(x.interleave);
-    w.key("layout").value(std::string_view(param_layout_name(x.params)));
-    w.key("ep").value(x.ep);
-    w.key("schedule").value(std::string_view(kScheduleNames[static_cast<std::size_t>(x.schedule)]));
-    if (x.cp_comm != CpComm::P2P) w.key("cp_comm").value(std::string_view(kCpCommNames[static_cast<std::size_t>(x.cp_comm)]));
-    if (x.offload != Offload::None) w.key("offload").value(std::string_view(kOffloadNames[static_cast<std::size_t>(x.offload)]));
-    if (partitioned(layout)) {
-      w.key("first_stage_blocks").value(x.first_stage_blocks);
-      w.key("last_stage_blocks").value(x.last_stage_blocks);
+    // every option (model/execution_options.hpp), the stages' blocks where partitioned
+    for (const ExecutionOption& o : kExecutionOptions) {
+      if (!o.searched() && !partitioned(layout)) continue;
+      const std::int64_t v = o.get(x);
+      w.key(o.key);
+      if (o.values == OptionValues::OnOff) {
+        w.value(v != 0);
+      } else if (o.values == OptionValues::Named) {
+        w.value(std::string_view(o.names[static_cast<std::size_t>(v)]));
+      } else {
+        w.value(v);
+      }
     }
     w.end_object();
   }

@@ -288,17 +288,8 @@ SweepFile read_sweep_file(const std::string& path) {
 }
 
 std::string execution_value_name(const std::string& key, std::int64_t code) {
-  const auto in = [&](std::size_t n) { return code >= 0 && static_cast<std::size_t>(code) < n; };
-  if (key == "recompute" && in(static_cast<std::size_t>(Recompute::Full) + 1)) {
-    return recompute_name(static_cast<Recompute>(code));
-  }
-  if (key == "layout" && in(static_cast<std::size_t>(ParamLayout::Amp) + 1)) {
-    return param_layout_name(static_cast<ParamLayout>(code));
-  }
-  if (key == "sp" && in(2)) return code != 0 ? "on" : "off";
-  if (key == "precision" && in(kPrecisionNames.size())) return kPrecisionNames[static_cast<std::size_t>(code)];
-  if (key == "schedule" && in(std::size(kScheduleNames))) return kScheduleNames[static_cast<std::size_t>(code)];
-  return std::to_string(code);
+  const ExecutionOption* o = find_execution_option(key);
+  return o != nullptr ? option_value_name(*o, code) : std::to_string(code);
 }
 
 }  // namespace perfsweep

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/block.hpp"
+#include "model/execution_options.hpp"
 
 namespace perfsweep {
 
@@ -136,7 +137,7 @@ constexpr bool one_tensor_degree(const StrategyPlan& p) { return !p.has_tp2; }
 constexpr bool two_tensor_degrees(const StrategyPlan& p) { return p.has_tp2; }
 constexpr bool summa(const StrategyPlan& p) { return p.has_nb; }
 }  // namespace config_key_detail
-inline constexpr ConfigKey kConfigKeys[] = {
+inline constexpr ConfigKey kLayoutKeys[] = {
     {"dp", KeyKind::Degree, [](const Layout& c) { return c.dp; }, config_key_detail::always, true},
     {"tp", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2; }, config_key_detail::always,
      false},
@@ -159,29 +160,25 @@ inline constexpr ConfigKey kConfigKeys[] = {
     {"nv_pp", KeyKind::Placement, [](const Layout& c) { return c.nv_pp; }, config_key_detail::always, true},
     {"nv_cp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv_cp; }, config_key_detail::one_tensor_degree,
      true, 1},
-    {"recompute", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.recompute)}; },
-     config_key_detail::always, true},
-    {"sp", KeyKind::Execution, [](const Layout& c) { return std::int64_t{c.exec.sequence_parallel}; },
-     config_key_detail::always, true},
-    {"zero", KeyKind::Execution, [](const Layout& c) { return c.exec.zero; }, config_key_detail::always, true},
-    {"interleave", KeyKind::Execution, [](const Layout& c) { return c.exec.interleave; }, config_key_detail::always,
-     true},
-    {"layout", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.params)}; },
-     config_key_detail::always, true},
-    {"ep", KeyKind::Execution, [](const Layout& c) { return c.exec.ep; }, config_key_detail::always, true},
-    {"first_stage_blocks", KeyKind::Execution, [](const Layout& c) { return c.exec.first_stage_blocks; },
-     config_key_detail::always, true},
-    {"last_stage_blocks", KeyKind::Execution, [](const Layout& c) { return c.exec.last_stage_blocks; },
-     config_key_detail::always, true},
-    {"precision", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.precision)}; },
-     config_key_detail::always, true},
-    {"schedule", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.schedule)}; },
-     config_key_detail::always, true},
-    {"cp_comm", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.cp_comm)}; },
-     config_key_detail::always, true},
-    {"offload", KeyKind::Execution, [](const Layout& c) { return std::int64_t{static_cast<int>(c.exec.offload)}; },
-     config_key_detail::always, true},
 };
+namespace config_key_detail {
+template <std::size_t I>
+constexpr ConfigKey execution_key() {
+  return {kExecutionOptions[I].key, KeyKind::Execution,
+          [](const Layout& c) { return kExecutionOptions[I].get(c.exec); }, always, true};
+}
+template <std::size_t... I>
+constexpr auto config_keys(std::index_sequence<I...>) {
+  std::array<ConfigKey, std::size(kLayoutKeys) + sizeof...(I)> out{};
+  std::size_t n = 0;
+  for (const ConfigKey& k : kLayoutKeys) out[n++] = k;
+  ((out[n++] = execution_key<I>()), ...);
+  return out;
+}
+}  // namespace config_key_detail
+// The degrees and placements above, then every execution option (model/execution_options.hpp
+// kExecutionOptions) in its declared order.
+inline constexpr auto kConfigKeys = config_key_detail::config_keys(std::make_index_sequence<kExecutionOptions.size()>{});
 
 // The blocks of each pipeline stage: the first's, each of the pp - 2 middle stages', the last's
 // (with pp = 1 the one stage's, in all three).
@@ -270,54 +267,32 @@ inline StageBlocks slotted_stages(std::int64_t depth, std::int64_t pp, std::int6
   return {first, pp > 2 ? k : first, k - 1};
 }
 
-// The execution options a search tries (each list the reference's value alone by default).
-struct ExecutionChoices {
-  std::vector<Recompute> recompute{Recompute::None};
-  std::vector<bool> sequence_parallel{true};
-  std::vector<std::int64_t> zero{1};
-  std::vector<std::int64_t> interleave{1};
-  std::vector<ParamLayout> params{ParamLayout::Reference};
-  std::vector<std::int64_t> ep{1};
-  std::vector<Precision> precision{Precision::Bf16};
-  std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
-  // Context-parallel degrees (1d; each a degree of the tensor split, n = dp tp cp pp) and how
-  // their attention exchanges keys and values (cp > 1 only: a layout with cp = 1 takes the first).
-  std::vector<std::int64_t> cp{1};
-  std::vector<CpComm> cp_comm{CpComm::P2P};
-  std::vector<Offload> offload{Offload::None};  // what each layout keeps in host memory
-  bool operator==(const ExecutionChoices&) const = default;
-};
-
 // Every combination of the choices as one Execution (the fields the choices do not hold, such
-// as the stages' blocks, from `base`), in the search's dimension order: recompute outermost, then
-// sp, interleave, zero, layout, ep, precision, schedule, cp_comm, offload innermost. cp is the tensor
-// split's, not the execution's.
+// as the stages' blocks, from `base`), in kExecutionOptions' order, the first outermost. cp is the
+// tensor split's, not the execution's.
 std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
 
-// Names of the execution options' values, as flags and reports spell them.
+// Names of the execution options' values, as flags and reports spell them (kExecutionOptions).
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
-// Every searched option of one configuration as flags spell its value, in declared order:
+// Every option of one configuration as flags spell its value, in kExecutionOptions' order:
 // {"recompute", "none"}, {"sp", "on"}, {"zero", "1"}, {"interleave", "1"}, {"layout", "reference"},
-// {"ep", "1"}, {"precision", "bf16"}, {"schedule", "1f1b"}, {"first_stage_blocks", "0"},
-// {"last_stage_blocks", "0"}, {"cp_comm", "p2p"}, {"offload", "none"}.
+// {"ep", "1"}, {"first_stage_blocks", "0"}, {"last_stage_blocks", "0"}, {"precision", "bf16"},
+// {"schedule", "1f1b"}, {"cp_comm", "p2p"}, {"offload", "none"}.
 std::vector<std::pair<const char*, std::string>> execution_values(const Execution& x);
-// "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options,
-// " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " first_stage_blocks=7
-// last_stage_blocks=7" when a stage's blocks are given, " cp_comm=all-gather" unless p2p and
-// " offload=optimizer" unless none.
+// "recompute=none sp=on zero=1 interleave=1 layout=reference ep=1": one configuration's options
+// that option_shown shows, e.g. " first_stage_blocks=7 last_stage_blocks=7" when a stage's blocks
+// are given, " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " cp_comm=all-gather"
+// unless p2p, " offload=optimizer" unless none.
 std::string execution_text(const Execution& x);
-// Parses those names; throws InputError naming `flag` and the value otherwise.
+// Parses the names of kExecutionOptions; throws InputError naming `flag` and the value otherwise.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
 ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
 // "bf16" or "fp8" (a layout's precision; mxfp8 is the fp8 of a block-scaling runtime).
 Precision parse_precision(const std::string& text, const std::string& flag);
-// "1f1b", "zb-h1", "zb-h2" or "dualpipe" (kScheduleNames); InputError naming the flag otherwise.
-PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);
-// "p2p" or "all-gather" (kCpCommNames); InputError naming the flag otherwise.
-CpComm parse_cp_comm(const std::string& text, const std::string& flag);
-// "none", "optimizer", "weights" or "activations" (kOffloadNames); InputError naming the flag otherwise.
-Offload parse_offload(const std::string& text, const std::string& flag);
+PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);  // kScheduleNames
+CpComm parse_cp_comm(const std::string& text, const std::string& flag);              // kCpCommNames
+Offload parse_offload(const std::string& text, const std::string& flag);             // kOffloadNames
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order;
 // reported_only: without the keys at their omitted_at value (what reports show).

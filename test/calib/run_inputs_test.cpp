@@ -74,12 +74,8 @@ TEST(RunInputs, ExecutionArgumentsParseBack) {
   std::istringstream words(execution_arguments(x));
   ExecutionFlags f;
   for (std::string flag, value; words >> flag >> value;) {
-    if (flag == "--recompute") f.recompute = value;
-    else if (flag == "--sp") f.sp = value;
-    else if (flag == "--zero") f.zero = value;
-    else if (flag == "--interleave") f.interleave = value;
-    else if (flag == "--layout") f.layout = value;
-    else if (flag == "--ep") f.ep = value;
+    std::string* list = f.list(flag);
+    if (list != nullptr) *list = value;
     else ADD_FAILURE() << "unexpected flag " << flag;
   }
   EXPECT_EQ(parse_execution(f), x);

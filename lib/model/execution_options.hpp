@@ -1,0 +1,206 @@
+#pragma once
+// The execution options a configuration takes beyond its degrees (recompute, sp, zero, ...),
+// declared once. Each entry says the option's key, its flag and help, how its values are spelt,
+// which field of Execution holds it and which list of ExecutionChoices a search tries. From the
+// table come the flags of estimate, configs and sweep (apps/common/execution_options.hpp), their
+// parsing and errors (config/execution_flags.cpp), the configuration keys of reports, HDF5
+// columns, journal fingerprints and the tie-break (model/plan.hpp kConfigKeys), the combinations
+// configs tries (execution_combinations), the texts of reports and logs (execution_text,
+// execution_values) and the launch arguments (execution_arguments). A new option is a field of
+// Execution, a list of ExecutionChoices, one entry here, and its dimension in
+// search/dimensions.cpp (docs/architecture.md).
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/limits.hpp"
+#include "model/block.hpp"
+
+namespace perfsweep {
+
+// The execution options a search tries (each list the reference's value alone by default).
+struct ExecutionChoices {
+  std::vector<Recompute> recompute{Recompute::None};
+  std::vector<bool> sequence_parallel{true};
+  std::vector<std::int64_t> zero{1};
+  std::vector<std::int64_t> interleave{1};
+  std::vector<ParamLayout> params{ParamLayout::Reference};
+  std::vector<std::int64_t> ep{1};
+  std::vector<Precision> precision{Precision::Bf16};
+  std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
+  // Context-parallel degrees (1d; each a degree of the tensor split, n = dp tp cp pp) and how
+  // their attention exchanges keys and values (cp > 1 only: a layout with cp = 1 takes the first).
+  std::vector<std::int64_t> cp{1};
+  std::vector<CpComm> cp_comm{CpComm::P2P};
+  std::vector<Offload> offload{Offload::None};  // what each layout keeps in host memory
+  bool operator==(const ExecutionChoices&) const = default;
+};
+
+// How an option's values are spelt: by name (an enum's, in the enum's order), on/off (a bool),
+// or as an integer.
+enum class OptionValues : std::uint8_t { Named, OnOff, Integer };
+// When texts and launch arguments show an option: always (the reference's options), where its
+// value differs from Execution{}'s, or with the stages' blocks (where either end stage is given).
+enum class OptionShown : std::uint8_t { Always, NotDefault, WithStages };
+
+struct ExecutionOption {
+  const char* key;   // reports, HDF5 columns, texts: "recompute"
+  const char* flag;  // "--recompute"
+  const char* help;  // the flag's help (apps add " (a comma-separated list: ...)" for lists)
+  OptionValues values;
+  // Named: the names by code; a flag accepts the first `accepted` (the others are what a runtime
+  // sets: mxfp8 is fp8 as a block-scaling runtime runs it, spelt as the last accepted name).
+  std::span<const char* const> names;
+  std::size_t accepted;
+  std::int64_t lo, hi;  // Integer: the values a flag accepts
+  OptionShown shown;
+  std::int64_t (*get)(const Execution&);
+  void (*set)(Execution&, std::int64_t);
+  // The list a search tries (ExecutionChoices): its size, its i-th value's code, and the list
+  // replaced by codes. nullptr: a layout's given option, not searched (the stages' blocks).
+  std::size_t (*count)(const ExecutionChoices&);
+  std::int64_t (*at)(const ExecutionChoices&, std::size_t);
+  void (*assign)(ExecutionChoices&, std::span<const std::int64_t>);
+  bool searched() const { return count != nullptr; }
+};
+
+namespace execution_option_detail {
+template <auto Field>
+constexpr std::int64_t get(const Execution& x) {
+  return static_cast<std::int64_t>(x.*Field);
+}
+template <auto Field>
+constexpr void set(Execution& x, std::int64_t v) {
+  x.*Field = static_cast<std::remove_cvref_t<decltype(x.*Field)>>(v);
+}
+template <auto List>
+std::size_t count(const ExecutionChoices& c) {
+  return (c.*List).size();
+}
+template <auto List>
+std::int64_t at(const ExecutionChoices& c, std::size_t i) {
+  return static_cast<std::int64_t>((c.*List)[i]);
+}
+template <auto List>
+void assign(ExecutionChoices& c, std::span<const std::int64_t> codes) {
+  auto& list = c.*List;
+  using V = typename std::remove_cvref_t<decltype(list)>::value_type;
+  list.clear();
+  for (const std::int64_t k : codes) list.push_back(static_cast<V>(k));
+}
+inline constexpr const char* kRecomputeNames[] = {"none", "selective", "full"};
+inline constexpr const char* kParamLayoutNames[] = {"reference", "megatron", "amp"};
+inline constexpr const char* kOnOffNames[] = {"off", "on"};
+
+// A searched option: a field of Execution and its list in ExecutionChoices.
+template <auto Field, auto List>
+constexpr ExecutionOption searched(const char* key, const char* flag, const char* help, OptionValues values,
+                                   std::span<const char* const> names, std::size_t accepted, std::int64_t lo,
+                                   std::int64_t hi, OptionShown shown) {
+  return {key, flag, help, values, names, accepted, lo, hi, shown, get<Field>, set<Field>, count<List>, at<List>,
+          assign<List>};
+}
+template <auto Field, auto List>
+constexpr ExecutionOption named(const char* key, const char* flag, const char* help, std::span<const char* const> names,
+                                OptionShown shown, std::size_t accepted = 0) {
+  return searched<Field, List>(key, flag, help, OptionValues::Named, names, accepted ? accepted : names.size(), 0, 0,
+                               shown);
+}
+template <auto Field, auto List>
+constexpr ExecutionOption integer(const char* key, const char* flag, const char* help, std::int64_t lo,
+                                  std::int64_t hi, OptionShown shown) {
+  return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown);
+}
+// A layout's given option (estimate's and configs' own flags, not a search's list).
+template <auto Field>
+constexpr ExecutionOption given(const char* key, const char* flag, const char* help) {
+  return {key, flag, help, OptionValues::Integer, {}, 0, 0, kMaxGpuCount, OptionShown::WithStages, get<Field>,
+          set<Field>, nullptr, nullptr, nullptr};
+}
+}  // namespace execution_option_detail
+
+// The options in their declared order: the order of configuration keys, columns, texts and
+// arguments, and of configs' combinations (the first outermost).
+inline constexpr std::array kExecutionOptions = [] {
+  namespace d = execution_option_detail;
+  using X = Execution;
+  using C = ExecutionChoices;
+  constexpr auto always = OptionShown::Always;
+  constexpr auto changed = OptionShown::NotDefault;
+  return std::array{
+      d::named<&X::recompute, &C::recompute>(
+          "recompute", "--recompute",
+          "activation recomputation: none, selective (the attention core) or full (every block keeps only its input)",
+          d::kRecomputeNames, always),
+      d::searched<&X::sequence_parallel, &C::sequence_parallel>(
+          "sp", "--sp",
+          "1d sequence parallelism: on (the reference's: reduce-scatter + all-gather, norm and dropout on l/tp) or "
+          "off (all-reduces)",
+          OptionValues::OnOff, d::kOnOffNames, 2, 0, 1, always),
+      d::integer<&X::zero, &C::zero>(
+          "zero", "--zero",
+          "ZeRO stage over data parallelism: 0 none, 1 optimizer states (the reference), 2 + gradients, 3 + weights",
+          0, 3, always),
+      d::integer<&X::interleave, &C::interleave>("interleave", "--interleave",
+                                                 "virtual pipeline stages per GPU (interleaved 1F1B)", 1, 1024, always),
+      d::named<&X::params, &C::params>(
+          "layout", "--layout",
+          "bytes per parameter: reference (2+2+12), megatron (bf16 weights, fp32 grads, master and moments), amp "
+          "(fp32 weights, grads and moments, bf16 copies)",
+          d::kParamLayoutNames, always),
+      d::integer<&X::ep, &C::ep>("ep", "--ep",
+                                 "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel "
+                                 "group its experts are split over",
+                                 1, std::int64_t{1} << 20, always),
+      d::given<&X::first_stage_blocks>(
+          "first_stage_blocks", "--first-stage-blocks",
+          "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the stages not "
+          "given share the rest evenly), or auto: the partition that balances the slowest stage (docs/models.md); "
+          "0: not given; configs: a list (each value with every other option)"),
+      d::given<&X::last_stage_blocks>(
+          "last_stage_blocks", "--last-stage-blocks",
+          "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given; "
+          "configs: a list"),
+      d::named<&X::precision, &C::precision>(
+          "precision", "--precision",
+          "data type of the linear layers' GEMMs: bf16, or fp8 as the runtime runs it (its fp8_recipe: Transformer "
+          "Engine's delayed or current scaling, MXFP8 block scaling; 1d only; docs/fp8.md)",
+          kPrecisionNames, changed, 2),
+      d::named<&X::schedule, &C::schedule>(
+          "schedule", "--schedule",
+          "pipeline schedule: 1f1b (interleaved with --interleave > 1), zb-h1 or zb-h2 (zero bubble: the backward "
+          "split into input and weight gradients), dualpipe (DeepSeek-V3's, fed from both ends); docs/models.md",
+          kScheduleNames, changed),
+      d::named<&X::cp_comm, &C::cp_comm>(
+          "cp_comm", "--cp-comm",
+          "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), all-gather "
+          "(Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)",
+          kCpCommNames, changed),
+      d::named<&X::offload, &C::offload>(
+          "offload", "--offload",
+          "what the step keeps in host memory, over the system's host link: none, optimizer (master weights and "
+          "Adam moments, the optimizer step on the CPU), weights (also ZeRO-3's weight shards, streamed per block), "
+          "activations (saved activations, copied out and back per block); where the runtime offloads it "
+          "(docs/offload.md)",
+          kOffloadNames, changed),
+  };
+}();
+
+// The option of `key` ("zero"), or nullptr.
+const ExecutionOption* find_execution_option(std::string_view key);
+
+// A value as flags and texts spell it: the name of a code, "on"/"off", or the integer.
+std::string option_value_name(const ExecutionOption& o, std::int64_t code);
+// The code of a flag's value; InputError naming `flag` and the value otherwise ("--zero must be an
+// integer from 0 to 3, got '5'"; "--recompute must be none, selective or full, got 'x'").
+std::int64_t parse_option_value(const ExecutionOption& o, const std::string& text, const std::string& flag);
+// An integer flag value from lo to hi; InputError naming the flag and the value otherwise.
+std::int64_t parse_integer_value(const std::string& text, const std::string& flag, std::int64_t lo, std::int64_t hi);
+// Whether texts and arguments show the option at this execution's value (OptionShown).
+bool option_shown(const ExecutionOption& o, const Execution& x);
+
+}  // namespace perfsweep
