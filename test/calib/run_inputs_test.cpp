@@ -71,11 +71,17 @@ TEST(RunInputs, ExecutionArgumentsParseBack) {
   x.interleave = 4;
   x.params = ParamLayout::Amp;
   x.ep = 8;
+  x.precision = Precision::Fp8;
+  x.schedule = PipelineSchedule::ZeroBubbleH1;
+  x.cp_comm = CpComm::AllGather;
+  x.offload = Offload::Optimizer;
+  x.first_stage_blocks = 7;
   std::istringstream words(execution_arguments(x));
   ExecutionFlags f;
   for (std::string flag, value; words >> flag >> value;) {
     std::string* list = f.list(flag);
     if (list != nullptr) *list = value;
+    else if (flag == "--first-stage-blocks") f.first_stage_blocks = value;
     else ADD_FAILURE() << "unexpected flag " << flag;
   }
   EXPECT_EQ(parse_execution(f), x);

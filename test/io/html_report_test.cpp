@@ -111,6 +111,8 @@ TEST_F(ReportTest, ExecutionCodesAsFlagsSpellThem) {
   EXPECT_EQ(execution_value_name("sp", 0), "off");
   EXPECT_EQ(execution_value_name("schedule", 1), "zb-h1");
   EXPECT_EQ(execution_value_name("precision", 1), "fp8");
+  EXPECT_EQ(execution_value_name("cp_comm", 1), "all-gather");
+  EXPECT_EQ(execution_value_name("offload", 3), "activations");
   EXPECT_EQ(execution_value_name("layout", 1), "megatron");
   EXPECT_EQ(execution_value_name("recompute", 9), "9");
   EXPECT_EQ(execution_value_name("zero", 3), "3");
