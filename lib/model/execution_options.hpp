@@ -58,6 +58,9 @@ struct ExecutionOption {
   std::size_t accepted;
   std::int64_t lo, hi;  // Integer: the values a flag accepts
   OptionShown shown;
+  // The block's cost reads it (cost_block, cost_block_memory): a part of the search's block cache
+  // key (search.cpp BlockKey). Options that change only the step (zero, schedule, ...) are not.
+  bool block_cost;
   std::int64_t (*get)(const Execution&);
   void (*set)(Execution&, std::int64_t);
   // The list a search tries (ExecutionChoices): its size, its i-th value's code, and the list
@@ -100,26 +103,26 @@ inline constexpr const char* kOnOffNames[] = {"off", "on"};
 template <auto Field, auto List>
 constexpr ExecutionOption searched(const char* key, const char* flag, const char* help, OptionValues values,
                                    std::span<const char* const> names, std::size_t accepted, std::int64_t lo,
-                                   std::int64_t hi, OptionShown shown) {
-  return {key, flag, help, values, names, accepted, lo, hi, shown, get<Field>, set<Field>, count<List>, at<List>,
-          assign<List>};
+                                   std::int64_t hi, OptionShown shown, bool block_cost) {
+  return {key, flag, help, values, names, accepted, lo, hi, shown, block_cost, get<Field>, set<Field>, count<List>,
+          at<List>, assign<List>};
 }
 template <auto Field, auto List>
 constexpr ExecutionOption named(const char* key, const char* flag, const char* help, std::span<const char* const> names,
-                                OptionShown shown, std::size_t accepted = 0) {
+                                OptionShown shown, bool block_cost, std::size_t accepted = 0) {
   return searched<Field, List>(key, flag, help, OptionValues::Named, names, accepted ? accepted : names.size(), 0, 0,
-                               shown);
+                               shown, block_cost);
 }
 template <auto Field, auto List>
 constexpr ExecutionOption integer(const char* key, const char* flag, const char* help, std::int64_t lo,
-                                  std::int64_t hi, OptionShown shown) {
-  return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown);
+                                  std::int64_t hi, OptionShown shown, bool block_cost) {
+  return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown, block_cost);
 }
 // A layout's given option (estimate's and configs' own flags, not a search's list).
 template <auto Field>
 constexpr ExecutionOption given(const char* key, const char* flag, const char* help) {
-  return {key, flag, help, OptionValues::Integer, {}, 0, 0, kMaxGpuCount, OptionShown::WithStages, get<Field>,
-          set<Field>, nullptr, nullptr, nullptr};
+  return {key, flag, help, OptionValues::Integer, {}, 0, 0, kMaxGpuCount, OptionShown::WithStages, false,
+          get<Field>, set<Field>, nullptr, nullptr, nullptr};
 }
 }  // namespace execution_option_detail
 
@@ -131,31 +134,33 @@ inline constexpr std::array kExecutionOptions = [] {
   using C = ExecutionChoices;
   constexpr auto always = OptionShown::Always;
   constexpr auto changed = OptionShown::NotDefault;
+  constexpr bool block = true, step = false;  // block_cost: the block's cost reads it, or the step's only
   return std::array{
       d::named<&X::recompute, &C::recompute>(
           "recompute", "--recompute",
           "activation recomputation: none, selective (the attention core) or full (every block keeps only its input)",
-          d::kRecomputeNames, always),
+          d::kRecomputeNames, always, block),
       d::searched<&X::sequence_parallel, &C::sequence_parallel>(
           "sp", "--sp",
           "1d sequence parallelism: on (the reference's: reduce-scatter + all-gather, norm and dropout on l/tp) or "
           "off (all-reduces)",
-          OptionValues::OnOff, d::kOnOffNames, 2, 0, 1, always),
+          OptionValues::OnOff, d::kOnOffNames, 2, 0, 1, always, block),
       d::integer<&X::zero, &C::zero>(
           "zero", "--zero",
           "ZeRO stage over data parallelism: 0 none, 1 optimizer states (the reference), 2 + gradients, 3 + weights",
-          0, 3, always),
+          0, 3, always, step),
       d::integer<&X::interleave, &C::interleave>("interleave", "--interleave",
-                                                 "virtual pipeline stages per GPU (interleaved 1F1B)", 1, 1024, always),
+                                                 "virtual pipeline stages per GPU (interleaved 1F1B)", 1, 1024, always,
+                                                 step),
       d::named<&X::params, &C::params>(
           "layout", "--layout",
           "bytes per parameter: reference (2+2+12), megatron (bf16 weights, fp32 grads, master and moments), amp "
           "(fp32 weights, grads and moments, bf16 copies)",
-          d::kParamLayoutNames, always),
+          d::kParamLayoutNames, always, step),
       d::integer<&X::ep, &C::ep>("ep", "--ep",
                                  "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel "
                                  "group its experts are split over",
-                                 1, std::int64_t{1} << 20, always),
+                                 1, std::int64_t{1} << 20, always, block),
       d::given<&X::first_stage_blocks>(
           "first_stage_blocks", "--first-stage-blocks",
           "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the stages not "
@@ -169,26 +174,46 @@ inline constexpr std::array kExecutionOptions = [] {
           "precision", "--precision",
           "data type of the linear layers' GEMMs: bf16, or fp8 as the runtime runs it (its fp8_recipe: Transformer "
           "Engine's delayed or current scaling, MXFP8 block scaling; 1d only; docs/fp8.md)",
-          kPrecisionNames, changed, 2),
+          kPrecisionNames, changed, block, 2),
       d::named<&X::schedule, &C::schedule>(
           "schedule", "--schedule",
           "pipeline schedule: 1f1b (interleaved with --interleave > 1), zb-h1 or zb-h2 (zero bubble: the backward "
           "split into input and weight gradients), dualpipe (DeepSeek-V3's, fed from both ends); docs/models.md",
-          kScheduleNames, changed),
+          kScheduleNames, changed, step),
       d::named<&X::cp_comm, &C::cp_comm>(
           "cp_comm", "--cp-comm",
           "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), all-gather "
           "(Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)",
-          kCpCommNames, changed),
+          kCpCommNames, changed, block),
       d::named<&X::offload, &C::offload>(
           "offload", "--offload",
           "what the step keeps in host memory, over the system's host link: none, optimizer (master weights and "
           "Adam moments, the optimizer step on the CPU), weights (also ZeRO-3's weight shards, streamed per block), "
           "activations (saved activations, copied out and back per block); where the runtime offloads it "
           "(docs/offload.md)",
-          kOffloadNames, changed),
+          kOffloadNames, changed, step),
   };
 }();
+
+// How many options the block's cost reads (block_cost), and their codes in a layout's execution,
+// in kExecutionOptions' order (inlined: the getters are constants).
+inline constexpr std::size_t kBlockCostOptions = [] {
+  std::size_t n = 0;
+  for (const ExecutionOption& o : kExecutionOptions) n += o.block_cost ? 1 : 0;
+  return n;
+}();
+namespace execution_option_detail {
+template <std::size_t... I>
+constexpr std::array<std::int64_t, kBlockCostOptions> block_cost_codes(const Execution& x, std::index_sequence<I...>) {
+  std::array<std::int64_t, kBlockCostOptions> out{};
+  std::size_t n = 0;
+  ((kExecutionOptions[I].block_cost ? (out[n++] = kExecutionOptions[I].get(x), 0) : 0), ...);
+  return out;
+}
+}  // namespace execution_option_detail
+constexpr std::array<std::int64_t, kBlockCostOptions> block_cost_codes(const Execution& x) {
+  return execution_option_detail::block_cost_codes(x, std::make_index_sequence<kExecutionOptions.size()>{});
+}
 
 // The option of `key` ("zero"), or nullptr.
 const ExecutionOption* find_execution_option(std::string_view key);

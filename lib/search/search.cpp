@@ -59,18 +59,15 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
 }
 
 // Costs of one tensor split, keyed by every input of the block that varies inside the split:
-// micro-batch, SUMMA nb and the tensor groups' NVLink placement (zero for the placement-free
-// memory entries). An open-addressing table whose entries are invalidated by bumping a
-// generation number.
+// micro-batch, SUMMA nb, the tensor groups' NVLink placement (zero for the placement-free memory
+// entries) and the execution options the block's cost reads (ExecutionOption::block_cost). An
+// open-addressing table whose entries are invalidated by bumping a generation number.
 struct BlockKey {
   std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
   std::int64_t nv_cp = 0;  // the context-parallel group's NVLink share (its ring's links)
-  CpComm cp_comm = CpComm::P2P;
-  std::int64_t ep = 1, nv_ep = 1;  // expert-parallel degree and its NVLink share
-  Recompute recompute = Recompute::None;
-  bool sequence_parallel = true;
+  std::int64_t nv_ep = 1;  // the expert-parallel group's NVLink share
   bool ends_share_a_stage = false;  // a tied LM head on the embedding's stage (pp = 1)
-  Precision precision = Precision::Bf16;
+  std::array<std::int64_t, kBlockCostOptions> options{};  // block_cost_codes
   bool operator==(const BlockKey&) const = default;
 };
 
@@ -107,12 +104,9 @@ class KeyedCache {
 
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.nv_cp, std::int64_t{static_cast<int>(k.cp_comm)}, k.ep, k.nv_ep,
-                           std::int64_t{static_cast<int>(k.recompute)},
-                           std::int64_t{k.sequence_parallel}, std::int64_t{k.ends_share_a_stage},
-                           std::int64_t{static_cast<int>(k.precision)}}) {
-      h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
-    }
+    const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
+    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.nv_cp, k.nv_ep, std::int64_t{k.ends_share_a_stage}}) mix(v);
+    for (std::int64_t v : k.options) mix(v);
     return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
   }
 
@@ -434,8 +428,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, 0, c.exec.cp_comm, c.exec.ep, 1, c.exec.recompute,
-                            c.exec.sequence_parallel, false, c.exec.precision},
+        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, 0, 1, false, block_cost_codes(c.exec)},
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const bool even = splits_evenly_now();
@@ -460,13 +453,9 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
                        c.tensor.nv1,
                        c.tensor.nv2,
                        c.tensor.nv_cp,
-                       c.exec.cp_comm,
-                       with_experts.ep,
                        with_experts.nv_ep,
-                       c.exec.recompute,
-                       c.exec.sequence_parallel,
                        p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
-                       c.exec.precision};
+                       block_cost_codes(c.exec)};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
       return CostedBlock{cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, c)};

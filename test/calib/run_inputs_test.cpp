@@ -87,6 +87,14 @@ TEST(RunInputs, ExecutionArgumentsParseBack) {
   EXPECT_EQ(parse_execution(f), x);
 }
 
+// The flags' defaults (each option's value in Execution{}, spelt by the table) parse back to the
+// reference's execution and choices.
+TEST(RunInputs, FlagDefaultsAreTheReferenceExecution) {
+  EXPECT_EQ(parse_execution(ExecutionFlags{}), Execution{});
+  EXPECT_EQ(parse_execution_choices(ExecutionFlags{}), ExecutionChoices{});
+  EXPECT_EQ(execution_arguments(Execution{}), "--recompute none --sp on --zero 1 --interleave 1 --layout reference --ep 1");
+}
+
 // A mechanism the layout sets moves into the runtime, named after it, and the step is the same.
 TEST(RunInputs, LayoutMechanismsMoveIntoTheRuntime) {
   const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
