@@ -151,10 +151,12 @@ inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
   // tp-cp-ep-pp-dp: inside a pipeline replica the group's ranks (2d-seqp's tp2, cp, ep) sit `close`
   // apart as in the default order, the replicas a pipeline replica apart; the expert-data-parallel
   // group holds one rank of each ep, so its chunks are the tp2 and cp ranks only.
-  const std::int64_t near = (p.tp2_replicates_weights ? c.tensor.tp2 / c.tensor.nv2 : 1) * (c.tensor.cp / c.tensor.nv_cp);
+  const std::int64_t near =
+      (p.tp2_replicates_weights ? c.tensor.tp2 / c.tensor.nv2 : 1) * (c.tensor.cp / c.tensor.nv_cp);
   const std::int64_t ep_domains = c.exec.ep / std::gcd(c.exec.ep, c.nv_dp);
   const std::int64_t replica = pipeline_replica_domains(c);
-  const std::int64_t data = ring_equivalent_stride(dp_group(p, c) / dp_group_fast(p, c), near * ep_domains, close, replica);
+  const std::int64_t data =
+      ring_equivalent_stride(dp_group(p, c) / dp_group_fast(p, c), near * ep_domains, close, replica);
   const std::int64_t expert =
       ring_equivalent_stride(expert_dp_group(p, c) / expert_dp_group_fast(p, c), near, close, replica);
   return {data, expert, pipeline_inner_stage_stride(c)};

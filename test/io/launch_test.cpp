@@ -344,7 +344,8 @@ TEST(Launch, RuntimeRankOrder) {
   EXPECT_EQ(launch_text(launch_line(LaunchFramework::Megatron, inner)).find("Make sure EP and CP"), std::string::npos);
   EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Nemo, plain)).find("use_tp_pp_dp_mapping"),
             std::string::npos);
-  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Nemo, inner)).find("trainer.strategy.use_tp_pp_dp_mapping"),
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Nemo, inner))
+                .find("trainer.strategy.use_tp_pp_dp_mapping"),
             std::string::npos);
   EXPECT_NE(launch_text(launch_line(LaunchFramework::Torchtitan, inner)).find("no option for another order"),
             std::string::npos);

@@ -213,7 +213,8 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
   fails_with("name: x\nstates: {weights: 0}\n", "states.weights");
   fails_with("name: reference\nallocator_reserve: 0.1\n", "needs another name");
-  fails_with("name: x\nrank_order: tp-dp-pp\n", "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");
+  fails_with("name: x\nrank_order: tp-dp-pp\n",
+             "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");
   fails_with("name: x\nrank_order: [tp-cp-ep-pp-dp]\n", "rank_order: expected a single value, got a list");
   fails_with("name: reference\nrank_order: tp-cp-ep-pp-dp\n", "needs another name");
   std::filesystem::remove_all(dir);
