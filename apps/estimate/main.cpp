@@ -108,6 +108,7 @@ int run(const Options& o) {
     layout.nv_pp = *o.nv_pp;
   }
   layout.exec.stage_partition = runtime.stage_partition;  // the framework's partition, checked below
+  layout.exec.rank_order = runtime.rank_order;
   // --first-stage-blocks auto: balanced here for a given placement, else for each one tried.
   if (balance) layout = with_balanced_stages(sys, model, runtime, layout, o.global_batch);
   // Positivity of every degree is checked before placements are enumerated.

@@ -76,9 +76,11 @@ constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1]
 constexpr std::string_view kOffloadKeyNames[] = {kOffloadNames[0], kOffloadNames[1], kOffloadNames[2],
                                                  kOffloadNames[3]};  // Offload
 constexpr std::string_view kStagePartitionKeyNames[] = {kStagePartitionNames[0], kStagePartitionNames[1]};
+constexpr std::string_view kRankOrderKeyNames[] = {kRankOrderNames[0], kRankOrderNames[1]};  // RankOrder
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
                                       "zero_stages", "zero_gather", "zero_reduce", "activations",
-                                      "fp8_recipe",  "context_parallel", "offload", "stage_partition"};
+                                      "fp8_recipe",  "context_parallel", "offload", "stage_partition",
+                                      "rank_order"};
 
 class Reader {
  public:
@@ -211,6 +213,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.activations = static_cast<ActivationAccounting>(choice("activations", kActivationNames, 0));
   rt.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
   rt.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
+  rt.rank_order = static_cast<RankOrder>(choice("rank_order", kRankOrderKeyNames, 0));
   if (rt.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
       if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
@@ -227,7 +230,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
         rt.context_parallel != plain.context_parallel || rt.offload != plain.offload ||
-        rt.stage_partition != plain.stage_partition) {
+        rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
@@ -278,6 +281,7 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "activations: " + named(kActivationNames, rt.activations) + "\n";
   out += "fp8_recipe: " + named(kFp8RecipeNames, rt.fp8.recipe) + "\n";
   out += "stage_partition: " + named(kStagePartitionKeyNames, rt.stage_partition) + "\n";
+  out += "rank_order: " + named(kRankOrderKeyNames, rt.rank_order) + "\n";
   if (rt.fp8.recipe != Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (rt.fp8.*k.member ? "true" : "false") + "\n";
   }

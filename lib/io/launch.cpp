@@ -331,6 +331,23 @@ const char* megatron_cp_comm(CpComm k) {
 }
 
 // Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
+// Whether the runtime numbers ranks with the pipeline inside the data-parallel replicas
+// (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp).
+bool pipeline_inner(const LaunchInput& in) {
+  return in.layout.exec.rank_order == RankOrder::PipelineInnerDataOuter ||
+         in.runtime.rank_order == RankOrder::PipelineInnerDataOuter;
+}
+// Megatron-Core's TransformerConfig: "Make sure EP and CP aren't used with this option enabled".
+void note_mapping_limits(Builder& b, const Layout& c, const char* option) {
+  if (c.tensor.cp == 1 && c.exec.ep == 1) return;
+  std::string n = option;
+  n += " is documented for neither context nor expert parallelism (Megatron-Core: \"Make sure EP and CP "
+       "aren't used with this option enabled\"); the estimate places the ";
+  n += c.tensor.cp > 1 ? "context" : "expert";
+  n += "-parallel ranks inside each pipeline stage";
+  b.note(std::move(n));
+}
+
 void megatron_line(const LaunchInput& in, Builder& b) {
   const auto [m, c, x] = parts(in);
 
@@ -364,7 +381,12 @@ void megatron_line(const LaunchInput& in, Builder& b) {
     b.add("--cpu-offloading-num-layers", num(m.depth - 1));
   }
   const DomainShares placed = layout_shares(c);
-  if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
+  if (pipeline_inner(in)) {
+    // the runtime's rank order tp-cp-ep-pp-dp (RankGenerator's order with --use-tp-pp-dp-mapping)
+    b.add("--use-tp-pp-dp-mapping");
+    note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, false), "Megatron-LM (tp-cp-ep-pp-dp)");
+    note_mapping_limits(b, c, "Megatron-LM's --use-tp-pp-dp-mapping");
+  } else if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
     b.add("--use-tp-pp-dp-mapping");
   } else {
     note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "Megatron-LM (tp-cp-ep-dp-pp)");
@@ -464,7 +486,11 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   }
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
   const DomainShares placed = layout_shares(c);
-  if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
+  if (pipeline_inner(in)) {
+    b.add("trainer.strategy.use_tp_pp_dp_mapping", yes);
+    note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, false), "NeMo (tp-cp-ep-pp-dp)");
+    note_mapping_limits(b, c, "NeMo's use_tp_pp_dp_mapping (Megatron-Core's)");
+  } else if (placed != domain_shares(c, in.nvlink_size, true) && placed == domain_shares(c, in.nvlink_size, false)) {
     b.add("trainer.strategy.use_tp_pp_dp_mapping", yes);
   } else {
     note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "NeMo (tp-cp-ep-dp-pp)");
@@ -574,6 +600,11 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
   }
   if (c.tensor.tp1 > 1 && !c.exec.sequence_parallel) {
     b.note("torchtitan's tensor parallelism is always sequence-parallel; the estimate costs it without");
+  }
+  if (pipeline_inner(in)) {
+    b.note("the runtime numbers ranks tp-cp-ep-pp-dp (the pipeline inside the data-parallel replicas); "
+           "torchtitan's device mesh is [pp, dp, cp, tp] with no option for another order: the line runs "
+           "tp-cp-dp-pp");
   }
   note_placement(b.notes(), c, domain_shares(c, in.nvlink_size, true), "torchtitan (mesh pp, dp, tp)");
 

@@ -131,6 +131,19 @@ inline constexpr const char* kOffloadNames[] = {"none", "optimizer", "weights", 
 enum class StagePartition : std::uint8_t { Even, Nanotron };
 inline constexpr const char* kStagePartitionNames[] = {"even", "nanotron"};
 
+// The order in which a framework numbers its ranks over the parallel axes, innermost first (a
+// runtime's rank_order; model/plan.hpp: data_domain_stride, pipeline_domain_stride): where a
+// group's GPUs sit across NVLink domains and network tiers. It changes times only with a
+// system's network_tiers.
+//  DataInnerPipelineOuter  tp-cp-ep-dp-pp: tensor ranks innermost, then context, expert and data,
+//                          pipeline stages outermost (Megatron-Core's default RankGenerator
+//                          order, torchtitan's)
+//  PipelineInnerDataOuter  tp-cp-ep-pp-dp: the pipeline's stages inside, data-parallel replicas
+//                          outermost (Megatron-LM's --use-tp-pp-dp-mapping; Meta's [TP, CP, PP,
+//                          DP] for Llama 3, arXiv 2407.21783 section 3.3.2)
+enum class RankOrder : std::uint8_t { DataInnerPipelineOuter, PipelineInnerDataOuter };
+inline constexpr const char* kRankOrderNames[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -206,6 +219,9 @@ struct Execution {
   // How the blocks split over the pipeline stages where first_stage_blocks and last_stage_blocks
   // give no counts (set from the runtime by apply_runtime; not searched).
   StagePartition stage_partition = StagePartition::Even;
+  // The framework's rank order: where the data-parallel and pipeline groups sit across NVLink
+  // domains under network tiers (set from the runtime by apply_runtime; not searched).
+  RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
   bool operator==(const Execution&) const = default;
 };
 
@@ -257,7 +273,9 @@ struct TensorSplit {
 
 // NVLink domains one tensor- and context-parallel group spans: in the rank order (tensor
 // innermost, then context, data, pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in
-// domains between consecutive domains of a data-parallel (or expert-parallel) group.
+// domains between consecutive domains of a data-parallel (or expert-parallel) group. The
+// expert-parallel group's in the order tp-cp-ep-pp-dp too (RankOrder::PipelineInnerDataOuter: the
+// expert ranks inside the pipeline, as the order names them).
 inline std::int64_t tensor_domains(const TensorSplit& t) {
   return (t.tp1 / t.nv1) * (t.tp2 / t.nv2) * (t.cp / t.nv_cp);
 }

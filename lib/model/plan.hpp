@@ -83,6 +83,36 @@ inline std::int64_t pipeline_domain_stride(const Layout& c) {
   const std::int64_t in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp;
   return std::max<std::int64_t>(1, stage / in_domain);
 }
+// The same in the rank order tp-cp-ep-pp-dp (RankOrder::PipelineInnerDataOuter: a pipeline's
+// stages inside, data-parallel replicas outermost). The expert-parallel ranks (ep of the
+// data-parallel group's) sit inside the pipeline as the order names them, so consecutive stages are
+// tp cp ep ranks apart: a stage's domains are the tensor, context and expert group's (ep = 1: tp cp
+// ranks). A pipeline replica, tp cp ep pp ranks, spans the distance between consecutive outer
+// data-parallel ranks.
+inline std::int64_t pipeline_inner_stage_stride(const Layout& c) {
+  const std::int64_t stage = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp * c.exec.ep;
+  const std::int64_t in_domain = c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp * std::gcd(c.exec.ep, c.nv_dp);
+  return std::max<std::int64_t>(1, stage / in_domain);
+}
+inline std::int64_t pipeline_replica_domains(const Layout& c) {
+  const std::int64_t replica = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp * c.exec.ep * c.pp;
+  const std::int64_t in_domain = c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp * std::gcd(c.exec.ep, c.nv_dp) * c.nv_pp;
+  return std::max<std::int64_t>(1, replica / in_domain);
+}
+// A group of `domains` domains made of chunks of `chunk` domains `inner` apart, the chunks `outer`
+// apart (the data-parallel group in the order tp-cp-ep-pp-dp: a replica's context and expert
+// ranks, and 2d-seqp's tp2, close together, then a jump of a pipeline replica): not uniformly
+// strided. The uniform stride whose ring spans as many domains, (domains - 1) stride + 1 =
+// (domains / chunk - 1) outer + (chunk - 1) inner + 1, rounded to the nearest integer >= 1 (an
+// approximation, docs/network.md). Exact where a replica's chunk is one domain (cp = ep = 1 and no
+// tp2 replicas, or the whole chunk inside a domain): `outer`.
+inline std::int64_t ring_equivalent_stride(std::int64_t domains, std::int64_t chunk, std::int64_t inner,
+                                           std::int64_t outer) {
+  if (domains <= 1 || chunk <= 1) return outer;
+  const std::int64_t chunks = std::max<std::int64_t>(1, domains / chunk);
+  const std::int64_t span = (chunks - 1) * outer + (chunk - 1) * inner;  // first domain to last
+  return std::max<std::int64_t>(1, (span + (domains - 1) / 2) / (domains - 1));
+}
 // Megatron-Core's load-balanced causal split for context parallelism: the sequence in 2 cp
 // chunks, two on each rank.
 inline bool cp_splits_sequence(std::int64_t seq_len, std::int64_t cp) { return seq_len % (2 * cp) == 0; }
@@ -108,6 +138,29 @@ inline std::int64_t expert_dp_group(const StrategyPlan& p, const Layout& c) { re
 inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c) {
   const std::int64_t share = c.nv_dp % c.exec.ep == 0 ? c.nv_dp / c.exec.ep : 1;
   return (p.tp2_replicates_weights ? share * c.tensor.nv2 : share) * c.tensor.nv_cp;
+}
+// The strides of the data-parallel group, the expert-data-parallel group and the pipeline under the
+// layout's rank order (Execution::rank_order), for network tiers.
+struct DomainStrides {
+  std::int64_t data = 1, expert = 1, pipeline = 1;
+};
+inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
+  const std::int64_t close = data_domain_stride(p, c);  // the default order's data stride
+  if (c.exec.rank_order == RankOrder::DataInnerPipelineOuter) [[likely]] {
+    return {close, close * std::max<std::int64_t>(1, c.exec.ep / c.nv_dp), pipeline_domain_stride(c)};
+  }
+  // tp-cp-ep-pp-dp: inside a pipeline replica the group's ranks (2d-seqp's tp2, cp, ep) sit `close`
+  // apart as in the default order, the replicas a pipeline replica apart; the expert-data-parallel
+  // group holds one rank of each ep, so its chunks are the tp2 and cp ranks only.
+  const std::int64_t near =
+      (p.tp2_replicates_weights ? c.tensor.tp2 / c.tensor.nv2 : 1) * (c.tensor.cp / c.tensor.nv_cp);
+  const std::int64_t ep_domains = c.exec.ep / std::gcd(c.exec.ep, c.nv_dp);
+  const std::int64_t replica = pipeline_replica_domains(c);
+  const std::int64_t data =
+      ring_equivalent_stride(dp_group(p, c) / dp_group_fast(p, c), near * ep_domains, close, replica);
+  const std::int64_t expert =
+      ring_equivalent_stride(expert_dp_group(p, c) / expert_dp_group_fast(p, c), near, close, replica);
+  return {data, expert, pipeline_inner_stage_stride(c)};
 }
 
 // The keys that name a configuration, in the reference's order: the one list that reports,

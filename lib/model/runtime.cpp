@@ -31,6 +31,7 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
   if (!rt.flash_attention) attention.flash = false;
   exec.fp8 = rt.fp8;
   exec.stage_partition = rt.stage_partition;
+  exec.rank_order = rt.rank_order;
 }
 
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec) {

@@ -134,6 +134,9 @@ struct Runtime {
   Fp8Policy fp8;
   // How it splits the blocks over pipeline stages (stage_partition: even or nanotron).
   StagePartition stage_partition = StagePartition::Even;
+  // The order it numbers ranks in (rank_order: tp-cp-ep-dp-pp or tp-cp-ep-pp-dp): where the
+  // data-parallel and pipeline groups sit under network tiers.
+  RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
 
   bool is_reference() const { return file.empty() && name == "reference"; }
 };

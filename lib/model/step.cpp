@@ -996,11 +996,14 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.expert_group = expert_dp_group(plan, c);
     traffic.expert_fast = expert_dp_group_fast(plan, c);
   }
-  // Where the groups sit (network tiers): tensor ranks innermost, then data, then pipeline.
-  const I stage_stride = s.network_tiers != nullptr ? pipeline_domain_stride(c) : 1;
+  // Where the groups sit (network tiers), in the runtime's rank order: tensor ranks innermost, then
+  // data, then pipeline (Megatron-Core's default), or the pipeline inside the data-parallel replicas.
+  I stage_stride = 1;
   if (s.network_tiers != nullptr) [[unlikely]] {
-    traffic.stride = data_domain_stride(plan, c);
-    traffic.expert_stride = traffic.stride * std::max<I>(1, c.exec.ep / c.nv_dp);
+    const DomainStrides strides = domain_strides(plan, c);
+    stage_stride = strides.pipeline;
+    traffic.stride = strides.data;
+    traffic.expert_stride = strides.expert;
   }
   const StageBlocks blocks = stage_blocks(m, c.pp, c.exec);
   const bool even = blocks.even();

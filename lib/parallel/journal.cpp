@@ -97,7 +97,9 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(CpComm::AllToAll)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.offload), static_cast<unsigned>(Offload::Activations)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.stage_partition),
-                   static_cast<unsigned>(StagePartition::Nanotron));
+                   static_cast<unsigned>(StagePartition::Nanotron)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.rank_order),
+                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),

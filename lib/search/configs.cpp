@@ -135,6 +135,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   // The rows of one layout: its fastest placement, or each placement.
   auto add_rows = [&](Layout c) {
     c.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked below
+    c.exec.rank_order = r.runtime.rank_order;
     try {
       if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
       validate_layout(sys, model, c, global_batch);

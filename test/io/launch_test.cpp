@@ -324,6 +324,39 @@ TEST(Launch, UnevenStagesAndPlacement) {
             std::string::npos);
 }
 
+// A runtime that numbers ranks tp-cp-ep-pp-dp (rank_order; llama3.yaml): Megatron-LM's
+// --use-tp-pp-dp-mapping and NeMo's use_tp_pp_dp_mapping whatever the placement (TP 8 fills a
+// domain, so both orders place it alike), with a note under context parallelism, which
+// Megatron-Core documents the option without; torchtitan has no such option: a note. The default
+// order emits neither.
+TEST(Launch, RuntimeRankOrder) {
+  const Transformer model = load_model_named("llama3_8b");
+  Layout c = layout_1d(8, 4, 16, 1);
+  Runtime megatron_order;
+  Runtime pipeline_inner;
+  pipeline_inner.rank_order = RankOrder::PipelineInnerDataOuter;
+  const LaunchInput plain{model, c, megatron_order, 64, 8};
+  const LaunchInput inner{model, c, pipeline_inner, 64, 8};
+  EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Megatron, plain)).find("--use-tp-pp-dp-mapping"),
+            std::string::npos);
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, inner)).find("--use-tp-pp-dp-mapping"),
+            std::string::npos);
+  EXPECT_EQ(launch_text(launch_line(LaunchFramework::Megatron, inner)).find("Make sure EP and CP"), std::string::npos);
+  EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Nemo, plain)).find("use_tp_pp_dp_mapping"),
+            std::string::npos);
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Nemo, inner))
+                .find("trainer.strategy.use_tp_pp_dp_mapping"),
+            std::string::npos);
+  EXPECT_NE(launch_text(launch_line(LaunchFramework::Torchtitan, inner)).find("no option for another order"),
+            std::string::npos);
+  EXPECT_EQ(launch_text(launch_line(LaunchFramework::Torchtitan, plain)).find("no option for another order"),
+            std::string::npos);
+  c.tensor.cp = 2;
+  const std::string with_cp = launch_text(launch_line(LaunchFramework::Megatron, {model, c, pipeline_inner, 64, 8}));
+  EXPECT_NE(with_cp.find("--use-tp-pp-dp-mapping"), std::string::npos) << with_cp;
+  EXPECT_NE(with_cp.find("Make sure EP and CP aren't used with this option enabled"), std::string::npos) << with_cp;
+}
+
 // Llama 3 405B as Dubey et al. 2024 ran it: 16 stages, interleaved, one block fewer on the first
 // and the last (which hold the embedding and the loss). Megatron-LM cuts such stages into chunks
 // only with the embedding and the loss counted as blocks (--account-for-*-in-pipeline-split);

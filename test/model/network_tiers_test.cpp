@@ -8,9 +8,12 @@
 #include <memory>
 #include <vector>
 
+#include "common/layouts.hpp"
 #include "common/round_system.hpp"
 #include "model/collective.hpp"
 #include "model/layer.hpp"
+#include "model/plan.hpp"
+#include "model/runtime.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -146,6 +149,130 @@ TEST(NetworkTiers, ContextParallelRingSpansItsGroup) {
   const LayerCost gathered = attention_core(s, "fusedla", {1, 4, 4, 128, 1024, 4096}, {KvSource::Gathered, {4, 1}, 1});
   EXPECT_EQ(gathered.comm_fwd.items[0].type, CommType::AllGather);
   EXPECT_EQ(gathered.comm_fwd.items[0].stride, 1);
+}
+
+// The strides of the rank orders (model/plan.hpp: domain_strides), worked by hand on 8-GPU domains.
+// Megatron's tp-cp-ep-dp-pp numbers rank = t + tp (c + cp (d + dp p)); tp-cp-ep-pp-dp numbers
+// rank = t + tp (c + cp (e + ep (p + pp d'))) with d' the outer data-parallel rank. A domain holds
+// 8 consecutive ranks.
+Layout placed(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t nv_tp, std::int64_t nv_dp,
+              std::int64_t nv_pp, RankOrder order) {
+  Layout c = test::one_d(tp, dp, pp);
+  c.tensor.nv1 = nv_tp;
+  c.nv_dp = nv_dp;
+  c.nv_pp = nv_pp;
+  c.exec.rank_order = order;
+  return c;
+}
+constexpr RankOrder kDataInner = RankOrder::DataInnerPipelineOuter;
+constexpr RankOrder kPipelineInner = RankOrder::PipelineInnerDataOuter;
+
+// TP 8, PP 16, DP 64 (Llama 3 405B at 8K GPUs): a tensor group fills a domain. Megatron's order: a
+// data-parallel group's members in consecutive domains (1), a stage 64 domains (dp tp / 8 = 64);
+// the pipeline inside: consecutive stages in consecutive domains (tp / 8 = 1), a data-parallel
+// group's members a pipeline replica apart (tp pp / 8 = 16).
+TEST(NetworkTiers, RankOrderStridesByHand) {
+  const StrategyPlan& oned = plan_of(Strategy::OneD);
+  DomainStrides d = domain_strides(oned, placed(8, 64, 16, 8, 1, 1, kDataInner));
+  EXPECT_EQ(d.data, 1);
+  EXPECT_EQ(d.expert, 1);
+  EXPECT_EQ(d.pipeline, 64);
+  d = domain_strides(oned, placed(8, 64, 16, 8, 1, 1, kPipelineInner));
+  EXPECT_EQ(d.data, 16);
+  EXPECT_EQ(d.expert, 16);
+  EXPECT_EQ(d.pipeline, 1);
+  // TP 4, DP 8, PP 4 with two stages of a tensor group in a domain (nv_tp 4, nv_pp 2, nv_dp 1): the
+  // pipeline inside, stage k at ranks 4k..4k+3, so stages 0-1 share domain 0 and 2-3 domain 1: the
+  // stride between the pipeline's domains 1; a replica of 16 ranks spans 2 domains, so a
+  // data-parallel group's members sit 2 domains apart. Megatron's order with the same placement: a
+  // stage is dp tp = 32 ranks, 32 / (nv_dp nv_tp = 4) = 8 domains between stages, members of a
+  // data-parallel group in consecutive domains.
+  d = domain_strides(oned, placed(4, 8, 4, 4, 1, 2, kPipelineInner));
+  EXPECT_EQ(d.pipeline, 1);
+  EXPECT_EQ(d.data, 2);
+  d = domain_strides(oned, placed(4, 8, 4, 4, 1, 2, kDataInner));
+  EXPECT_EQ(d.pipeline, 8);
+  EXPECT_EQ(d.data, 1);
+  // The defaults' functions are the default order's, bit for bit.
+  const Layout megatron = placed(8, 64, 16, 8, 1, 1, kDataInner);
+  EXPECT_EQ(domain_strides(oned, megatron).data, data_domain_stride(oned, megatron));
+  EXPECT_EQ(domain_strides(oned, megatron).pipeline, pipeline_domain_stride(megatron));
+}
+
+// MoE, TP 8, DP 16 with EP 4, PP 4, one tensor group a domain. Megatron's order: the data-parallel
+// group in consecutive domains (1), its expert-data-parallel group every ep = 4th, a stage dp tp =
+// 128 ranks, 16 domains. The pipeline inside (tp-cp-ep-pp-dp): rank = t + 8 (e + 4 (p + 4 d')), so
+// consecutive stages are tp ep = 32 ranks, 4 domains, apart; the data-parallel group (e, d') sits in
+// domains e + 16 d': 0-3, 16-19, 32-35, 48-51, 16 domains spanning 52, so the ring's uniform stride
+// is 51 / 15 = 3.4, rounded 3; the expert-data-parallel group (e fixed) every 16th domain, exactly.
+TEST(NetworkTiers, RankOrderExpertStridesByHand) {
+  const StrategyPlan& oned = plan_of(Strategy::OneD);
+  Layout c = placed(8, 16, 4, 8, 1, 1, kDataInner);
+  c.exec.ep = 4;
+  DomainStrides d = domain_strides(oned, c);
+  EXPECT_EQ(d.data, 1);
+  EXPECT_EQ(d.expert, 4);
+  EXPECT_EQ(d.pipeline, 16);
+  c.exec.rank_order = kPipelineInner;
+  d = domain_strides(oned, c);
+  EXPECT_EQ(d.pipeline, 4);
+  EXPECT_EQ(d.data, 3);
+  EXPECT_EQ(d.expert, 16);
+}
+
+// Context parallelism with the pipeline inside: the data-parallel group (dp x cp) is a replica's cp
+// ranks close together, then a jump of a replica, not uniformly strided; its ring's stride is the
+// uniform one of the same span. TP 8, CP 2, PP 16, DP 4 (nv_tp 8, nv_cp 1): rank = t + 8 (c + 2 (p
+// + 16 d)), so a member (c, d) sits in domain c + 32 d: 0, 1, 32, 33, 64, 65, 96, 97, 8 domains
+// spanning 98: (8 - 1) s + 1 = 98 gives s = 97 / 7 = 13.86, rounded 14. Stages tp cp = 16 ranks, 2
+// domains, apart. Megatron's order: the group in consecutive domains (a tensor group each), a stage
+// dp cp tp = 64 ranks, 8 domains. With the whole cp group inside a domain (TP 4, CP 2, nv_tp 4,
+// nv_cp 2) the stride is exact: a replica of tp cp pp = 32 ranks is 4 domains.
+TEST(NetworkTiers, RankOrderContextParallelApproximation) {
+  const StrategyPlan& oned = plan_of(Strategy::OneD);
+  Layout c = placed(8, 4, 16, 8, 1, 1, kPipelineInner);
+  c.tensor.cp = 2;
+  DomainStrides d = domain_strides(oned, c);
+  EXPECT_EQ(d.data, 14);
+  EXPECT_EQ(d.expert, 14);  // ep = 1: the same group
+  EXPECT_EQ(d.pipeline, 2);
+  EXPECT_EQ(ring_equivalent_stride(8, 2, 1, 32), 14);
+  c.exec.rank_order = kDataInner;
+  d = domain_strides(oned, c);
+  EXPECT_EQ(d.data, 1);
+  EXPECT_EQ(d.pipeline, 8);
+
+  Layout inside = placed(4, 4, 4, 4, 1, 1, kPipelineInner);
+  inside.tensor.cp = 2;
+  inside.tensor.nv_cp = 2;
+  d = domain_strides(oned, inside);
+  EXPECT_EQ(d.data, 4);
+  EXPECT_EQ(d.pipeline, 1);
+}
+
+// Without network tiers the rank order changes nothing; with them the pipeline inside moves traffic
+// from the pipeline to the data-parallel group. TP 4 (a 4-GPU domain each), DP 4, PP 2: Megatron's
+// order puts the two stages 4 domains apart (racks of 2 crossed at 2:1) and a data-parallel group
+// in 4 consecutive domains (2 a rack: max(1, 2 / 2) = 1); the pipeline inside puts them in
+// adjacent domains of one rack and the group's members 2 domains apart (one a rack: 2 / 1 = 2).
+// The order is the runtime's (apply_runtime sets the layout's): two runtimes alike but for it.
+TEST(NetworkTiers, RankOrderMovesTrafficOnlyWithTiers) {
+  const Transformer m = test::small_model();
+  const Layout c = placed(4, 4, 2, 4, 1, 1, kDataInner);
+  Runtime megatron;
+  megatron.name = "plain";
+  megatron.file = "plain.yaml";
+  Runtime inner = megatron;
+  inner.rank_order = kPipelineInner;
+  const Evaluation megatron_plain = evaluate(round_system(), m, megatron, c, 8);
+  const Evaluation megatron_tiered = evaluate(tiered(), m, megatron, c, 8);
+  const Evaluation inner_plain = evaluate(round_system(), m, inner, c, 8);
+  const Evaluation inner_tiered = evaluate(tiered(), m, inner, c, 8);
+  EXPECT_EQ(inner_plain.totals.t, megatron_plain.totals.t);
+  EXPECT_EQ(inner_plain.totals.t_dp_comm, megatron_plain.totals.t_dp_comm);
+  EXPECT_EQ(inner_plain.totals.t_pp_comm, megatron_plain.totals.t_pp_comm);
+  EXPECT_LT(inner_tiered.totals.t_pp_comm, megatron_tiered.totals.t_pp_comm);
+  EXPECT_GT(inner_tiered.totals.t_dp_comm, megatron_tiered.totals.t_dp_comm);
 }
 
 }  // namespace

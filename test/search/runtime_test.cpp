@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -127,6 +128,9 @@ TEST(Runtime, Llama3FileStatesThePaper) {
   EXPECT_EQ(rt.allocator_reserve, mg.allocator_reserve);
   EXPECT_EQ(rt.loss_transient_logits, mg.loss_transient_logits);
   EXPECT_EQ(load_system(kRoot / "systems" / "H100-llama3-cluster.yaml").runtime, "llama3");
+  // [TP, CP, PP, DP] (section 3.3.2); Megatron's runtime keeps Megatron-Core's default order
+  EXPECT_EQ(rt.rank_order, RankOrder::PipelineInnerDataOuter);
+  EXPECT_EQ(mg.rank_order, RankOrder::DataInnerPipelineOuter);
 }
 
 // A search of a shipped model on H100s under Megatron's runtime.
@@ -209,6 +213,55 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
   fails_with("name: x\nstates: {weights: 0}\n", "states.weights");
   fails_with("name: reference\nallocator_reserve: 0.1\n", "needs another name");
+  fails_with("name: x\nrank_order: tp-dp-pp\n",
+             "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");
+  fails_with("name: x\nrank_order: [tp-cp-ep-pp-dp]\n", "rank_order: expected a single value, got a list");
+  fails_with("name: reference\nrank_order: tp-cp-ep-pp-dp\n", "needs another name");
+  std::filesystem::remove_all(dir);
+}
+
+// rank_order: absent or the default (tp-cp-ep-dp-pp) is the same runtime, step for step, bit for
+// bit, with network tiers or without; tp-cp-ep-pp-dp moves times only on a system with tiers.
+// Llama 3 405B, TP 8 (one server), DP 64, PP 2 on the Llama 3 cluster (racks of 2 servers, pods of
+// 384): in Megatron's order the two stages sit dp = 64 servers apart, in another rack; with the
+// pipeline inside, in one rack.
+TEST(Runtime, RankOrderKey) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_runtime_rank_order_test";
+  std::filesystem::create_directories(dir);
+  std::ifstream in(kRoot / "runtimes" / "megatron.yaml");
+  const std::string megatron((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto write = [&](const char* name, const std::string& text) {
+    const auto file = dir / name;
+    std::ofstream(file) << text;
+    return load_runtime(file);
+  };
+  const Runtime absent = write("absent.yaml", megatron);
+  const Runtime given = write("given.yaml", megatron + "rank_order: tp-cp-ep-dp-pp\n");
+  const Runtime inner = write("inner.yaml", megatron + "rank_order: tp-cp-ep-pp-dp\n");
+  EXPECT_EQ(absent.rank_order, RankOrder::DataInnerPipelineOuter);
+  EXPECT_EQ(given.rank_order, RankOrder::DataInnerPipelineOuter);
+  EXPECT_EQ(inner.rank_order, RankOrder::PipelineInnerDataOuter);
+  EXPECT_NE(absent.content_hash, given.content_hash);  // results of the two files are never confused
+  EXPECT_NE(runtime_to_yaml(given), runtime_to_yaml(inner));
+
+  const Transformer m = load_model(kRoot / "models" / "llama3_405b.yaml");
+  Layout c = one_d(8, 64, 2);
+  c.tensor.nv1 = 8;
+  for (const char* system : {"H100-llama3-cluster", "H100-calibrated"}) {
+    SCOPED_TRACE(system);
+    const System s = load_system(kRoot / "systems" / (std::string(system) + ".yaml"));
+    const Evaluation a = evaluate(s, m, absent, c, 1024);
+    const Evaluation b = evaluate(s, m, given, c, 1024);
+    const Evaluation i = evaluate(s, m, inner, c, 1024);
+    for (const auto field : {&Totals::t, &Totals::t_dp_comm, &Totals::t_pp_comm, &Totals::t_tp_comm, &Totals::mem}) {
+      EXPECT_EQ(a.totals.*field, b.totals.*field);
+    }
+    if (s.network_tiers == nullptr) {
+      EXPECT_EQ(i.totals.t, a.totals.t);
+    } else {
+      EXPECT_LT(i.totals.t_pp_comm, a.totals.t_pp_comm);
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -243,6 +296,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.zero_stages, b.zero_stages);
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
   EXPECT_EQ(a.stage_partition, b.stage_partition);
+  EXPECT_EQ(a.rank_order, b.rank_order);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -280,6 +334,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.strategies = 0x5;   // 1d and 2d-seqp
   odd.zero_stages = 0xA;  // 1 and 3
   odd.stage_partition = StagePartition::Nanotron;
+  odd.rank_order = RankOrder::PipelineInnerDataOuter;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
