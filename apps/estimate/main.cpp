@@ -120,6 +120,7 @@ int run(const Options& o) {
     one.cp = {cp};
     one.cp_comm = {layout.exec.cp_comm};
     one.offload = {layout.exec.offload};
+    one.offload_percent = {layout.exec.offload_percent};
     check_runtime_choices(sys, runtime, layout.strategy, one);
   }
   Evaluation ev;

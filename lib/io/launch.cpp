@@ -20,6 +20,11 @@ std::string real(double v) {
   return buf;
 }
 
+// Megatron-Core's offload_fraction: the optimizer's share on the host, "1.0" for all of it.
+std::string offload_fraction(const Execution& x) {
+  return x.offload_percent == 100 ? "1.0" : real(static_cast<double>(x.offload_percent) / 100);
+}
+
 // Models with a NeMo 2.0 recipe (nemo/collections/llm/recipes/<recipe>.py) or a torchtitan
 // flavor (torchtitan/models/<name>/__init__.py) of the same shape; nullptr: none.
 struct KnownModel {
@@ -376,7 +381,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   // --cpu-offloading-num-layers must be below the depth)
   if (x.offload == Offload::Optimizer) {
     b.add("--optimizer-cpu-offload");
-    b.add("--optimizer-offload-fraction", "1.0");
+    b.add("--optimizer-offload-fraction", offload_fraction(x));
   } else if (x.offload == Offload::Activations) {
     b.add("--cpu-offloading-num-layers", num(m.depth - 1));
   }
@@ -467,7 +472,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0 there)
   if (x.offload == Offload::Optimizer) {
     b.add("optim.config.optimizer_cpu_offload", yes);
-    b.add("optim.config.optimizer_offload_fraction", "1.0");
+    b.add("optim.config.optimizer_offload_fraction", offload_fraction(x));
   } else if (x.offload == Offload::Activations) {
     b.add("model.config.cpu_offloading", yes);
     b.add("model.config.cpu_offloading_num_layers", num(m.depth - 1));

@@ -216,6 +216,10 @@ struct Execution {
   CpComm cp_comm = CpComm::P2P;
   // What the step keeps in host memory (searched: `--offload none,optimizer`).
   Offload offload = Offload::None;
+  // With offload optimizer: the percentage of the optimizer's parameters whose states and step are
+  // on the host, the rest updated on the GPU (Megatron-Core's --optimizer-offload-fraction x 100,
+  // HybridDeviceOptimizer; searched: `--offload-percent 25,50,100`). 100: all of them.
+  std::int64_t offload_percent = 100;
   // How the blocks split over the pipeline stages where first_stage_blocks and last_stage_blocks
   // give no counts (set from the runtime by apply_runtime; not searched).
   StagePartition stage_partition = StagePartition::Even;

@@ -37,6 +37,7 @@ struct ExecutionChoices {
   std::vector<std::int64_t> cp{1};
   std::vector<CpComm> cp_comm{CpComm::P2P};
   std::vector<Offload> offload{Offload::None};  // what each layout keeps in host memory
+  std::vector<std::int64_t> offload_percent{100};  // of the optimizer's parameters, with offload optimizer
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -192,6 +193,12 @@ inline constexpr std::array kExecutionOptions = [] {
           "activations (saved activations, copied out and back per block); where the runtime offloads it "
           "(docs/offload.md)",
           kOffloadNames, changed, step),
+      d::integer<&X::offload_percent, &C::offload_percent>(
+          "offload_percent", "--offload-percent",
+          "with --offload optimizer: the percentage of the optimizer's parameters whose states and step are on the "
+          "host, the rest updated on the GPU (Megatron-Core's --optimizer-offload-fraction x 100; the first value "
+          "for layouts that keep the optimizer on the GPU; docs/offload.md)",
+          1, 100, changed, step),
   };
 }();
 

@@ -340,8 +340,10 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
       // master weights and moments (with ZeRO-1 the GPU's shard) move to the host, beside an fp32
       // copy of the shard's gradients (DeepSpeed ZeRO-Offload's CPU gradient partition;
       // Megatron-Core's HybridDeviceOptimizer copies the gradients to fp32 CPU tensors)
-      x.host = x.optimizer_states + per_gpu * (kHostGradientBytes / kReferenceBytes);
-      x.optimizer_states = 0;
+      // (offload_percent of them: HybridDeviceOptimizer's offload_fraction; the GPU keeps the rest)
+      const double host_share = D(exec.offload_percent) / 100;
+      x.host = host_share * (x.optimizer_states + per_gpu * (kHostGradientBytes / kReferenceBytes));
+      x.optimizer_states *= 1 - host_share;
     } else if (exec.offload == Offload::Weights) {
       // the optimizer's states and the weights' and gradients' shards (ZeRO-3) live on the host;
       // the GPU holds two blocks gathered whole (the one computing and the next, streamed in) and
@@ -732,6 +734,14 @@ double host_floor_per_block_s(const System& s, const Runtime& rt, const Layout& 
          D(tp_domains - 1) * rt.host_block_per_tp_domain_s;
 }
 
+// The share of the optimizer's parameters the GPU updates: all of them without offload (and with
+// activations offload), none with weights offload, 1 - offload_percent / 100 with optimizer offload.
+double optimizer_share_on_gpu(const Execution& x) {
+  if (x.offload == Offload::Weights) return 0;
+  if (x.offload == Offload::Optimizer) return 1 - D(x.offload_percent) / 100;
+  return 1;
+}
+
 // Bytes of host memory the host optimizer streams per parameter (CPU Adam, memory-bound: DeepSpeed's
 // DeepSpeedCPUAdam, Ren et al. 2021 sec. 5.1): the fp32 weights it updates (the master copy, or
 // the weights where they are fp32) and the moments read and written, the fp32 gradient read, and
@@ -745,19 +755,23 @@ double host_optimizer_bytes(const StateBytes& b) {
 // transfer behind the compute of the block before it, exposed by what it exceeds that compute.
 // `opt_params`: the parameters of the GPU's optimizer shard; `shards`: the ZeRO-3 weight shards.
 void offload_runtime(const System& s, const Layout& c, const BlockSummary& block, const StateBytes& b, double layers,
-                     double opt_params, double shards, StageRuntime& r) {
+                     double opt_params, double shards, double t_gpu_optimizer, StageRuntime& r) {
   constexpr double kGB = 1e-9;
   const double link = s.host_bandwidth;  // GB/s each direction
   const double t_fwd = block.mlp.t_fwd + block.sa.t_fwd, t_bwd = block.mlp.t_bwd + block.sa.t_bwd;
   const auto exposed = [](double transfer_s, double compute_s) { return std::max(0.0, transfer_s - compute_s); };
+  // the host's share of the optimizer's parameters (all with weights offload)
+  const double host_params = opt_params * (1 - optimizer_share_on_gpu(c.exec));
   if (c.exec.offload == Offload::Optimizer || c.exec.offload == Offload::Weights) {
-    r.t_host_optimizer = opt_params * host_optimizer_bytes(b) * kGB / s.host_cpu_bandwidth;
+    // the host's step runs while the GPU updates its share (HybridDeviceOptimizer steps both at
+    // once), exposed by what it exceeds that
+    r.t_host_optimizer = exposed(host_params * host_optimizer_bytes(b) * kGB / s.host_cpu_bandwidth, t_gpu_optimizer);
   }
   switch (c.exec.offload) {
     case Offload::Optimizer: {
       // the reduced gradients go down behind the last micro-batch's backward; the updated weights
       // come back before the next forward, with nothing to hide them
-      const double down = opt_params * b.gradients * kGB / link, up = opt_params * b.weights * kGB / link;
+      const double down = host_params * b.gradients * kGB / link, up = host_params * b.weights * kGB / link;
       r.offload_step_s = exposed(down, layers * t_bwd) + up;
       break;
     }
@@ -810,10 +824,14 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   constexpr double kGB = 1e-9;
   using kernels::StreamKind;
   double step = 0, micro_batch = 0, fp8_cache_gb = 0;
-  // the optimizer on the host runs no kernel on the GPU
-  const bool host_optimizer = c.exec.offload == Offload::Optimizer || c.exec.offload == Offload::Weights;
-  if (rt.optimizer_bytes > 0 && !host_optimizer) {
-    step += stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer, rt.optimizer_bytes * opt_params * kGB);
+  // the optimizer on the host runs no kernel on the GPU; with offload_percent below 100 the GPU
+  // updates the rest of its parameters
+  const double gpu_optimizer_share = optimizer_share_on_gpu(c.exec);
+  double t_gpu_optimizer = 0;
+  if (rt.optimizer_bytes > 0 && gpu_optimizer_share > 0) {
+    t_gpu_optimizer = stream_seconds(s, StreamKind::Optimizer, KernelClass::Optimizer,
+                                     rt.optimizer_bytes * gpu_optimizer_share * opt_params * kGB);
+    step += t_gpu_optimizer;
   }
   if (rt.cast_bytes > 0) {
     const double recast = full ? layers * block_gemm_gb / s.element_size : 0.0;
@@ -846,10 +864,10 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   r.per_micro_batch_s = micro_batch;
   r.t_optimizer = step + nmb * micro_batch;
   r.transient_gb =
-      rt.loss_transient_logits * logits_gb + (host_optimizer ? 0.0 : rt.optimizer_transient_bytes * opt_params * kGB);
+      rt.loss_transient_logits * logits_gb + rt.optimizer_transient_bytes * gpu_optimizer_share * opt_params * kGB;
   if (c.exec.offload != Offload::None) [[unlikely]] {
     offload_runtime(s, c, block, r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params), layers, opt_params,
-                    shards, r);
+                    shards, t_gpu_optimizer, r);
   }
   if (fp8_cache_gb > 0) r.transient_gb += fp8_cache_gb;
   if (rt.activations == ActivationAccounting::Autocast) {

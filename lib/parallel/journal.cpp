@@ -125,6 +125,14 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   }
   if (l.mbs < 1 || l.mbs > kMaxGlobalBatch || t.nb < 1 || t.nb > kMaxSummaBlocks) return false;
   if (l.exec.zero < 0 || l.exec.zero > 3) return false;
+  // every execution option within what its flag takes (model/execution_options.hpp)
+  for (const ExecutionOption& o : kExecutionOptions) {
+    const std::int64_t v = o.get(l.exec);
+    const bool ok = o.values == OptionValues::Integer ? v >= o.lo && v <= o.hi
+                    : o.values == OptionValues::OnOff  ? v == 0 || v == 1
+                                                       : v >= 0 && static_cast<std::size_t>(v) < o.names.size();
+    if (!ok) return false;
+  }
   // a stage's blocks: 0 (an even share) or a count within the bounds of the degrees
   for (const std::int64_t blocks : {l.exec.first_stage_blocks, l.exec.last_stage_blocks}) {
     if (blocks < 0 || blocks > kMaxGpuCount) return false;

@@ -201,6 +201,10 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
             for (const Execution& exec : r.executions) {
               // without context parallelism there is nothing to exchange: the first choice alone
               if (t.cp == 1 && exec.cp_comm != r.executions.front().cp_comm) continue;
+              // the optimizer's share on the host with offload optimizer alone: the first value otherwise
+              if (exec.offload != Offload::Optimizer && exec.offload_percent != r.executions.front().offload_percent) {
+                continue;
+              }
               Layout c;
               c.strategy = strategy;
               c.dp = dp;

@@ -59,7 +59,8 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
 }
 
 // Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, offload 12, nv 13.
+// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, offload 12,
+// offload_percent 13, nv 14.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -147,6 +148,15 @@ void offload_values(const SearchContext& x, const Layout& c, std::vector<Choice>
   }
 }
 
+// The optimizer's share on the host: each listed value where the layout offloads the optimizer
+// alone (Offload::Optimizer); otherwise the first, so the space does not repeat identical layouts.
+void offload_percent_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  for (const I percent : x.problem.exec.offload_percent) {
+    out.push_back({{percent}});
+    if (c.exec.offload != Offload::Optimizer) break;
+  }
+}
+
 constexpr SearchDimension kDimensions[] = {
     {"pp", true, 0, pipeline_values,
      [](Layout& c, const Choice& v) {
@@ -174,6 +184,8 @@ constexpr SearchDimension kDimensions[] = {
     {"cp_comm", false, 0, cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
     {"offload", true, 1u << 0 | 1u << 3 | 1u << 6, offload_values,
      [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
+    {"offload_percent", true, 1u << 12, offload_percent_values,
+     [](Layout& c, const Choice& v) { c.exec.offload_percent = v.v[0]; }},
     {"nv", false, 1u << 0, placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];

@@ -278,6 +278,16 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
     if (choices.offload.empty()) throw InputError("--offload " + name + ": " + why);
     note("--offload " + name + " dropped for " + strat + ": " + why);
   }
+  // The optimizer's share on the host goes with offload optimizer (the layouts without it take the
+  // first value, offload_percent_values); where the runtime or system dropped that, the whole list goes.
+  if (choices.offload_percent != std::vector<std::int64_t>{100} &&
+      std::find(choices.offload.begin(), choices.offload.end(), Offload::Optimizer) == choices.offload.end()) {
+    if (std::find(offload.begin(), offload.end(), Offload::Optimizer) == offload.end()) {
+      throw InputError("--offload-percent below 100 goes with --offload optimizer (the share of the optimizer on the host)");
+    }
+    choices.offload_percent = {100};
+    note("--offload-percent dropped for " + strat + ": --offload optimizer was");
+  }
   const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
   std::string no_fp8;
   if (rt.fp8.recipe == Fp8Recipe::None) {

@@ -56,6 +56,20 @@ TEST(Offload, OptimizerMemoryByHand) {
   EXPECT_DOUBLE_EQ(off.total, 14);
 }
 
+// offload_percent 25 (Megatron-Core's offload_fraction 0.25): a quarter of the 12 GB of states and of
+// the 4 GB gradient copy on the host (4 GB), three quarters of the states on the GPU (9 GB).
+TEST(Offload, PartialOptimizerMemoryByHand) {
+  Execution x;
+  x.offload = Offload::Optimizer;
+  x.offload_percent = 25;
+  const StepMemory off = step_memory(1.0, 0.5, 4, 1, 2, 1, 1, x, 0, 0, 0, 0, &kMegatron);
+  EXPECT_DOUBLE_EQ(off.host, 4);
+  EXPECT_DOUBLE_EQ(off.optimizer_states, 9);
+  EXPECT_DOUBLE_EQ(off.weights, 4);
+  EXPECT_DOUBLE_EQ(off.weight_grads, 8);
+  EXPECT_DOUBLE_EQ(off.total, 4 + 8 + 9 + 2);
+}
+
 // ZeRO-3 over 2 GPUs: the weights' shard 4 / 2 = 2 GB plus one block gathered whole (2 bytes x
 // 0.5e9 = 1 GB), gradients 8 / 2 = 4 GB, optimizer 12 GB. weights: shards, gradients and optimizer
 // to the host (2 + 4 + 12 = 18 GB); the GPU keeps two whole blocks (2 GB) and one block's
@@ -118,6 +132,61 @@ TEST(Offload, OptimizerSecondsByHand) {
   EXPECT_DOUBLE_EQ(off.totals.wts_optimizer_states_mem, 0);
   // 12 bytes of states and the 4-byte gradient copy a parameter on the host
   EXPECT_NEAR(off.totals.host_mem, params * 16e-9, 1e-9 * params * 16e-9);
+}
+
+// Half the optimizer on the host (offload_percent 50) under the plain runtime, whose GPU optimizer
+// runs no kernel: the host's Adam over P/2 parameters, fully exposed, P/2 x 2 bytes of updated
+// weights back over PCIe, P/2 x 12 bytes of states and P/2 x 4 of gradients on the host, P/2 x 12
+// bytes of states left on the GPU.
+TEST(Offload, PartialOptimizerSecondsByHand) {
+  const System s = h100();
+  const Transformer m = model("llama3_8b");
+  const Runtime rt = plain_runtime();
+  Layout c = one_d(1, 1, 1);
+  c.exec.recompute = Recompute::Full;
+  const Evaluation none = evaluate(s, m, rt, c, 8);
+  c.exec.offload = Offload::Optimizer;
+  c.exec.offload_percent = 50;
+  const Evaluation half = evaluate(s, m, rt, c, 8);
+  const double params = half.model.params_per_gpu;
+  EXPECT_DOUBLE_EQ(half.totals.t_host_optimizer, params / 2 * 30e-9 / 76.8);
+  const double up = params / 2 * 2e-9 / 63, down = params / 2 * 4e-9 / 63;
+  EXPECT_GE(half.totals.t_offload, up);
+  EXPECT_LE(half.totals.t_offload, up + down);
+  EXPECT_NEAR(half.totals.t, none.totals.t + half.totals.t_offload + half.totals.t_host_optimizer, 1e-12 * none.totals.t);
+  EXPECT_NEAR(half.totals.wts_optimizer_states_mem, params / 2 * 12e-9, 1e-9 * params * 6e-9);
+  EXPECT_NEAR(half.totals.host_mem, params / 2 * 16e-9, 1e-9 * params * 8e-9);
+  // 100 is the whole optimizer: the layout of OptimizerSecondsByHand, bit for bit
+  c.exec.offload_percent = 100;
+  Layout whole = c;
+  const Evaluation all = evaluate(s, m, rt, whole, 8);
+  EXPECT_DOUBLE_EQ(all.totals.t_host_optimizer, params * 30e-9 / 76.8);
+  EXPECT_DOUBLE_EQ(all.totals.wts_optimizer_states_mem, 0);
+}
+
+// Under a runtime whose GPU optimizer runs kernels (megatron), the host's step runs beside the
+// GPU's update of its share and is exposed by what it exceeds it: the step's optimizer kernels
+// (t_optimizer) shrink with the GPU's share, and the host's step is the host's Adam over its share
+// less the GPU's optimizer time it runs beside.
+TEST(Offload, PartialOptimizerBesideTheGpuStep) {
+  const System s = h100();
+  const Transformer m = model("llama3_8b");
+  const Runtime rt = load_runtime_named("megatron");
+  Layout c = one_d(1, 1, 1);
+  c.exec.recompute = Recompute::Full;
+  c.exec.offload = Offload::Optimizer;
+  const Evaluation all = evaluate(s, m, rt, c, 8);
+  c.exec.offload_percent = 75;
+  const Evaluation most = evaluate(s, m, rt, c, 8);
+  c.exec.offload = Offload::None;
+  c.exec.offload_percent = 100;
+  const Evaluation gpu = evaluate(s, m, rt, c, 8);
+  // the GPU's optimizer kernel for a quarter of the parameters
+  const double t_gpu_quarter = most.totals.t_optimizer - all.totals.t_optimizer;
+  EXPECT_GT(t_gpu_quarter, 0);
+  EXPECT_LT(t_gpu_quarter, gpu.totals.t_optimizer - all.totals.t_optimizer);
+  EXPECT_NEAR(most.totals.t_host_optimizer, std::max(0.0, 0.75 * all.totals.t_host_optimizer - t_gpu_quarter),
+              1e-9 * all.totals.t_host_optimizer);
 }
 
 // Streamed activations: each block's saved activations A out after its forward and in before its
@@ -220,7 +289,11 @@ TEST(Offload, SearchAgreesWithEvaluate) {
   p.exec.recompute = {Recompute::None, Recompute::Full};
   p.exec.offload = {Offload::None, Offload::Optimizer, Offload::Activations};
   expect_search_agrees(p, 16, Offload::Optimizer);
+  // with shares of the optimizer on the host, tried with offload optimizer alone
+  p.exec.offload_percent = {50, 100};
+  expect_search_agrees(p, 16, Offload::Optimizer);
   p.runtime = load_runtime_named("deepspeed");
+  p.exec.offload_percent = {100};
   p.exec.zero = {1, 3};
   p.exec.offload = {Offload::None, Offload::Weights};
   expect_search_agrees(p, 8, Offload::Weights);
@@ -258,6 +331,10 @@ TEST(Offload, RefusedInputs) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--offload must be none, optimizer, weights or activations, got 'disk'");
   }
+  // a share of the optimizer on the host goes with offload optimizer
+  ExecutionChoices partial;
+  partial.offload_percent = {50};
+  EXPECT_THROW(check_runtime_choices(s, load_runtime_named("megatron"), Strategy::OneD, partial), InputError);
   // a search drops what the runtime does not offload, and refuses when nothing is left
   ExecutionChoices choices;
   choices.offload = {Offload::None, Offload::Weights};
