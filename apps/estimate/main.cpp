@@ -114,13 +114,7 @@ int run(const Options& o) {
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);
   {
-    ExecutionChoices one;
-    one.zero = {layout.exec.zero};
-    one.precision = {layout.exec.precision};
-    one.cp = {cp};
-    one.cp_comm = {layout.exec.cp_comm};
-    one.offload = {layout.exec.offload};
-    one.offload_percent = {layout.exec.offload_percent};
+    ExecutionChoices one = choices_of(layout.exec, cp);
     check_runtime_choices(sys, runtime, layout.strategy, one);
   }
   Evaluation ev;

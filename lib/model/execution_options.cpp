@@ -1,5 +1,6 @@
 #include "model/execution_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -53,6 +54,34 @@ std::int64_t parse_integer_value(const std::string& text, const std::string& fla
                      ", got '" + text + "'");
   }
   return v;
+}
+
+ExecutionChoices choices_of(const Execution& x, std::int64_t cp) {
+  ExecutionChoices c;
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (!o.searched()) continue;
+    const std::int64_t code = o.get(x);
+    o.assign(c, std::span<const std::int64_t>(&code, 1));
+  }
+  c.cp = {cp};
+  return c;
+}
+
+bool listed_in(const ExecutionChoices& c, const Execution& x, const TensorSplit& t) {
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (!o.searched()) continue;
+    const std::int64_t code = o.get(x);
+    const std::size_t n = o.count(c);
+    if (n == 0) return false;
+    if (o.applies != nullptr && !o.applies(x, t)) {
+      if (code != o.at(c, 0)) return false;
+      continue;
+    }
+    bool found = false;
+    for (std::size_t i = 0; i < n && !found; ++i) found = o.at(c, i) == code;
+    if (!found) return false;
+  }
+  return std::find(c.cp.begin(), c.cp.end(), t.cp) != c.cp.end();
 }
 
 bool option_shown(const ExecutionOption& o, const Execution& x) {

@@ -62,6 +62,10 @@ struct ExecutionOption {
   // The block's cost reads it (cost_block, cost_block_memory): a part of the search's block cache
   // key (search.cpp BlockKey). Options that change only the step (zero, schedule, ...) are not.
   bool block_cost;
+  // Whether the option means anything for a layout (nullptr: always); where it does not, a layout
+  // takes the first value of its list, so searches and configs do not repeat identical layouts
+  // (cp_comm without context parallelism, offload_percent without offload optimizer).
+  bool (*applies)(const Execution&, const TensorSplit&);
   std::int64_t (*get)(const Execution&);
   void (*set)(Execution&, std::int64_t);
   // The list a search tries (ExecutionChoices): its size, its i-th value's code, and the list
@@ -104,25 +108,28 @@ inline constexpr const char* kOnOffNames[] = {"off", "on"};
 template <auto Field, auto List>
 constexpr ExecutionOption searched(const char* key, const char* flag, const char* help, OptionValues values,
                                    std::span<const char* const> names, std::size_t accepted, std::int64_t lo,
-                                   std::int64_t hi, OptionShown shown, bool block_cost) {
-  return {key, flag, help, values, names, accepted, lo, hi, shown, block_cost, get<Field>, set<Field>, count<List>,
-          at<List>, assign<List>};
+                                   std::int64_t hi, OptionShown shown, bool block_cost,
+                                   bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
+  return {key, flag, help, values, names, accepted, lo, hi, shown, block_cost, applies, get<Field>, set<Field>,
+          count<List>, at<List>, assign<List>};
 }
 template <auto Field, auto List>
 constexpr ExecutionOption named(const char* key, const char* flag, const char* help, std::span<const char* const> names,
-                                OptionShown shown, bool block_cost, std::size_t accepted = 0) {
+                                OptionShown shown, bool block_cost, std::size_t accepted = 0,
+                                bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
   return searched<Field, List>(key, flag, help, OptionValues::Named, names, accepted ? accepted : names.size(), 0, 0,
-                               shown, block_cost);
+                               shown, block_cost, applies);
 }
 template <auto Field, auto List>
 constexpr ExecutionOption integer(const char* key, const char* flag, const char* help, std::int64_t lo,
-                                  std::int64_t hi, OptionShown shown, bool block_cost) {
-  return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown, block_cost);
+                                  std::int64_t hi, OptionShown shown, bool block_cost,
+                                  bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
+  return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown, block_cost, applies);
 }
 // A layout's given option (estimate's and configs' own flags, not a search's list).
 template <auto Field>
 constexpr ExecutionOption given(const char* key, const char* flag, const char* help) {
-  return {key, flag, help, OptionValues::Integer, {}, 0, 0, kMaxGpuCount, OptionShown::WithStages, false,
+  return {key, flag, help, OptionValues::Integer, {}, 0, 0, kMaxGpuCount, OptionShown::WithStages, false, nullptr,
           get<Field>, set<Field>, nullptr, nullptr, nullptr};
 }
 }  // namespace execution_option_detail
@@ -185,7 +192,8 @@ inline constexpr std::array kExecutionOptions = [] {
           "cp_comm", "--cp-comm",
           "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), all-gather "
           "(Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)",
-          kCpCommNames, changed, block),
+          kCpCommNames, changed, block, std::size(kCpCommNames),
+          [](const Execution&, const TensorSplit& t) { return t.cp > 1; }),
       d::named<&X::offload, &C::offload>(
           "offload", "--offload",
           "what the step keeps in host memory, over the system's host link: none, optimizer (master weights and "
@@ -198,7 +206,7 @@ inline constexpr std::array kExecutionOptions = [] {
           "with --offload optimizer: the percentage of the optimizer's parameters whose states and step are on the "
           "host, the rest updated on the GPU (Megatron-Core's --optimizer-offload-fraction x 100; the first value "
           "for layouts that keep the optimizer on the GPU; docs/offload.md)",
-          1, 100, changed, step),
+          1, 100, changed, step, [](const Execution& x, const TensorSplit&) { return x.offload == Offload::Optimizer; }),
   };
 }();
 
@@ -221,6 +229,12 @@ constexpr std::array<std::int64_t, kBlockCostOptions> block_cost_codes(const Exe
 constexpr std::array<std::int64_t, kBlockCostOptions> block_cost_codes(const Execution& x) {
   return execution_option_detail::block_cost_codes(x, std::make_index_sequence<kExecutionOptions.size()>{});
 }
+
+// The choices of one configuration: every searched option's list its one value (cp: the split's).
+ExecutionChoices choices_of(const Execution& x, std::int64_t cp);
+// Whether a layout (its execution and split) is one that choices list: each searched option's value
+// in its list, and the first where the option does not apply (ExecutionOption::applies).
+bool listed_in(const ExecutionChoices& c, const Execution& x, const TensorSplit& t);
 
 // The option of `key` ("zero"), or nullptr.
 const ExecutionOption* find_execution_option(std::string_view key);

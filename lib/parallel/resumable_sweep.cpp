@@ -154,11 +154,14 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   Execution x = l.exec;
   x.first_stage_blocks = 0;
   x.last_stage_blocks = 0;
-  const std::vector<Execution> built = execution_combinations(p.exec, base);
-  if (std::find(built.begin(), built.end(), x) == built.end()) return false;
-  // a context-parallel degree of the choices; with cp = 1 the first exchange alone (cp_comm_values)
-  if (std::find(p.exec.cp.begin(), p.exec.cp.end(), l.tensor.cp) == p.exec.cp.end()) return false;
-  if (l.tensor.cp == 1 && l.exec.cp_comm != p.exec.cp_comm.front()) return false;
+  // what the runtime sets, with the searched options' values
+  Execution expected = base;
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (o.searched()) o.set(expected, o.get(x));
+  }
+  if (!(expected == x)) return false;
+  // each a value of the choices (the first where it does not apply), the context-parallel degree too
+  if (!listed_in(p.exec, l.exec, l.tensor)) return false;
   validate_layout(p.system, p.model, l, p.global_batch);
   return true;
 }

@@ -69,6 +69,13 @@ std::vector<std::int64_t> or_divisors(const std::vector<std::int64_t>& given, st
 
 bool contains(const std::vector<std::int64_t>& v, std::int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
+bool applicable_or_first(const Execution& x, const Execution& first, const TensorSplit& t) {
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (o.applies != nullptr && !o.applies(x, t) && o.get(x) != o.get(first)) return false;
+  }
+  return true;
+}
+
 ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_batch) {
   return {c, ev.totals, ev.throughput, ev.fits, global_batch / c.dp / c.mbs};
 }
@@ -199,12 +206,9 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
           ++out.combinations;
           for (const AttentionMode& attention : r.attentions) {
             for (const Execution& exec : r.executions) {
-              // without context parallelism there is nothing to exchange: the first choice alone
-              if (t.cp == 1 && exec.cp_comm != r.executions.front().cp_comm) continue;
-              // the optimizer's share on the host with offload optimizer alone: the first value otherwise
-              if (exec.offload != Offload::Optimizer && exec.offload_percent != r.executions.front().offload_percent) {
-                continue;
-              }
+              // an option that does not apply to the layout takes the first value alone (cp_comm
+              // without context parallelism, ...): the combinations that differ only there are one
+              if (!applicable_or_first(exec, r.executions.front(), t)) continue;
               Layout c;
               c.strategy = strategy;
               c.dp = dp;

@@ -1,6 +1,10 @@
 #include "search/dimensions.hpp"
 
 #include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "search/candidates.hpp"
 
@@ -58,9 +62,6 @@ void placement_values(const SearchContext& x, const Layout& c, std::vector<Choic
                      [&](I nv1, I nv2, I nv_cp, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_cp, nv_dp, nv_pp}}); });
 }
 
-// Indices in the depends_on masks: pp 0 (it sets dp too), mbs 1, nb 2, recompute 3, sp 4,
-// interleave 5, zero 6, layout 7, ep 8, precision 9, schedule 10, cp_comm 11, offload 12,
-// offload_percent 13, nv 14.
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (Recompute r : x.problem.exec.recompute) {
     // selective recomputation of unfused attention is the reference's sa_1d option only
@@ -94,14 +95,6 @@ void interleave_values(const SearchContext& x, const Layout& c, std::vector<Choi
   }
 }
 
-void zero_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
-  for (I z : x.problem.exec.zero) out.push_back({{z}});
-}
-
-void param_layout_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
-  for (ParamLayout p : x.problem.exec.params) out.push_back({{static_cast<I>(p)}});
-}
-
 // Expert-parallel degrees dividing the experts and dp (the group is drawn from the data-parallel
 // ranks); a dense model has ep = 1 only.
 void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
@@ -109,11 +102,6 @@ void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
     if (ep > 1 && (!x.problem.model.is_moe() || x.problem.model.moe.experts % ep || c.dp % ep)) continue;
     out.push_back({{ep}});
   }
-}
-
-// The precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it).
-void precision_values(const SearchContext& x, const Layout&, std::vector<Choice>& out) {
-  for (Precision p : x.problem.exec.precision) out.push_back({{static_cast<I>(p)}});
 }
 
 // The schedules a layout can run: 1F1B always; the others with pp > 1 and no interleaving, and
@@ -129,8 +117,8 @@ void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice
   }
 }
 
-// How context-parallel attention exchanges keys and values: each choice with cp > 1; with
-// cp = 1 (no exchange) the first alone, so the space does not repeat identical layouts.
+// How context-parallel attention exchanges keys and values (cp > 1; cp = 1 takes the first, as
+// listed_values does for an option that does not apply).
 void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (CpComm k : x.problem.exec.cp_comm) {
     // a2a splits the heads over the cp group (validate_layout's rule)
@@ -148,45 +136,63 @@ void offload_values(const SearchContext& x, const Layout& c, std::vector<Choice>
   }
 }
 
-// The optimizer's share on the host: each listed value where the layout offloads the optimizer
-// alone (Offload::Optimizer); otherwise the first, so the space does not repeat identical layouts.
-void offload_percent_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  for (const I percent : x.problem.exec.offload_percent) {
-    out.push_back({{percent}});
-    if (c.exec.offload != Offload::Optimizer) break;
+// An option's list as it stands (kExecutionOptions[I]): every value where the option applies to the
+// layout, the first alone where it does not (ExecutionOption::applies).
+template <std::size_t I>
+void listed_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  constexpr const ExecutionOption& o = kExecutionOptions[I];
+  const std::size_t n = o.count(x.problem.exec);
+  const bool all = o.applies == nullptr || o.applies(c.exec, c.tensor);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back({{o.at(x.problem.exec, i)}});
+    if (!all) break;
   }
+}
+template <std::size_t I>
+void set_option(Layout& c, const Choice& v) {
+  kExecutionOptions[I].set(c.exec, v.v[0]);
+}
+// kExecutionOptions' index of `key` (a compile-time error where there is none).
+consteval std::size_t option_index(std::string_view key) {
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    if (key == kExecutionOptions[i].key) return i;
+  }
+  throw "no such execution option";
+}
+// The dimension of an option with no rule beyond its list (listed_values).
+template <std::size_t I>
+constexpr SearchDimension option_dimension(bool changes_memory, const char* depends_on) {
+  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>};
 }
 
 constexpr SearchDimension kDimensions[] = {
-    {"pp", true, 0, pipeline_values,
+    {"pp", true, "", pipeline_values,
      [](Layout& c, const Choice& v) {
        c.pp = v.v[0];
        c.dp = v.v[1];
        c.exec.first_stage_blocks = 0;  // an even split; the leaf balances an uneven one
        c.exec.last_stage_blocks = 0;
      }},
-    {"mbs", true, 1u << 0, micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
-    {"nb", true, 0, summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
-    {"recompute", true, 0, recompute_values,
+    {"mbs", true, "pp", micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
+    {"nb", true, "", summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
+    {"recompute", true, "", recompute_values,
      [](Layout& c, const Choice& v) { c.exec.recompute = static_cast<Recompute>(v.v[0]); }},
-    {"sp", true, 0, sequence_parallel_values, [](Layout& c, const Choice& v) { c.exec.sequence_parallel = v.v[0] != 0; }},
-    {"interleave", true, 1u << 0 | 1u << 1, interleave_values,
+    {"sp", true, "", sequence_parallel_values, [](Layout& c, const Choice& v) { c.exec.sequence_parallel = v.v[0] != 0; }},
+    {"interleave", true, "pp mbs", interleave_values,
      [](Layout& c, const Choice& v) { c.exec.interleave = v.v[0]; }},
-    {"zero", true, 0, zero_values, [](Layout& c, const Choice& v) { c.exec.zero = v.v[0]; }},
-    {"layout", true, 0, param_layout_values,
-     [](Layout& c, const Choice& v) { c.exec.params = static_cast<ParamLayout>(v.v[0]); }},
-    {"ep", true, 1u << 0, expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
-    {"precision", true, 0, precision_values,
-     [](Layout& c, const Choice& v) { c.exec.precision = static_cast<Precision>(v.v[0]); }},
-    {"schedule", true, 1u << 0 | 1u << 1 | 1u << 5, schedule_values,
+    option_dimension<option_index("zero")>(true, ""),
+    option_dimension<option_index("layout")>(true, ""),
+    {"ep", true, "pp", expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
+    // the precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it)
+    option_dimension<option_index("precision")>(true, ""),
+    {"schedule", true, "pp mbs interleave", schedule_values,
      [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
     // both variants keep the same tensors for the backward (the local K and V): memory is checked before
-    {"cp_comm", false, 0, cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
-    {"offload", true, 1u << 0 | 1u << 3 | 1u << 6, offload_values,
+    {"cp_comm", false, "", cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
+    {"offload", true, "pp recompute zero", offload_values,
      [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
-    {"offload_percent", true, 1u << 12, offload_percent_values,
-     [](Layout& c, const Choice& v) { c.exec.offload_percent = v.v[0]; }},
-    {"nv", false, 1u << 0, placement_values,
+    option_dimension<option_index("offload_percent")>(true, "offload"),
+    {"nv", false, "pp", placement_values,
      [](Layout& c, const Choice& v) {
        c.tensor.nv1 = v.v[0];
        c.tensor.nv2 = v.v[1];
@@ -199,5 +205,21 @@ constexpr SearchDimension kDimensions[] = {
 }  // namespace
 
 std::span<const SearchDimension> search_dimensions() { return kDimensions; }
+
+std::vector<std::uint32_t> search_dependencies() {
+  const std::span<const SearchDimension> dims = kDimensions;
+  if (dims.size() > 32) throw std::logic_error("more search dimensions than a dependency mask holds");
+  std::vector<std::uint32_t> out(dims.size(), 0);
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    std::istringstream names(dims[d].depends_on);
+    for (std::string name; names >> name;) {
+      std::size_t i = 0;
+      while (i < d && name != dims[i].name) ++i;
+      if (i == d) throw std::logic_error(std::string("search dimension ") + dims[d].name + " depends on " + name + ", not an outer dimension");
+      out[d] |= 1u << i;
+    }
+  }
+  return out;
+}
 
 }  // namespace perfsweep

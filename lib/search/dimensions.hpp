@@ -3,8 +3,9 @@
 // dimension lists the values it can take once the outer ones are fixed, and writes a chosen value
 // into the layout. The search walks them in order (search.cpp), checks memory once after the
 // last dimension that changes it (the rest cannot make a configuration fit or not), and costs the
-// leaves. The tensor split (tp1, tp2) is the unit of work, outside the nest. A new dimension is
-// one entry here, its field in Layout, and its key in model/plan.hpp kConfigKeys.
+// leaves. The tensor split (tp1, tp2) is the unit of work, outside the nest. An execution option
+// (model/execution_options.hpp) is one entry here; one with no rule beyond its list is
+// option_dimension.
 #include <array>
 #include <cstdint>
 #include <span>
@@ -31,9 +32,10 @@ struct SearchContext {
 struct SearchDimension {
   const char* name;
   bool changes_memory;  // weights, gradients, optimizer states or activations depend on it
-  // Bit i set: the values depend on the value of outer dimension i (so the search lists them
-  // again only when one of those changes; the tensor split and the problem are fixed in a run).
-  std::uint32_t depends_on;
+  // The outer dimensions whose values the values depend on, by name ("pp interleave"; "" none), so
+  // the search lists them again only when one of those changes (the tensor split and the problem
+  // are fixed in a run). search_dependencies resolves them.
+  const char* depends_on;
   // Appends the values this dimension takes for the layout's outer dimensions, in the
   // reference's order.
   void (*values)(const SearchContext& context, const Layout& layout, std::vector<Choice>& out);
@@ -43,6 +45,9 @@ struct SearchDimension {
 // pp (with dp = n / (tp cp pp)), mbs, nb (2d SUMMA blocks), the execution options, NVLink
 // placement.
 std::span<const SearchDimension> search_dimensions();
+// Per dimension, bit i set where its values depend on dimension i (depends_on's names, each an
+// outer dimension's; std::logic_error otherwise).
+std::vector<std::uint32_t> search_dependencies();
 
 // Whether pp stages split the model's blocks evenly (with MoE every `every` > 1 blocks, in whole
 // groups of every blocks), as the reference's search requires. Under a runtime beyond the

@@ -314,12 +314,11 @@ Searcher::Searcher(const SearchProblem& problem_in)
       dense_block_(describe_dense_block(problem_.model, problem_.attention)),
       cache_(new Cache) {
   cache_->choices.resize(search_dimensions().size());
-  const auto dims = search_dimensions();
-  if (dims.size() > 32) throw std::logic_error("more search dimensions than the listed mask holds");
-  cache_->stale.assign(dims.size(), 0);
-  for (std::size_t d = 0; d < dims.size(); ++d) {
-    for (std::size_t j = d + 1; j < dims.size(); ++j) {
-      if (dims[j].depends_on >> d & 1u) cache_->stale[d] |= 1u << j;
+  const std::vector<std::uint32_t> depends = search_dependencies();
+  cache_->stale.assign(depends.size(), 0);
+  for (std::size_t d = 0; d < depends.size(); ++d) {
+    for (std::size_t j = d + 1; j < depends.size(); ++j) {
+      if (depends[j] >> d & 1u) cache_->stale[d] |= 1u << j;
     }
   }
 }

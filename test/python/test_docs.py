@@ -7,7 +7,7 @@ Code blocks (fenced, or indented by four spaces after a blank line) are classifi
   shell   lines that start with a command (build/bin/, scripts/, bash, /usr/bin/python3, mpirun,
           cmake, pvpython, xvfb-run, jupyter-nbconvert, VAR=...): run with bash in WORK/<doc>, a
           scratch directory holding links to the repository's inputs (scripts, sweeps, systems,
-          models, test) and to BIN_DIR as build/bin; docs/ and outputs/ are fresh there, so the
+          models, runtimes, test) and to BIN_DIR as build/bin; docs/ and outputs/ are fresh there, so the
           commands cannot overwrite the repository's figures (python/ and pyproject.toml are
           linked too, for `pip install .`). A doc's blocks run in order and
           share that directory and one shell environment.
@@ -33,7 +33,7 @@ import yaml
 COMMAND = re.compile(r'^(build/bin/|scripts/|bash |/usr/bin/python3 |mpirun |cmake |pvpython |xvfb-run |'
                      r'jupyter-nbconvert |[A-Z_]+=\S* )')
 MARK = re.compile(r'<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->')
-LINKS = ('scripts', 'sweeps', 'systems', 'models', 'test', 'python', 'pyproject.toml')
+LINKS = ('scripts', 'sweeps', 'systems', 'models', 'runtimes', 'test', 'python', 'pyproject.toml')
 TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench|report'
 INLINE = re.compile(r'`((?:' + TOOLS + r')(?: [a-z][a-z-]*)?(?: -[-a-z0-9]+(?: [^\s`-][^\s`]*)?){3,})`')
 
