@@ -162,7 +162,7 @@ consteval std::size_t option_index(std::string_view key) {
 // The dimension of an option with no rule beyond its list (listed_values).
 template <std::size_t I>
 constexpr SearchDimension option_dimension(bool changes_memory, const char* depends_on) {
-  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>};
+  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>, true};
 }
 
 constexpr SearchDimension kDimensions[] = {

@@ -345,18 +345,6 @@ Candidate Searcher::evaluate(std::int64_t n, const Layout& layout, bool& fits) {
   return cand;
 }
 
-namespace {
-// The index of the last dimension that changes memory (the search checks memory after it).
-std::size_t last_memory_dimension() {
-  const auto dims = search_dimensions();
-  std::size_t last = 0;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i].changes_memory) last = i;
-  }
-  return last;
-}
-}  // namespace
-
 void Searcher::run(std::int64_t n, const TensorSplit& split, TopN& top, SearchCounters& counters) {
   const double capacity = problem_.system.hbm_capacity;
   run(n, split, std::span<const double>(&capacity, 1), std::span<TopN>(&top, 1),
@@ -370,7 +358,6 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const bool reference = p.runtime.is_reference();
   const StateBytes* runtime_bytes = p.runtime.has_states ? &p.runtime.states : nullptr;
   const auto dims = search_dimensions();
-  static const std::size_t memory_checked_after = last_memory_dimension();
   // What the dimensions count (pipelines rejected) happens once for all capacities.
   SearchCounters shared;
   const SearchContext context{p, n, batch_divisors_, shared};
@@ -405,15 +392,33 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
   const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
 
-  // Configurations below `depth` (all of them infeasible once memory says so).
+  // The dimensions the nest walks: a dimension of one listed value (listed_only) is set here once
+  // and left out. Memory is checked after the last walked dimension that changes it.
+  std::array<std::size_t, 32> walked{};
+  std::size_t n_walked = 0, memory_checked_after = 0;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].listed_only) {
+      const std::vector<Choice>& values = cache_->values(d, context, c);
+      if (values.size() == 1) {
+        dims[d].set(c, values.front());
+        continue;
+      }
+    }
+    if (dims[d].changes_memory) memory_checked_after = n_walked;
+    walked[n_walked++] = d;
+  }
+
+  // Configurations below `depth` of the walked dimensions (all of them infeasible once memory
+  // says so).
   auto count_leaves = [&](auto& self, std::size_t depth) -> std::int64_t {
-    if (depth == dims.size()) return 1;
-    const std::vector<Choice>& values = cache_->values(depth, context, c);
-    if (depth + 1 == dims.size()) return static_cast<std::int64_t>(values.size());
+    if (depth == n_walked) return 1;
+    const std::size_t d = walked[depth];
+    const std::vector<Choice>& values = cache_->values(d, context, c);
+    if (depth + 1 == n_walked) return static_cast<std::int64_t>(values.size());
     std::int64_t leaves = 0;
     for (std::size_t i = 0; i < values.size(); ++i) {
-      dims[depth].set(c, values[i]);
-      cache_->changed(depth);
+      dims[d].set(c, values[i]);
+      cache_->changed(d);
       leaves += self(self, depth + 1);
     }
     return leaves;
@@ -485,14 +490,15 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   };
 
   auto descend = [&](auto& self, std::size_t depth) -> void {
-    if (depth == dims.size()) {
+    if (depth == n_walked) {
       leaf();
       return;
     }
-    const std::vector<Choice>& values = cache_->values(depth, context, c);
+    const std::size_t d = walked[depth];
+    const std::vector<Choice>& values = cache_->values(d, context, c);
     for (std::size_t i = 0; i < values.size(); ++i) {
-      dims[depth].set(c, values[i]);
-      cache_->changed(depth);
+      dims[d].set(c, values[i]);
+      cache_->changed(d);
       if (depth == memory_checked_after && !fits_largest()) {
         const std::int64_t skipped = count_leaves(count_leaves, depth + 1);
         for (SearchCounters& k : counters) {
