@@ -103,6 +103,20 @@ with tempfile.TemporaryDirectory() as work:
               f'sweep --offload none,optimizer: top/ offload totals with units {units}, host memory and the CPU '
               f'optimizer on the {int((kind == 1).sum())} rows that offload it only')
         check(not any(k in g['H100-NVS8']['top'] for k in units), 'a sweep without --offload: no offload columns')
+    # --offload-percent: shares of the optimizer on the host, tried where the optimizer is offloaded
+    # only (elsewhere the list's first value)
+    part = os.path.join(work, 'part.h5')
+    run('sweep', '--model', 'llama3_70b', '--system', 'H100', '--n-gpus', '8,64', '--recompute', 'full',
+        '--offload', 'none,optimizer', '--offload-percent', '50,100', '--top-n', '50', '-q', '-o', part)
+    with h5py.File(part, 'r') as f:
+        top = f['H100-NVS8']['top']
+        kind, percent, host = top['offload'][()], top['offload_percent'][()], top['host_mem'][()]
+        optimizer = kind == 1
+        check(set(percent[~optimizer].tolist()) <= {50} and 50 in set(percent[optimizer].tolist()) and
+              set(percent[optimizer].tolist()) <= {50, 100},
+              f'sweep --offload-percent 50,100: the shares on rows offloading the optimizer '
+              f'({sorted(set(percent[optimizer].tolist()))}), the first elsewhere')
+        check((host[optimizer & (percent == 50)] > 0).all(), 'a half-offloaded optimizer uses host memory')
 
 # 2. --strat all: its best row is the best of the three single-strategy runs', under the paper's
 # model (which runs every strategy) and under megatron (which runs 1d only: the others dropped).
