@@ -283,7 +283,12 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
     if (!varying.empty()) {
       const auto values = option_values(r);
       std::string options;
-      for (std::size_t k : varying) options += " " + std::string(values[k].first) + "=" + values[k].second;
+      for (std::size_t k : varying) {
+        // an option that does not apply to the row (offload_percent without offload optimizer) is left out
+        const ExecutionOption* o = k > 0 ? &kExecutionOptions[k - 1] : nullptr;
+        if (o != nullptr && o->applies != nullptr && !o->applies(r.layout.exec, r.layout.tensor)) continue;
+        options += " " + std::string(values[k].first) + "=" + values[k].second;
+      }
       text.insert(text.size() - 1, " " + options);
     }
     out << text;
