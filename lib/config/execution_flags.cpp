@@ -7,12 +7,6 @@
 #include "core/limits.hpp"
 
 namespace perfsweep {
-namespace {
-std::int64_t integer(const std::string& item, const std::string& flag, std::int64_t lo, std::int64_t hi) {
-  return parse_integer_value(item, flag, lo, hi);
-}
-}  // namespace
-
 ExecutionFlags::ExecutionFlags() {
   const Execution defaults;
   for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
@@ -39,7 +33,7 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
     o.assign(c, codes);
   }
   c.cp.clear();
-  for (const std::string& v : split_flag_list(f.cp, "--cp")) c.cp.push_back(integer(v, "--cp", 1, kMaxGpuCount));
+  for (const std::string& v : split_flag_list(f.cp, "--cp")) c.cp.push_back(parse_integer_value(v, "--cp", 1, kMaxGpuCount));
   return c;
 }
 
@@ -82,8 +76,8 @@ std::int64_t parse_context_parallel(const ExecutionFlags& f) {
 Execution parse_stage_blocks(const ExecutionFlags& f) {
   Execution x;
   if (!balances_stages(f)) {
-    x.first_stage_blocks = integer(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
-    x.last_stage_blocks = integer(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+    x.first_stage_blocks = parse_integer_value(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
+    x.last_stage_blocks = parse_integer_value(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
   }
   return x;
 }
@@ -93,7 +87,7 @@ std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& f) {
   const auto values = [](const std::string& text, const char* flag) {
     std::vector<std::int64_t> out;
     for (const std::string& v : split_flag_list(text, flag)) {
-      const std::int64_t n = integer(v, flag, 0, kMaxGpuCount);
+      const std::int64_t n = parse_integer_value(v, flag, 0, kMaxGpuCount);
       if (std::find(out.begin(), out.end(), n) != out.end()) {
         throw InputError(std::string(flag) + " lists " + v + " twice in '" + text + "'");
       }
