@@ -229,6 +229,8 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
         const std::string_view key = first[k].first;
         if (key.ends_with("_stage_blocks")) continue;
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
+        const ExecutionOption& o = kExecutionOptions[k - 1];
+        if (o.applies != nullptr && !o.applies(rows.front().layout.exec, rows.front().layout.tensor)) continue;
         common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
       }
       for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
@@ -365,10 +367,8 @@ int run(const Options& o) {
       continue;
     }
     for (const std::string& line : dropped) spdlog::info("{}", line);
-    r.executions.clear();  // each end-stage split with every combination of the options
-    for (const Execution& stages : stage_choices) {
-      for (const Execution& x : execution_combinations(runnable, stages)) r.executions.push_back(x);
-    }
+    r.choices = runnable;
+    r.stage_choices = stage_choices;
     r.cp = runnable.cp;
     r.balance_stages = balance;
     r.runtime = runtime;

@@ -1,9 +1,11 @@
 #include "search/configs.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "search/candidates.hpp"
+#include "search/dimensions.hpp"
 #include "search/search.hpp"
 
 namespace perfsweep {
@@ -68,13 +70,6 @@ std::vector<std::int64_t> or_divisors(const std::vector<std::int64_t>& given, st
 }
 
 bool contains(const std::vector<std::int64_t>& v, std::int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-bool applicable_or_first(const Execution& x, const Execution& first, const TensorSplit& t) {
-  for (const ExecutionOption& o : kExecutionOptions) {
-    if (o.applies != nullptr && !o.applies(x, t) && o.get(x) != o.get(first)) return false;
-  }
-  return true;
-}
 
 ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_batch) {
   return {c, ev.totals, ev.throughput, ev.fits, global_batch / c.dp / c.mbs};
@@ -163,7 +158,64 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       reject("no NVLink placement of the search matches the given --nv-* values");
     }
   };
-  for (TensorSplit t : splits) {
+  // The search's nest (search/dimensions.hpp walk_dimensions) with the user's lists: pp (and dp),
+  // mbs, nb, then each execution option's list in the search's order; the placement at the leaf.
+  // Every value given is tried, so that validate_layout says why one cannot run.
+  const std::span<const SearchDimension> dims = search_dimensions();
+  const std::size_t pp_dim = search_dimension_index("pp"), mbs_dim = search_dimension_index("mbs"),
+                    nb_dim = search_dimension_index("nb"), nv_dim = search_dimension_index("nv");
+  std::vector<std::size_t> walked;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (d != nv_dim) walked.push_back(d);
+  }
+  std::vector<std::vector<Choice>> lists(dims.size());
+  std::vector<Choice> pipelines;  // (pp, dp) of the split
+  auto values = [&](std::size_t d, const Layout& c) -> const std::vector<Choice>& {
+    std::vector<Choice>& out_values = lists[d];
+    out_values.clear();
+    if (d == pp_dim) return pipelines;
+    if (d == mbs_dim) {
+      std::vector<std::int64_t> mbss = r.mbs.empty() ? std::vector<std::int64_t>{1} : r.mbs;
+      if (search_mbs && global_batch % c.dp == 0) {
+        mbss = search_micro_batch_sizes(strategy, model, c.tensor, global_batch / c.dp);
+        if (mbss.empty()) {
+          reject("no micro-batch size of the local batch " + std::to_string(global_batch / c.dp) +
+                 " splits its tokens over tp=" + std::to_string(c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp));
+        }
+      }
+      for (const std::int64_t mbs : mbss) out_values.push_back({{mbs}});
+    } else if (d == nb_dim) {
+      for (const std::int64_t nb : nbs) out_values.push_back({{nb}});
+    } else if (const ExecutionOption* o = find_execution_option(dims[d].name); o != nullptr && o->searched()) {
+      // every listed value; an option that does not apply to the layout, the first alone
+      const std::size_t n = o->count(r.choices);
+      for (std::size_t i = 0; i < n; ++i) {
+        out_values.push_back({{o->at(r.choices, i)}});
+        if (o->applies != nullptr && !o->applies(c.exec, c.tensor)) break;
+      }
+    } else {
+      throw std::logic_error(std::string("configs lists no values for search dimension ") + dims[d].name);
+    }
+    return out_values;
+  };
+  auto enter = [&](std::size_t, std::size_t d, const Layout&) {
+    if (d == nb_dim) ++out.combinations;
+    return true;
+  };
+  // each attention mode and partition of the stages' blocks given
+  auto leaf = [&](const Layout& c) {
+    for (const AttentionMode& attention : r.attentions) {
+      for (const Execution& stages : r.stage_choices) {
+        Layout x = c;
+        x.attention = attention;
+        x.exec.first_stage_blocks = stages.first_stage_blocks;
+        x.exec.last_stage_blocks = stages.last_stage_blocks;
+        add_rows(x);
+      }
+    }
+  };
+  WalkPolicy policy{values, enter, leaf};
+  for (const TensorSplit& t : splits) {
     const std::int64_t tp = t.tp1 * t.tp2 * t.cp;  // the GPUs of one replica's pipeline stage
     if (tp < 1 || n_gpus % tp != 0) {
       reject((t.cp > 1 ? "tp x cp=" : "tp=") + std::to_string(tp) + " does not divide " + std::to_string(n_gpus) +
@@ -181,6 +233,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
         }
       }
     }
+    pipelines.clear();
     for (std::int64_t pp : pps) {
       if (pp < 1 || rest % pp != 0) {
         reject("tp x pp = " + std::to_string(tp) + " x " + std::to_string(pp) + " does not divide " +
@@ -193,37 +246,12 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
                ", not one of --dp");
         continue;
       }
-      std::vector<std::int64_t> mbss = r.mbs.empty() ? std::vector<std::int64_t>{1} : r.mbs;
-      if (search_mbs && global_batch % dp == 0) {
-        mbss = search_micro_batch_sizes(strategy, model, t, global_batch / dp);
-        if (mbss.empty()) {
-          reject("no micro-batch size of the local batch " + std::to_string(global_batch / dp) +
-                 " splits its tokens over tp=" + std::to_string(tp));
-        }
-      }
-      for (std::int64_t mbs : mbss) {
-        for (std::int64_t nb : nbs) {
-          ++out.combinations;
-          for (const AttentionMode& attention : r.attentions) {
-            for (const Execution& exec : r.executions) {
-              // an option that does not apply to the layout takes the first value alone (cp_comm
-              // without context parallelism, ...): the combinations that differ only there are one
-              if (!applicable_or_first(exec, r.executions.front(), t)) continue;
-              Layout c;
-              c.strategy = strategy;
-              c.dp = dp;
-              c.pp = pp;
-              c.mbs = mbs;
-              c.tensor = t;
-              c.tensor.nb = nb;
-              c.attention = attention;
-              c.exec = exec;
-              add_rows(c);
-            }
-          }
-        }
-      }
+      pipelines.push_back({{pp, dp}});
     }
+    Layout c;
+    c.strategy = strategy;
+    c.tensor = t;
+    walk_dimensions(dims, walked, c, policy);
   }
   return out;
 }

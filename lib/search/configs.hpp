@@ -51,11 +51,13 @@ struct ConfigRanges {
   bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
-  // Each combination of degrees is evaluated with every attention mode and every execution (in
-  // that order, innermost): configs' lists of options, whose combinations execution_combinations
-  // lists. By default the reference's search: flash attention, the reference's execution.
+  // Each combination of degrees is evaluated with every combination of the execution options'
+  // lists (in the search's dimension order), then every attention mode and every partition of the
+  // stages' blocks (innermost; Execution's first_stage_blocks and last_stage_blocks). By default the
+  // reference's search: the reference's execution, flash attention, an even partition.
+  ExecutionChoices choices;
   std::vector<AttentionMode> attentions{AttentionMode{}};
-  std::vector<Execution> executions{Execution{}};
+  std::vector<Execution> stage_choices{Execution{}};
   bool balance_stages = false;   // each row's partition of the blocks: with_balanced_stages (else exec's)
   Runtime runtime;               // how the framework executes them (the reference's by default)
 };
@@ -69,8 +71,8 @@ struct ConfigRow {
 };
 
 struct ConfigSweep {
-  std::vector<ConfigRow> rows;             // in enumeration order: tp1, tp2, pp, dp, mbs, nb, attention,
-                                           // execution, placement
+  std::vector<ConfigRow> rows;             // in enumeration order: tp1, tp2, pp, dp, mbs, nb, the
+                                           // execution options, attention, stages' blocks, placement
   std::size_t combinations = 0;            // degree combinations that make up the GPU count
   std::vector<std::string> rejections;     // why the others could not be evaluated (distinct)
 };

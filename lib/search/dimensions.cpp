@@ -206,6 +206,13 @@ constexpr SearchDimension kDimensions[] = {
 
 std::span<const SearchDimension> search_dimensions() { return kDimensions; }
 
+std::size_t search_dimension_index(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kDimensions); ++i) {
+    if (name == kDimensions[i].name) return i;
+  }
+  throw std::logic_error("no search dimension " + std::string(name));
+}
+
 std::vector<std::uint32_t> search_dependencies() {
   const std::span<const SearchDimension> dims = kDimensions;
   if (dims.size() > 32) throw std::logic_error("more search dimensions than a dependency mask holds");

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "model/plan.hpp"
@@ -51,6 +52,40 @@ std::span<const SearchDimension> search_dimensions();
 // Per dimension, bit i set where its values depend on dimension i (depends_on's names, each an
 // outer dimension's; std::logic_error otherwise).
 std::vector<std::uint32_t> search_dependencies();
+
+// The one walk of the nest, the search's (search.cpp: cached values, memory pruning, costed leaves)
+// and configs' (configs.cpp: the user's lists, each leaf evaluated in full): for each value
+// policy.values(d, layout) lists for the walked dimension d = walked[depth], in order, the value
+// set into the layout and, unless policy.enter(depth, d, layout) says to skip what lies below, the
+// next walked dimension; policy.leaf(layout) below the last. `walked`: indices into `dims`, in
+// order (a dimension left out is set beforehand or by the leaf).
+template <typename Policy>
+void walk_dimensions(std::span<const SearchDimension> dims, std::span<const std::size_t> walked, Layout& c,
+                     Policy& policy, std::size_t depth = 0) {
+  if (depth == walked.size()) {
+    policy.leaf(c);
+    return;
+  }
+  const std::size_t d = walked[depth];
+  const std::vector<Choice>& values = policy.values(d, c);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    dims[d].set(c, values[i]);
+    if (policy.enter(depth, d, c)) walk_dimensions(dims, walked, c, policy, depth + 1);
+  }
+}
+// A policy of three callables: values(d, layout) -> const std::vector<Choice>&,
+// enter(depth, d, layout) -> bool, leaf(layout).
+template <typename Values, typename Enter, typename Leaf>
+struct WalkPolicy {
+  Values values;
+  Enter enter;
+  Leaf leaf;
+};
+template <typename Values, typename Enter, typename Leaf>
+WalkPolicy(Values, Enter, Leaf) -> WalkPolicy<Values, Enter, Leaf>;
+
+// The index in search_dimensions() of the dimension `name`; std::logic_error where there is none.
+std::size_t search_dimension_index(std::string_view name);
 
 // Whether pp stages split the model's blocks evenly (with MoE every `every` > 1 blocks, in whole
 // groups of every blocks), as the reference's search requires. Under a runtime beyond the

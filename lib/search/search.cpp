@@ -489,28 +489,21 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     }
   };
 
-  auto descend = [&](auto& self, std::size_t depth) -> void {
-    if (depth == n_walked) {
-      leaf();
-      return;
-    }
-    const std::size_t d = walked[depth];
-    const std::vector<Choice>& values = cache_->values(d, context, c);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      dims[d].set(c, values[i]);
-      cache_->changed(d);
-      if (depth == memory_checked_after && !fits_largest()) {
-        const std::int64_t skipped = count_leaves(count_leaves, depth + 1);
-        for (SearchCounters& k : counters) {
-          k.candidates += skipped;
-          k.infeasible_memory += skipped;
-        }
-        continue;
-      }
-      self(self, depth + 1);
-    }
-  };
-  descend(descend, 0);
+  WalkPolicy policy{[&](std::size_t d, const Layout& layout) -> const std::vector<Choice>& {
+                      return cache_->values(d, context, layout);
+                    },
+                    [&](std::size_t depth, std::size_t d, const Layout&) {
+                      cache_->changed(d);
+                      if (depth != memory_checked_after || fits_largest()) return true;
+                      const std::int64_t skipped = count_leaves(count_leaves, depth + 1);
+                      for (SearchCounters& k : counters) {
+                        k.candidates += skipped;
+                        k.infeasible_memory += skipped;
+                      }
+                      return false;
+                    },
+                    [&](const Layout&) { leaf(); }};
+  walk_dimensions(dims, std::span<const std::size_t>(walked.data(), n_walked), c, policy);
   for (SearchCounters& k : counters) {
     k.pipelines_rejected_dp += shared.pipelines_rejected_dp;
     k.module_evaluations += shared.module_evaluations;
