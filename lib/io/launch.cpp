@@ -335,13 +335,9 @@ const char* megatron_cp_comm(CpComm k) {
   return "p2p";
 }
 
-// Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
 // Whether the runtime numbers ranks with the pipeline inside the data-parallel replicas
-// (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp).
-bool pipeline_inner(const LaunchInput& in) {
-  return in.layout.exec.rank_order == RankOrder::PipelineInnerDataOuter ||
-         in.runtime.rank_order == RankOrder::PipelineInnerDataOuter;
-}
+// (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp; a layout's rank_order is its runtime's).
+bool pipeline_inner(const LaunchInput& in) { return in.runtime.rank_order == RankOrder::PipelineInnerDataOuter; }
 // Megatron-Core's TransformerConfig: "Make sure EP and CP aren't used with this option enabled".
 void note_mapping_limits(Builder& b, const Layout& c, const char* option) {
   if (c.tensor.cp == 1 && c.exec.ep == 1) return;
@@ -353,6 +349,7 @@ void note_mapping_limits(Builder& b, const Layout& c, const char* option) {
   b.note(std::move(n));
 }
 
+// Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
 void megatron_line(const LaunchInput& in, Builder& b) {
   const auto [m, c, x] = parts(in);
 

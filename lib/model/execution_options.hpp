@@ -4,9 +4,10 @@
 // which field of Execution holds it and which list of ExecutionChoices a search tries. From the
 // table come the flags of estimate, configs and sweep (apps/common/execution_options.hpp), their
 // parsing and errors (config/execution_flags.cpp), the configuration keys of reports, HDF5
-// columns, journal fingerprints and the tie-break (model/plan.hpp kConfigKeys), the combinations
-// configs tries (execution_combinations), the texts of reports and logs (execution_text,
-// execution_values) and the launch arguments (execution_arguments). A new option is a field of
+// columns, journal fingerprints and the tie-break (model/plan.hpp kConfigKeys), the search's block
+// cache key (block_cost_codes), the values the search and configs walk (search/dimensions.cpp,
+// search/configs.cpp), the texts of reports and logs (execution_text, execution_values) and the
+// launch arguments (execution_arguments). A new option is a field of
 // Execution, a list of ExecutionChoices, one entry here, and its dimension in
 // search/dimensions.cpp (docs/architecture.md).
 #include <array>

@@ -51,30 +51,13 @@ StageBlocks nanotron_stage_blocks(const Transformer& m, std::int64_t pp) {
 
 namespace {
 const ExecutionOption& option(std::string_view key) { return *find_execution_option(key); }
-template <typename E>
-E parse_enum(std::string_view key, const std::string& text, const std::string& flag) {
-  return static_cast<E>(parse_option_value(option(key), text, flag));
-}
 }  // namespace
 
 const char* recompute_name(Recompute r) { return option("recompute").names[static_cast<std::size_t>(r)]; }
 const char* param_layout_name(ParamLayout p) { return option("layout").names[static_cast<std::size_t>(p)]; }
 
 Recompute parse_recompute(const std::string& text, const std::string& flag) {
-  return parse_enum<Recompute>("recompute", text, flag);
-}
-ParamLayout parse_param_layout(const std::string& text, const std::string& flag) {
-  return parse_enum<ParamLayout>("layout", text, flag);
-}
-Precision parse_precision(const std::string& text, const std::string& flag) {
-  return parse_enum<Precision>("precision", text, flag);
-}
-PipelineSchedule parse_schedule(const std::string& text, const std::string& flag) {
-  return parse_enum<PipelineSchedule>("schedule", text, flag);
-}
-CpComm parse_cp_comm(const std::string& text, const std::string& flag) { return parse_enum<CpComm>("cp_comm", text, flag); }
-Offload parse_offload(const std::string& text, const std::string& flag) {
-  return parse_enum<Offload>("offload", text, flag);
+  return static_cast<Recompute>(parse_option_value(option("recompute"), text, flag));
 }
 
 std::string config_key_names(Strategy strategy, KeyKind kind) {
@@ -84,26 +67,6 @@ std::string config_key_names(Strategy strategy, KeyKind kind) {
     if (k.kind != kind || !k.applies(plan)) continue;
     if (!out.empty()) out += ',';
     out += k.name;
-  }
-  return out;
-}
-
-std::vector<Execution> execution_combinations(const ExecutionChoices& c, const Execution& base) {
-  std::vector<Execution> out{base};
-  // Each option multiplies the combinations so far by its values: the first one expanded is
-  // the outermost of the order.
-  for (const ExecutionOption& o : kExecutionOptions) {
-    if (!o.searched()) continue;
-    const std::size_t n = o.count(c);
-    std::vector<Execution> next;
-    next.reserve(out.size() * n);
-    for (const Execution& x : out) {
-      for (std::size_t i = 0; i < n; ++i) {
-        next.push_back(x);
-        o.set(next.back(), o.at(c, i));
-      }
-    }
-    out = std::move(next);
   }
   return out;
 }

@@ -143,6 +143,7 @@ inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c)
 // layout's rank order (Execution::rank_order), for network tiers.
 struct DomainStrides {
   std::int64_t data = 1, expert = 1, pipeline = 1;
+  bool operator==(const DomainStrides&) const = default;
 };
 inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
   const std::int64_t close = data_domain_stride(p, c);  // the default order's data stride
@@ -320,11 +321,6 @@ inline StageBlocks slotted_stages(std::int64_t depth, std::int64_t pp, std::int6
   return {first, pp > 2 ? k : first, k - 1};
 }
 
-// Every combination of the choices as one Execution (the fields the choices do not hold, such
-// as the stages' blocks, from `base`), in kExecutionOptions' order, the first outermost. cp is the
-// tensor split's, not the execution's.
-std::vector<Execution> execution_combinations(const ExecutionChoices& choices, const Execution& base = {});
-
 // Names of the execution options' values, as flags and reports spell them (kExecutionOptions).
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"
@@ -338,14 +334,9 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
 // are given, " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " cp_comm=all-gather"
 // unless p2p, " offload=optimizer" unless none.
 std::string execution_text(const Execution& x);
-// Parses the names of kExecutionOptions; throws InputError naming `flag` and the value otherwise.
+// "none", "selective" or "full" (kExecutionOptions' names); InputError naming `flag` and the value
+// otherwise. The other options parse with parse_option_value.
 Recompute parse_recompute(const std::string& text, const std::string& flag);
-ParamLayout parse_param_layout(const std::string& text, const std::string& flag);
-// "bf16" or "fp8" (a layout's precision; mxfp8 is the fp8 of a block-scaling runtime).
-Precision parse_precision(const std::string& text, const std::string& flag);
-PipelineSchedule parse_schedule(const std::string& text, const std::string& flag);  // kScheduleNames
-CpComm parse_cp_comm(const std::string& text, const std::string& flag);              // kCpCommNames
-Offload parse_offload(const std::string& text, const std::string& flag);             // kOffloadNames
 
 // f(name, value) for each key of `kind` that the layout's strategy has, in declared order;
 // reported_only: without the keys at their omitted_at value (what reports show).

@@ -119,23 +119,19 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   std::memcpy(&c, bytes.data(), sizeof c);
   const Layout& l = c.layout;
   const TensorSplit& t = l.tensor;
-  for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.nv1, t.nv2, t.ep, t.nv_ep, t.cp, t.nv_cp, l.nv_dp,
-                                    l.nv_pp, l.exec.interleave, l.exec.ep}) {
+  for (const std::int64_t degree :
+       {l.dp, l.pp, t.tp1, t.tp2, t.nv1, t.nv2, t.ep, t.nv_ep, t.cp, t.nv_cp, l.nv_dp, l.nv_pp}) {
     if (degree < 1 || degree > kMaxGpuCount) return false;
   }
   if (l.mbs < 1 || l.mbs > kMaxGlobalBatch || t.nb < 1 || t.nb > kMaxSummaBlocks) return false;
-  if (l.exec.zero < 0 || l.exec.zero > 3) return false;
-  // every execution option within what its flag takes (model/execution_options.hpp)
+  // every execution option within what its flag takes (model/execution_options.hpp): zero, interleave
+  // and ep within their bounds, a stage's blocks 0 (an even share) or a count within the degrees'
   for (const ExecutionOption& o : kExecutionOptions) {
     const std::int64_t v = o.get(l.exec);
     const bool ok = o.values == OptionValues::Integer ? v >= o.lo && v <= o.hi
                     : o.values == OptionValues::OnOff  ? v == 0 || v == 1
                                                        : v >= 0 && static_cast<std::size_t>(v) < o.names.size();
     if (!ok) return false;
-  }
-  // a stage's blocks: 0 (an even share) or a count within the bounds of the degrees
-  for (const std::int64_t blocks : {l.exec.first_stage_blocks, l.exec.last_stage_blocks}) {
-    if (blocks < 0 || blocks > kMaxGpuCount) return false;
   }
   std::int64_t gpus = 1;
   for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.cp}) {

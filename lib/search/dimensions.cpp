@@ -117,14 +117,23 @@ void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice
   }
 }
 
+// kExecutionOptions' index of `key` (a compile-time error where there is none).
+consteval std::size_t option_index(std::string_view key) {
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    if (key == kExecutionOptions[i].key) return i;
+  }
+  throw "no such execution option";
+}
+
 // How context-parallel attention exchanges keys and values (cp > 1; cp = 1 takes the first, as
 // listed_values does for an option that does not apply).
 void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  static constexpr const ExecutionOption& cp_comm = kExecutionOptions[option_index("cp_comm")];
   for (CpComm k : x.problem.exec.cp_comm) {
     // a2a splits the heads over the cp group (validate_layout's rule)
     if (c.tensor.cp > 1 && k == CpComm::AllToAll && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) continue;
     out.push_back({{static_cast<I>(k)}});
-    if (c.tensor.cp == 1) break;
+    if (!cp_comm.applies(c.exec, c.tensor)) break;
   }
 }
 
@@ -151,13 +160,6 @@ void listed_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
 template <std::size_t I>
 void set_option(Layout& c, const Choice& v) {
   kExecutionOptions[I].set(c.exec, v.v[0]);
-}
-// kExecutionOptions' index of `key` (a compile-time error where there is none).
-consteval std::size_t option_index(std::string_view key) {
-  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
-    if (key == kExecutionOptions[i].key) return i;
-  }
-  throw "no such execution option";
 }
 // The dimension of an option with no rule beyond its list (listed_values).
 template <std::size_t I>

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "common/layouts.hpp"
@@ -17,6 +18,10 @@
 #include "model/step.hpp"
 
 namespace perfsweep {
+// How gtest prints the strides a check compares (found by argument-dependent lookup).
+void PrintTo(const DomainStrides& d, std::ostream* os) {
+  *os << "{data " << d.data << ", expert " << d.expert << ", pipeline " << d.pipeline << "}";
+}
 namespace {
 
 using test::round_system;
@@ -174,13 +179,9 @@ constexpr RankOrder kPipelineInner = RankOrder::PipelineInnerDataOuter;
 TEST(NetworkTiers, RankOrderStridesByHand) {
   const StrategyPlan& oned = plan_of(Strategy::OneD);
   DomainStrides d = domain_strides(oned, placed(8, 64, 16, 8, 1, 1, kDataInner));
-  EXPECT_EQ(d.data, 1);
-  EXPECT_EQ(d.expert, 1);
-  EXPECT_EQ(d.pipeline, 64);
+  EXPECT_EQ(d, (DomainStrides{1, 1, 64}));
   d = domain_strides(oned, placed(8, 64, 16, 8, 1, 1, kPipelineInner));
-  EXPECT_EQ(d.data, 16);
-  EXPECT_EQ(d.expert, 16);
-  EXPECT_EQ(d.pipeline, 1);
+  EXPECT_EQ(d, (DomainStrides{16, 16, 1}));
   // TP 4, DP 8, PP 4 with two stages of a tensor group in a domain (nv_tp 4, nv_pp 2, nv_dp 1): the
   // pipeline inside, stage k at ranks 4k..4k+3, so stages 0-1 share domain 0 and 2-3 domain 1: the
   // stride between the pipeline's domains 1; a replica of 16 ranks spans 2 domains, so a
@@ -210,14 +211,10 @@ TEST(NetworkTiers, RankOrderExpertStridesByHand) {
   Layout c = placed(8, 16, 4, 8, 1, 1, kDataInner);
   c.exec.ep = 4;
   DomainStrides d = domain_strides(oned, c);
-  EXPECT_EQ(d.data, 1);
-  EXPECT_EQ(d.expert, 4);
-  EXPECT_EQ(d.pipeline, 16);
+  EXPECT_EQ(d, (DomainStrides{1, 4, 16}));
   c.exec.rank_order = kPipelineInner;
   d = domain_strides(oned, c);
-  EXPECT_EQ(d.pipeline, 4);
-  EXPECT_EQ(d.data, 3);
-  EXPECT_EQ(d.expert, 16);
+  EXPECT_EQ(d, (DomainStrides{3, 16, 4}));
 }
 
 // Context parallelism with the pipeline inside: the data-parallel group (dp x cp) is a replica's cp
@@ -233,9 +230,7 @@ TEST(NetworkTiers, RankOrderContextParallelApproximation) {
   Layout c = placed(8, 4, 16, 8, 1, 1, kPipelineInner);
   c.tensor.cp = 2;
   DomainStrides d = domain_strides(oned, c);
-  EXPECT_EQ(d.data, 14);
-  EXPECT_EQ(d.expert, 14);  // ep = 1: the same group
-  EXPECT_EQ(d.pipeline, 2);
+  EXPECT_EQ(d, (DomainStrides{14, 14, 2}));  // data and expert alike: ep = 1, the same group
   EXPECT_EQ(ring_equivalent_stride(8, 2, 1, 32), 14);
   c.exec.rank_order = kDataInner;
   d = domain_strides(oned, c);

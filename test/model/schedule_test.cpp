@@ -124,8 +124,9 @@ TEST(Schedules, LayoutsTheyRefuse) {
   EXPECT_EQ(schedule_error(PipelineSchedule::DualPipe, 4, 1, 9),
             "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = 8, "
             "got 9");
-  EXPECT_EQ(parse_schedule("zb-h2", "--schedule"), PipelineSchedule::ZeroBubbleH2);
-  EXPECT_THROW(parse_schedule("gpipe", "--schedule"), InputError);
+  const ExecutionOption& schedule = *find_execution_option("schedule");
+  EXPECT_EQ(parse_option_value(schedule, "zb-h2", "--schedule"), static_cast<std::int64_t>(PipelineSchedule::ZeroBubbleH2));
+  EXPECT_THROW(parse_option_value(schedule, "gpipe", "--schedule"), InputError);
 }
 
 }  // namespace

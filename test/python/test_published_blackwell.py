@@ -28,14 +28,12 @@ the peaks) the medians were +65.5% and +55.9%, every row over-predicted (docs/va
 usage: test_published_blackwell.py ESTIMATE SOURCE_DIR
 """
 import csv
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 # The check log and the rows' layout flags of the H100 check, beside this one.
-from test_published_nemo import FAILURES, check, layout_args
+from test_published_nemo import FAILURES, check, estimate_json, figures, layout_args
 
 MEDIAN_BOUND = {"DGX-B200": 0.08, "DGX-GB200": 0.18}  # measured +4.4% and +14.4%
 ROW_BOUND = 0.60  # measured: worst +52.4% (mb2509_gb200_llama31_405b_mx)
@@ -81,12 +79,8 @@ def command(estimate, source_dir, row):
 
 
 def predict(args):
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr}")
-    d = json.loads(p.stdout)
-    t = d["totals"]
-    return d["efficiency"]["tokens_per_s_per_gpu"], d["efficiency"]["model_tflops_per_gpu"], t["fits"], t["mem"] / t["mem_limit"], d["inputs"]["runtime"]["name"]
+    d = estimate_json(args)
+    return (*figures(d), d["inputs"]["runtime"]["name"])
 
 
 def main():

@@ -84,15 +84,25 @@ def command(estimate, source_dir, row, runtime):
     return args
 
 
-def predict(args):
+def estimate_json(args):
+    """estimate's --json output for args; exits with its stderr where it fails."""
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"{' '.join(args)}: exit {p.returncode}\n{p.stderr}")
-    d = json.loads(p.stdout)
+    return json.loads(p.stdout)
+
+
+def figures(d):
+    """Tokens/s per GPU, model TFLOP/s per GPU, whether it fits, and memory over the runtime's limit."""
     t = d["totals"]
+    return d["efficiency"]["tokens_per_s_per_gpu"], d["efficiency"]["model_tflops_per_gpu"], t["fits"], t["mem"] / t["mem_limit"]
+
+
+def predict(args):
+    d = estimate_json(args)
     if "--runtime" not in args:
         check(d["inputs"]["runtime"]["name"] == RUNTIMES[0], f"H100-calibrated runs {RUNTIMES[0]} by default")
-    return d["efficiency"]["tokens_per_s_per_gpu"], d["efficiency"]["model_tflops_per_gpu"], t["fits"], t["mem"] / t["mem_limit"]
+    return figures(d)
 
 
 def main():

@@ -146,24 +146,31 @@ TEST(configs, SearchMicroBatchSizes) {
 }
 
 // Lists of options (configs --recompute none,full --zero 0,1 ...): every combination once, in the
-// search's dimension order (recompute outermost, precision innermost), the stages' blocks kept.
+// search's dimension order (recompute outermost, then zero, precision innermost), each with the
+// stages' blocks given. llama3_8b (32 blocks) on 16 H100s under megatron: tp 8, pp 2, dp 1, 15 blocks
+// on the first stage and 17 on the last.
 TEST(configs, ExecutionCombinations) {
-  ExecutionChoices c;
-  c.recompute = {Recompute::None, Recompute::Full};
-  c.zero = {0, 1, 3};
-  c.precision = {Precision::Bf16, Precision::Fp8};
-  Execution base;
-  base.first_stage_blocks = 5;
-  const std::vector<Execution> all = execution_combinations(c, base);
-  ASSERT_EQ(all.size(), 2u * 3u * 2u);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(all[i].recompute, c.recompute[i / 6]);
-    EXPECT_EQ(all[i].zero, c.zero[(i / 2) % 3]);
-    EXPECT_EQ(all[i].precision, c.precision[i % 2]);
-    EXPECT_EQ(all[i].first_stage_blocks, 5);
-    for (std::size_t j = 0; j < i; ++j) EXPECT_FALSE(all[i] == all[j]);
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/llama3_8b.yaml");
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  ConfigRanges r;
+  r.tp1 = {8};
+  r.pp = {2};
+  r.runtime = load_runtime_named("megatron");
+  r.choices.recompute = {Recompute::None, Recompute::Full};
+  r.choices.zero = {0, 1};
+  r.choices.precision = {Precision::Bf16, Precision::Fp8};
+  r.stage_choices.front().first_stage_blocks = 15;
+  r.stage_choices.front().last_stage_blocks = 17;
+  const ConfigSweep sweep = sweep_configs(sys, model, Strategy::OneD, 16, 8, r);
+  ASSERT_EQ(sweep.rows.size(), 2u * 2u * 2u) << (sweep.rejections.empty() ? "" : sweep.rejections.front());
+  for (std::size_t i = 0; i < sweep.rows.size(); ++i) {
+    const Execution& x = sweep.rows[i].layout.exec;
+    EXPECT_EQ(x.recompute, r.choices.recompute[i / 4]);
+    EXPECT_EQ(x.zero, r.choices.zero[(i / 2) % 2]);
+    EXPECT_EQ(x.precision, r.choices.precision[i % 2]);
+    EXPECT_EQ(x.first_stage_blocks, 15);
+    EXPECT_EQ(x.last_stage_blocks, 17);
   }
-  EXPECT_EQ(execution_combinations(ExecutionChoices{}), std::vector<Execution>{Execution{}});
 }
 
 TEST(configs, StrategyLists) {

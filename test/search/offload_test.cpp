@@ -109,9 +109,11 @@ Runtime plain_runtime() {
 }
 
 // Llama 3 8B on one GPU (tp = dp = pp = 1, ZeRO-1 over one GPU): every parameter P in the
-// optimizer's shard. CPU Adam streams 2 (4 + 8) + 4 + 2 = 30 bytes a parameter at 76.8 GB/s; the
-// updated bf16 weights come back over PCIe at 63 GB/s, 2P bytes; the 4P bytes of gradients go
-// down behind the backward.
+// optimizer's shard, a share h of them on the host (offload_percent / 100). CPU Adam streams
+// 2 (4 + 8) + 4 + 2 = 30 bytes a parameter at 76.8 GB/s over h P parameters, fully exposed (the plain
+// runtime's GPU optimizer runs no kernel); the updated bf16 weights come back over PCIe at 63 GB/s,
+// 2 h P bytes; the 4 h P bytes of gradients go down behind the backward. The host holds h P x (12
+// bytes of states + the 4-byte gradient copy), the GPU (1 - h) P x 12 bytes of states.
 TEST(Offload, OptimizerSecondsByHand) {
   const System s = h100();
   const Transformer m = model("llama3_8b");
@@ -119,49 +121,28 @@ TEST(Offload, OptimizerSecondsByHand) {
   Layout c = one_d(1, 1, 1);
   c.exec.recompute = Recompute::Full;
   const Evaluation none = evaluate(s, m, rt, c, 8);
-  c.exec.offload = Offload::Optimizer;
-  const Evaluation off = evaluate(s, m, rt, c, 8);
   const double p = static_cast<double>(count_parameters(m).total);
-  EXPECT_NEAR(off.model.params_per_gpu, p, 1e-6 * p);
-  const double params = off.model.params_per_gpu;
-  EXPECT_DOUBLE_EQ(off.totals.t_host_optimizer, params * 30e-9 / 76.8);
-  const double up = params * 2e-9 / 63, down = params * 4e-9 / 63;
-  EXPECT_GE(off.totals.t_offload, up);
-  EXPECT_LE(off.totals.t_offload, up + down);
-  EXPECT_NEAR(off.totals.t, none.totals.t + off.totals.t_offload + off.totals.t_host_optimizer, 1e-12 * none.totals.t);
-  EXPECT_DOUBLE_EQ(off.totals.wts_optimizer_states_mem, 0);
-  // 12 bytes of states and the 4-byte gradient copy a parameter on the host
-  EXPECT_NEAR(off.totals.host_mem, params * 16e-9, 1e-9 * params * 16e-9);
-}
-
-// Half the optimizer on the host (offload_percent 50) under the plain runtime, whose GPU optimizer
-// runs no kernel: the host's Adam over P/2 parameters, fully exposed, P/2 x 2 bytes of updated
-// weights back over PCIe, P/2 x 12 bytes of states and P/2 x 4 of gradients on the host, P/2 x 12
-// bytes of states left on the GPU.
-TEST(Offload, PartialOptimizerSecondsByHand) {
-  const System s = h100();
-  const Transformer m = model("llama3_8b");
-  const Runtime rt = plain_runtime();
-  Layout c = one_d(1, 1, 1);
-  c.exec.recompute = Recompute::Full;
-  const Evaluation none = evaluate(s, m, rt, c, 8);
   c.exec.offload = Offload::Optimizer;
-  c.exec.offload_percent = 50;
-  const Evaluation half = evaluate(s, m, rt, c, 8);
-  const double params = half.model.params_per_gpu;
-  EXPECT_DOUBLE_EQ(half.totals.t_host_optimizer, params / 2 * 30e-9 / 76.8);
-  const double up = params / 2 * 2e-9 / 63, down = params / 2 * 4e-9 / 63;
-  EXPECT_GE(half.totals.t_offload, up);
-  EXPECT_LE(half.totals.t_offload, up + down);
-  EXPECT_NEAR(half.totals.t, none.totals.t + half.totals.t_offload + half.totals.t_host_optimizer, 1e-12 * none.totals.t);
-  EXPECT_NEAR(half.totals.wts_optimizer_states_mem, params / 2 * 12e-9, 1e-9 * params * 6e-9);
-  EXPECT_NEAR(half.totals.host_mem, params / 2 * 16e-9, 1e-9 * params * 8e-9);
-  // 100 is the whole optimizer: the layout of OptimizerSecondsByHand, bit for bit
-  c.exec.offload_percent = 100;
-  Layout whole = c;
-  const Evaluation all = evaluate(s, m, rt, whole, 8);
-  EXPECT_DOUBLE_EQ(all.totals.t_host_optimizer, params * 30e-9 / 76.8);
-  EXPECT_DOUBLE_EQ(all.totals.wts_optimizer_states_mem, 0);
+  for (const std::int64_t percent : {100, 50}) {
+    SCOPED_TRACE("offload_percent " + std::to_string(percent));
+    c.exec.offload_percent = percent;
+    const Evaluation off = evaluate(s, m, rt, c, 8);
+    EXPECT_NEAR(off.model.params_per_gpu, p, 1e-6 * p);
+    const double host = off.model.params_per_gpu * static_cast<double>(percent) / 100;
+    const double gpu = off.model.params_per_gpu - host;
+    EXPECT_DOUBLE_EQ(off.totals.t_host_optimizer, host * 30e-9 / 76.8);
+    const double up = host * 2e-9 / 63, down = host * 4e-9 / 63;
+    EXPECT_GE(off.totals.t_offload, up);
+    EXPECT_LE(off.totals.t_offload, up + down);
+    EXPECT_NEAR(off.totals.t, none.totals.t + off.totals.t_offload + off.totals.t_host_optimizer,
+                1e-12 * none.totals.t);
+    if (percent == 100) {
+      EXPECT_DOUBLE_EQ(off.totals.wts_optimizer_states_mem, 0);
+    } else {
+      EXPECT_NEAR(off.totals.wts_optimizer_states_mem, gpu * 12e-9, 1e-9 * gpu * 12e-9);
+    }
+    EXPECT_NEAR(off.totals.host_mem, host * 16e-9, 1e-9 * host * 16e-9);
+  }
 }
 
 // Under a runtime whose GPU optimizer runs kernels (megatron), the host's step runs beside the
@@ -326,7 +307,7 @@ TEST(Offload, RefusedInputs) {
   refused(s, load_runtime_named("megatron"), a, "without pipeline parallelism");
   // an unknown value names the flag and the choices
   try {
-    parse_offload("disk", "--offload");
+    parse_option_value(*find_execution_option("offload"), "disk", "--offload");
     ADD_FAILURE() << "accepted disk";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--offload must be none, optimizer, weights or activations, got 'disk'");

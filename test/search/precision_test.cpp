@@ -163,7 +163,7 @@ TEST(Fp8, RefusedWhereItCannotRun) {
   Runtime any = mg;
   any.strategies = 0x7;
   EXPECT_NE(config_error(h100(), m, any, c).find("1d"), std::string::npos);
-  EXPECT_THROW(parse_precision("fp16", "--precision"), InputError);
+  EXPECT_THROW(parse_option_value(*find_execution_option("precision"), "fp16", "--precision"), InputError);
 }
 
 // Before any work (sweep, configs, estimate): fp8 is dropped from a list where the runtime, the
@@ -195,7 +195,8 @@ TEST(Fp8, ChoicesCheckedBeforeTheSearch) {
   Runtime any = mg;
   any.strategies = 0x7;
   EXPECT_NE(refusal(h100(), any, Strategy::TwoD).find("1d"), std::string::npos);
-  EXPECT_EQ(parse_precision("fp8", "--precision"), Precision::Fp8);
+  EXPECT_EQ(parse_option_value(*find_execution_option("precision"), "fp8", "--precision"),
+            static_cast<std::int64_t>(Precision::Fp8));
 }
 
 // The search tries bf16 and fp8 and ranks each configuration as evaluate costs it.
