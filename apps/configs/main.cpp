@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/attention_options.hpp"
+#include "common/axis_options.hpp"
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
 #include "common/launch_options.hpp"
@@ -43,8 +44,8 @@ struct Options {
   cli::Verbosity verbosity;
   std::int64_t global_batch = 4096;
   std::int64_t seq_len = 0;  // 0: the model's
-  std::string tp, tp1, tp2, pp, dp, mbs, nb;
-  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp, nv_cp;
+  std::string mbs, nb;
+  AxisFlags<std::string> axes;  // --tp --tp1 --tp2 --dp --pp lists and the --nv-* shares (model/axes.hpp)
   AttentionOptions attention;
   ExecutionFlags exec;
   bool all_placements = false, fits_only = false, csv = false;
@@ -316,14 +317,9 @@ int run(const Options& o) {
   }
   const std::vector<Strategy> strategies = parse_strategies(o.strat);
   auto listed = [&](auto&& pred) { return std::any_of(strategies.begin(), strategies.end(), pred); };
-  const bool any_1d = listed([](Strategy s) { return s == Strategy::OneD; });
-  const bool any_2d = listed([](Strategy s) { return s != Strategy::OneD; });
-  if (!any_2d && (!o.tp1.empty() || !o.tp2.empty() || o.nv_tp1 || o.nv_tp2 || !o.nb.empty())) {
-    throw InputError("--tp1, --tp2, --nb, --nv-tp1 and --nv-tp2 go with --strat 2d or 2d-seqp; 1d takes --tp, --nv-tp");
-  }
-  if (!any_1d && (!o.tp.empty() || o.nv_tp || o.nv_cp)) {
-    throw InputError("--tp and --nv-tp go with --strat 1d; " + o.strat + " takes --tp1, --tp2, --nv-tp1, --nv-tp2");
-  }
+  std::uint32_t listed_axes = 0;
+  for (Strategy s : strategies) listed_axes |= plan_of(s).axes;
+  check_axes_given(o.axes, listed_axes);
   if (!listed([](Strategy s) { return s == Strategy::TwoD; }) && !o.nb.empty()) {
     throw InputError("--nb (SUMMA blocks) goes with --strat 2d");
   }
@@ -340,20 +336,16 @@ int run(const Options& o) {
   std::vector<Strategy> run_strategies;
   for (const Strategy strategy : strategies) {
     if (launch) check_launch_strategy(*launch, strategy);
-    const bool one_d = strategy == Strategy::OneD;
     ConfigRanges r;
-    r.tp1 = degrees(one_d ? o.tp : o.tp1, one_d ? "--tp" : "--tp1", o.n_gpus);
-    if (!one_d) r.tp2 = degrees(o.tp2, "--tp2", o.n_gpus);
-    r.pp = degrees(o.pp, "--pp", o.n_gpus);
-    r.dp = degrees(o.dp, "--dp", o.n_gpus);
+    const StrategyPlan& plan = plan_of(strategy);
+    for (std::size_t i = 0; i < kAxisCount; ++i) {
+      if (!kAxes[i].has_degree_flag() || !has_axis(plan, i)) continue;
+      r.degrees_of(kAxes[i].name) = degrees(o.axes.degree[i], key_flag(kAxes[i].name), o.n_gpus);
+    }
     r.all_micro_batch_sizes = o.mbs == "all";
     if (!r.all_micro_batch_sizes) r.mbs = values(o.mbs, "--mbs");
     if (strategy == Strategy::TwoD) r.nb = values(o.nb, "--nb");
-    r.placement.nv1 = one_d ? o.nv_tp : o.nv_tp1;
-    if (!one_d) r.placement.nv2 = o.nv_tp2;
-    r.placement.nv_dp = o.nv_dp;
-    r.placement.nv_pp = o.nv_pp;
-    if (one_d) r.placement.nv_cp = o.nv_cp;
+    r.placement.nv = o.axes.nv;
     r.all_placements = o.all_placements;
     r.attentions = parse_attentions(o.attention.mode, o.attention.recompute, strategy);
     ExecutionChoices runnable = choices;
@@ -393,7 +385,8 @@ int run(const Options& o) {
     throw ConfigError("no configuration of " + std::to_string(o.n_gpus) + " GPUs " +
                       (o.fits_only ? "fits in memory among those asked for" : "matches the ranges asked for") + why);
   }
-  const bool ranges_given = !o.tp.empty() || !o.tp1.empty() || !o.tp2.empty() || !o.pp.empty() || !o.dp.empty();
+  bool ranges_given = false;
+  for (std::size_t i = 0; i < kAxisCount; ++i) ranges_given = ranges_given || !o.axes.degree[i].empty();
   const bool by_throughput = o.sort == "throughput" || (o.sort == "auto" && !ranges_given);
   if (by_throughput) {
     // Those that fit first, as the search ranks them; then the fastest of those that do not.
@@ -482,23 +475,22 @@ int main(int argc, char** argv) {
   app.add_option("--n-gpus", o.n_gpus, "GPU count")->required();
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
   const char* list = "8 or 1,2,4 (each dividing --n-gpus) or 1:64 (the divisors of --n-gpus from 1 to 64)";
-  app.add_option("--tp", o.tp, std::string("1d tensor-parallel degrees: ") + list + " (default: the search's)");
-  app.add_option("--tp1", o.tp1,
-                 std::string("2d/2d-seqp first tensor dimension: ") + list + " (default: the search's)");
-  app.add_option("--tp2", o.tp2, std::string("2d/2d-seqp second (sequence) dimension: ") + list);
-  app.add_option("--pp", o.pp, std::string("pipeline stages: ") + list + " (default: derived from --dp, or all)");
-  app.add_option("--dp", o.dp, std::string("data-parallel degrees: ") + list + " (default: n / (tp pp))");
+  add_axis_options(
+      app, o.axes,
+      [&](std::size_t axis) {
+        const std::string name = kAxes[axis].name;
+        const std::string fallback = name == "dp"   ? "n / (tp pp)"
+                                     : name == "pp" ? "derived from --dp, or all"
+                                     : name == "tp2" ? "all"
+                                                     : "the search's";
+        return std::string("; a list: ") + list + " (default: " + fallback + ")";
+      },
+      " (default: fastest)");
   app.add_option("--mbs", o.mbs,
                  "micro-batch sizes: 1,2,4 or 1:64 (powers of two), or all (the search's); default: 1 when any of "
                  "--tp/--tp1/--tp2/--pp/--dp is given, else all");
   app.add_option("--nb", o.nb,
                  "2d SUMMA block counts: 8 or 8,16 or 8:64 (powers of two); default: the fastest the search tries");
-  app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d; default: fastest)");
-  app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
-  app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
-  app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
-  app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
-  app.add_option("--nv-cp", o.nv_cp, "GPUs of the context-parallel group in the NVLink domain (1d with --cp)");
   add_attention_options(app, o.attention, true);
   add_execution_options(app, o.exec, true);
   add_stage_options(app, o.exec);

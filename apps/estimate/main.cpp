@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/attention_options.hpp"
+#include "common/axis_options.hpp"
 #include "common/budget_options.hpp"
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
@@ -32,8 +33,8 @@ struct Options {
   std::optional<std::int64_t> nvs;
   std::int64_t global_batch = 4096;
   std::int64_t seq_len = 0;  // 0: the model's
-  std::int64_t dp = 1, pp = 1, mbs = 1, tp = 1, tp1 = 1, tp2 = 1, nb = 0;
-  std::optional<std::int64_t> nv_tp, nv_tp1, nv_tp2, nv_dp, nv_pp, nv_cp;
+  std::int64_t mbs = 1, nb = 0;
+  AxisFlags<std::int64_t> axes;  // --tp --tp1 --tp2 --dp --pp and the --nv-* shares (model/axes.hpp)
   AttentionOptions attention;
   ExecutionFlags exec;
   bool json = false, csv = false, csv_totals = false, train_step = false;
@@ -55,32 +56,31 @@ int run(const Options& o) {
   // Each degree, and the GPU count they multiply to, within bounds (validate_layout checks the rest).
   std::int64_t gpus = 1;
   const std::int64_t cp = parse_context_parallel(o.exec);
-  for (const auto& [flag, v] : {std::pair<const char*, std::int64_t>{"--dp", o.dp}, {"--pp", o.pp}, {"--tp", o.tp},
-                                {"--tp1", o.tp1}, {"--tp2", o.tp2}, {"--cp", cp}}) {
+  Layout layout;
+  layout.strategy = parse_strategy(o.strat);
+  const StrategyPlan& plan = plan_of(layout.strategy);
+  check_axes_given(o.axes, plan.axes);
+  auto count_gpus = [&](const std::string& flag, std::int64_t v) {
     check_count(v, kMaxGpuCount, flag);
     if (__builtin_mul_overflow(gpus, v, &gpus) || gpus > kMaxGpuCount) {
       throw InputError(std::string("the degrees multiply to more than ") + std::to_string(kMaxGpuCount) + " GPUs (at " +
                        flag + "=" + std::to_string(v) + ")");
     }
+  };
+  for (std::size_t i = 0; i < kAxisCount; ++i) {
+    if (!kAxes[i].has_degree_flag() || !has_axis(plan, i)) continue;
+    count_gpus(key_flag(kAxes[i].name), o.axes.degree[i]);
+    kAxes[i].set_degree(layout, o.axes.degree[i]);
   }
+  count_gpus("--cp", cp);
   // The network as a job of this many GPUs sees it (a system's network_scaling), as the search costs it.
   sys = at_scale(sys, gpus);
   check_count(o.mbs, kMaxGlobalBatch, "--mbs");
-  Layout layout;
-  layout.strategy = parse_strategy(o.strat);
-  layout.dp = o.dp;
-  layout.pp = o.pp;
   layout.mbs = o.mbs;
   layout.tensor.cp = cp;
-  if (layout.strategy == Strategy::OneD) {
-    layout.tensor.tp1 = o.tp;
-  } else {
-    layout.tensor.tp1 = o.tp1;
-    layout.tensor.tp2 = o.tp2;
-    if (layout.strategy == Strategy::TwoD) {
-      if (o.nb == 0) throw InputError("--nb (SUMMA blocks) is required with --strat 2d");
-      layout.tensor.nb = o.nb;
-    }
+  if (layout.strategy == Strategy::TwoD) {
+    if (o.nb == 0) throw InputError("--nb (SUMMA blocks) is required with --strat 2d");
+    layout.tensor.nb = o.nb;
   }
   if (launch) check_launch_strategy(*launch, layout.strategy);
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
@@ -97,15 +97,15 @@ int run(const Options& o) {
   const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
   spdlog::debug("runtime: {}", runtime_label(runtime));
-  const bool all_given = (layout.strategy == Strategy::OneD ? o.nv_tp.has_value() : (o.nv_tp1 && o.nv_tp2)) &&
-                         o.nv_dp && o.nv_pp && (cp == 1 || o.nv_cp);
-  if (o.nv_cp && layout.strategy != Strategy::OneD) throw InputError("--nv-cp goes with --strat 1d and --cp");
-  if (all_given) {
-    layout.tensor.nv1 = layout.strategy == Strategy::OneD ? *o.nv_tp : *o.nv_tp1;
-    layout.tensor.nv2 = layout.strategy == Strategy::OneD ? 1 : *o.nv_tp2;
-    layout.tensor.nv_cp = o.nv_cp.value_or(1);
-    layout.nv_dp = *o.nv_dp;
-    layout.nv_pp = *o.nv_pp;
+  // Every placed axis's share given (an axis beyond the reference's needs none at its reference
+  // degree): the placement is the user's; else the fastest of those the search tries that keep the given.
+  const PlacedAxes& placed = placed_axes(layout.strategy);
+  bool all_given = true;
+  for (std::size_t k = 0; k < placed.count; ++k) {
+    const LayoutAxis& a = kAxes[placed.axis[k]];
+    const std::optional<std::int64_t>& nv = o.axes.nv[placed.axis[k]];
+    if (nv) a.set_nv(layout, *nv);
+    all_given = all_given && (nv || a.degree(layout) == a.omitted_at);
   }
   layout.exec.stage_partition = runtime.stage_partition;  // the framework's partition, checked below
   layout.exec.rank_order = runtime.rank_order;
@@ -123,11 +123,7 @@ int run(const Options& o) {
   } else {
     spdlog::debug("NVLink placements not all given: choosing the fastest");
     PlacementChoice choice;
-    choice.nv1 = layout.strategy == Strategy::OneD ? o.nv_tp : o.nv_tp1;
-    choice.nv2 = o.nv_tp2;
-    choice.nv_dp = o.nv_dp;
-    choice.nv_pp = o.nv_pp;
-    choice.nv_cp = o.nv_cp;
+    choice.nv = o.axes.nv;
     std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime, balance);
     if (!best) {
       throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
@@ -173,19 +169,9 @@ int main(int argc, char** argv) {
   app.add_option("--strat", o.strat, "tensor-parallel strategy: 1d, 2d (SUMMA) or 2d-seqp (context parallel)")
       ->capture_default_str();
   app.add_option("--global-batch-size", o.global_batch, "samples per optimizer step")->capture_default_str();
-  app.add_option("--dp", o.dp, "data-parallel degree")->capture_default_str();
-  app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
+  add_axis_options(app, o.axes, [](std::size_t) { return std::string(); }, "");
   app.add_option("--mbs", o.mbs, "micro-batch size")->capture_default_str();
-  app.add_option("--tp", o.tp, "tensor-parallel degree (1d only)")->capture_default_str();
-  app.add_option("--tp1", o.tp1, "first tensor-parallel dimension: heads/features (2d, 2d-seqp)")->capture_default_str();
-  app.add_option("--tp2", o.tp2, "second dimension: sequence (2d, 2d-seqp)")->capture_default_str();
   app.add_option("--nb", o.nb, "SUMMA blocks: required with --strat 2d, unused otherwise");
-  app.add_option("--nv-tp", o.nv_tp, "GPUs of the TP group in the NVLink domain (1d)");
-  app.add_option("--nv-tp1", o.nv_tp1, "GPUs of the tp1 group in the NVLink domain");
-  app.add_option("--nv-tp2", o.nv_tp2, "GPUs of the tp2 group in the NVLink domain");
-  app.add_option("--nv-dp", o.nv_dp, "GPUs of the DP group in the NVLink domain");
-  app.add_option("--nv-pp", o.nv_pp, "GPUs of the PP group in the NVLink domain");
-  app.add_option("--nv-cp", o.nv_cp, "GPUs of the context-parallel group in the NVLink domain (1d with --cp)");
   add_attention_options(app, o.attention);
   add_execution_options(app, o.exec, false);
   o.budget.add_to(app);

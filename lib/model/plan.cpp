@@ -5,12 +5,44 @@
 namespace perfsweep {
 
 const StrategyPlan& plan_of(Strategy strategy) {
+  // each strategy's preset of axes (model/axes.hpp)
   static constexpr StrategyPlan kPlans[] = {
-      {Strategy::OneD, "1d", "tp", "nv_tp", false, false, false, false},
-      {Strategy::TwoD, "2d", "tp1", "nv_tp1", true, true, true, false},
-      {Strategy::TwoDSeqp, "2d-seqp", "tp1", "nv_tp1", true, false, false, true},
+      {Strategy::OneD, "1d", axis_mask("tp cp dp pp ep vp mbs"), false, false, false, false},
+      {Strategy::TwoD, "2d", axis_mask("tp1 tp2 dp pp vp mbs nb"), true, true, true, false},
+      {Strategy::TwoDSeqp, "2d-seqp", axis_mask("tp1 tp2 dp pp ep vp mbs"), true, false, false, true},
   };
   return kPlans[static_cast<std::size_t>(strategy)];
+}
+
+const LayoutAxis* find_axis(std::string_view name) {
+  for (const LayoutAxis& a : kAxes) {
+    if (name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+std::string axis_strategies(std::size_t axis) {
+  std::string out;
+  std::size_t n = 0;
+  for (const Strategy s : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) {
+    if (!has_axis(plan_of(s), axis)) continue;
+    out += std::string(n++ == 0 ? "" : " or ") + plan_of(s).name;
+  }
+  return out;
+}
+
+const PlacedAxes& placed_axes(Strategy strategy) {
+  static const std::array<PlacedAxes, 3> kPlaced = [] {
+    std::array<PlacedAxes, 3> out{};
+    for (std::size_t s = 0; s < out.size(); ++s) {
+      const StrategyPlan& plan = plan_of(static_cast<Strategy>(s));
+      for (std::size_t i = 0; i < kAxisCount; ++i) {
+        if (kAxes[i].placed() && has_axis(plan, i)) out[s].axis[out[s].count++] = static_cast<std::uint8_t>(i);
+      }
+    }
+    return out;
+  }();
+  return kPlaced[static_cast<std::size_t>(strategy)];
 }
 
 StageBlocks nanotron_stage_blocks(const Transformer& m, std::int64_t pp) {

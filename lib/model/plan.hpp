@@ -4,53 +4,21 @@
 // micro-batch's tokens, which join the data-parallel reduction, which share the optimizer
 // states, and where the NVLink domain may sit.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "model/axes.hpp"
 #include "model/block.hpp"
 #include "model/execution_options.hpp"
+#include "model/layout.hpp"
 
 namespace perfsweep {
 
-// How a step is laid out, and which GPUs of each group share an NVLink domain (nv_* of the
-// reference's search).
-struct Layout {
-  Strategy strategy = Strategy::OneD;
-  std::int64_t dp = 1, pp = 1, mbs = 1;
-  TensorSplit tensor;  // tp1, tp2, nv1 (nv_tp / nv_tp1), nv2 (nv_tp2), nb, cp, nv_cp
-  std::int64_t nv_dp = 1, nv_pp = 1;
-  AttentionMode attention;
-  Execution exec;
-  std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2 * tensor.cp; }
-};
-
-// The tensor split a block is built with: the layout's, with its expert-parallel group, whose
-// NVLink share is the part of the data-parallel group's (expert-parallel ranks are consecutive
-// data-parallel ranks).
-inline TensorSplit block_split(const Layout& c) {
-  TensorSplit t = c.tensor;
-  t.ep = c.exec.ep;
-  t.nv_ep = std::gcd(c.exec.ep, c.nv_dp);
-  return t;
-}
-
-// What distinguishes a strategy in the step (its sharding rules are in model/block.cpp).
-struct StrategyPlan {
-  Strategy strategy;
-  const char* name;        // "1d", "2d", "2d-seqp"
-  const char* tp1_name;    // the first tensor degree: "tp" (1d) or "tp1"
-  const char* nv1_name;    // its NVLink share: "nv_tp" or "nv_tp1"
-  bool has_tp2;            // a second tensor degree (tp2, nv_tp2)
-  bool has_nb;             // SUMMA block count (2d)
-  bool tp2_splits_tokens_only;  // 2d: a micro-batch's tokens split over tp2 alone (else tp1 x tp2)
-  bool tp2_replicates_weights;  // context parallelism: tp2 holds weight replicas, so it joins the
-                                // data-parallel reduction and shares the optimizer states
-};
-
-const StrategyPlan& plan_of(Strategy strategy);
 
 // GPUs a micro-batch's tokens are split over: mbs x l must divide by it
 // (micro_batch_size_candidates in execution.py); context parallelism splits them cp ways more.
@@ -166,7 +134,8 @@ inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
 
 // The keys that name a configuration, in the reference's order: the one list that reports,
 // HDF5 columns (and their `config_keys` attribute), journal fingerprints and the search's
-// tie-break read. A new dimension of the configuration space is one entry here.
+// tie-break read. The degrees and NVLink shares are the axes' (model/axes.hpp kAxes), the rest the
+// execution options' (kExecutionOptions).
 enum class KeyKind : std::uint8_t {
   Degree,     // the reference's "config" keys: degrees, micro-batch size, SUMMA blocks
   Placement,  // NVLink placement (nv_*), reported with the stats as the reference does
@@ -177,49 +146,72 @@ struct ConfigKey {
   const char* name;
   KeyKind kind;
   std::int64_t (*value)(const Layout&);
-  bool (*applies)(const StrategyPlan&);
-  bool orders_ties;  // part of the tie-break tuple; a derived key (tp = tp1 x tp2) is not
+  std::uint32_t axis_bit;  // the strategies with this axis (StrategyPlan::axes) have the key; 0: every one
+  bool orders_ties;        // part of the tie-break tuple; a derived key (tp = tp1 x tp2) is not
   // A key beyond the reference's degrees and placements (cp, nv_cp) that reports leave out at
   // this value, its reference value, so the reference's outputs keep their keys; HDF5 columns and
   // fingerprints carry it always. kAlwaysReported: never left out.
   std::int64_t omitted_at = kAlwaysReported;
   static constexpr std::int64_t kAlwaysReported = -1;
+  bool applies(const StrategyPlan& p) const { return axis_bit == 0 || (p.axes & axis_bit) != 0; }
 };
 namespace config_key_detail {
-constexpr bool always(const StrategyPlan&) { return true; }
-constexpr bool one_tensor_degree(const StrategyPlan& p) { return !p.has_tp2; }
-constexpr bool two_tensor_degrees(const StrategyPlan& p) { return p.has_tp2; }
-constexpr bool summa(const StrategyPlan& p) { return p.has_nb; }
+// The reference's orders of the axes' keys (its reports' and its tie-break's); an axis named in
+// neither comes after them, in kAxes' order.
+inline constexpr std::string_view kDegreeOrder = "dp tp tp1 tp2 pp mbs nb cp";
+inline constexpr std::string_view kPlacementOrder = "tp tp1 tp2 dp pp cp";
+consteval bool named_in(std::string_view names, std::string_view name) {
+  while (!names.empty()) {
+    const std::size_t end = names.find(' ');
+    if (names.substr(0, end) == name) return true;
+    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
+  }
+  return false;
+}
+// The axes in `order`, then the others, each once: their indices in kAxes.
+consteval std::array<std::size_t, kAxisCount> axis_order(std::string_view order) {
+  std::array<std::size_t, kAxisCount> out{};
+  std::size_t n = 0;
+  for (std::string_view names = order; !names.empty();) {
+    const std::size_t end = names.find(' ');
+    out[n++] = axis_index(names.substr(0, end));
+    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
+  }
+  for (std::size_t i = 0; i < kAxisCount; ++i) {
+    if (!named_in(order, kAxes[i].name)) out[n++] = i;
+  }
+  return out;
+}
+consteval std::size_t layout_key_count() {
+  std::size_t n = 0;
+  for (const LayoutAxis& a : kAxes) n += (a.layout_key ? 1u : 0u) + (a.placed() ? 1u : 0u);
+  return n;
+}
+consteval std::array<ConfigKey, layout_key_count()> layout_keys() {
+  std::array<ConfigKey, layout_key_count()> out{};
+  std::size_t n = 0;
+  for (const std::size_t i : axis_order(kDegreeOrder)) {
+    const LayoutAxis& a = kAxes[i];
+    if (a.layout_key) {
+      out[n++] = {a.name, KeyKind::Degree, a.degree, a.key_in_every_strategy ? 0u : 1u << i, a.orders_ties,
+                  a.omitted_at};
+    }
+  }
+  for (const std::size_t i : axis_order(kPlacementOrder)) {
+    const LayoutAxis& a = kAxes[i];
+    if (a.placed()) out[n++] = {a.nv_key, KeyKind::Placement, a.nv, 1u << i, a.nv_orders_ties, a.omitted_at};
+  }
+  return out;
+}
 }  // namespace config_key_detail
-inline constexpr ConfigKey kLayoutKeys[] = {
-    {"dp", KeyKind::Degree, [](const Layout& c) { return c.dp; }, config_key_detail::always, true},
-    {"tp", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2; }, config_key_detail::always,
-     false},
-    {"tp1", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp1; }, config_key_detail::two_tensor_degrees,
-     true},
-    {"tp2", KeyKind::Degree, [](const Layout& c) { return c.tensor.tp2; }, config_key_detail::two_tensor_degrees,
-     true},
-    {"pp", KeyKind::Degree, [](const Layout& c) { return c.pp; }, config_key_detail::always, true},
-    {"mbs", KeyKind::Degree, [](const Layout& c) { return c.mbs; }, config_key_detail::always, true},
-    {"nb", KeyKind::Degree, [](const Layout& c) { return c.tensor.nb; }, config_key_detail::summa, true},
-    {"cp", KeyKind::Degree, [](const Layout& c) { return c.tensor.cp; }, config_key_detail::one_tensor_degree, true,
-     1},
-    {"nv_tp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; }, config_key_detail::one_tensor_degree,
-     false},
-    {"nv_tp1", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv1; },
-     config_key_detail::two_tensor_degrees, true},
-    {"nv_tp2", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv2; },
-     config_key_detail::two_tensor_degrees, true},
-    {"nv_dp", KeyKind::Placement, [](const Layout& c) { return c.nv_dp; }, config_key_detail::always, true},
-    {"nv_pp", KeyKind::Placement, [](const Layout& c) { return c.nv_pp; }, config_key_detail::always, true},
-    {"nv_cp", KeyKind::Placement, [](const Layout& c) { return c.tensor.nv_cp; }, config_key_detail::one_tensor_degree,
-     true, 1},
-};
+// The axes' degree keys (dp, tp, tp1, tp2, pp, mbs, nb, cp), then their NVLink shares (nv_tp,
+// nv_tp1, nv_tp2, nv_dp, nv_pp, nv_cp).
+inline constexpr auto kLayoutKeys = config_key_detail::layout_keys();
 namespace config_key_detail {
 template <std::size_t I>
 constexpr ConfigKey execution_key() {
   return {kExecutionOptions[I].key, KeyKind::Execution,
-          [](const Layout& c) { return kExecutionOptions[I].get(c.exec); }, always, true};
+          [](const Layout& c) { return kExecutionOptions[I].get(c.exec); }, 0u, true};
 }
 template <std::size_t... I>
 constexpr auto config_keys(std::index_sequence<I...>) {
@@ -353,51 +345,5 @@ void for_each_config_key(const Layout& c, KeyKind kind, F&& f, bool reported_onl
 
 // "dp,tp,pp,mbs" (Degree) or "nv_tp,nv_dp,nv_pp" (Placement): a strategy's key names.
 std::string config_key_names(Strategy strategy, KeyKind kind);
-
-// Placements of the NVLink domain over the groups (tp1, tp2 or cp, dp, pp): every (n1, n2, n3, n4)
-// with n1 n2 n3 n4 = nvs dividing their groups, in the reference's order, or the whole job when
-// it fits in one domain.
-template <typename F>
-void for_each_nv_2d(std::int64_t tp1, std::int64_t tp2, std::int64_t dp, std::int64_t pp, std::int64_t nvs, F&& f) {
-  if (tp1 * tp2 * dp * pp <= nvs) {
-    f(tp1, tp2, dp, pp);
-    return;
-  }
-  for (std::int64_t n1 = 1; n1 <= nvs; ++n1) {
-    if (nvs % n1) continue;
-    const std::int64_t rem = nvs / n1;
-    for (std::int64_t n2 = 1; n2 <= rem; ++n2) {
-      if (rem % n2) continue;
-      const std::int64_t rem2 = rem / n2;
-      for (std::int64_t n3 = 1; n3 <= rem2; ++n3) {
-        if (rem2 % n3) continue;
-        const std::int64_t n4 = rem2 / n3;
-        if (tp1 % n1 == 0 && tp2 % n2 == 0 && dp % n3 == 0 && pp % n4 == 0) f(n1, n2, n3, n4);
-      }
-    }
-  }
-}
-
-// The same over (tp, dp, pp): the 2D placements with tp2 = 1, in the same order.
-template <typename F>
-void for_each_nv_1d(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t nvs, F&& f) {
-  for_each_nv_2d(tp, 1, dp, pp, nvs, [&](std::int64_t n1, std::int64_t, std::int64_t n3, std::int64_t n4) { f(n1, n3, n4); });
-}
-
-// Every NVLink placement (nv1, nv2, nv_cp, nv_dp, nv_pp) of the layout's degrees on domains of
-// nvs GPUs that the strategy allows (1d: nv2 = 1; 2d: nv_cp = 1). 1d's context-parallel group
-// takes the second group's place: its share of the domain enumerated as the reference enumerates
-// tp2's, so cp = 1 leaves 1d's placements and their order as they were.
-template <typename F>
-void for_each_placement(const StrategyPlan& p, const Layout& c, std::int64_t nvs, F&& f) {
-  constexpr std::int64_t one = 1;
-  if (!p.has_tp2) {
-    for_each_nv_2d(c.tensor.tp1, c.tensor.cp, c.dp, c.pp, nvs,
-                   [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { f(a, one, b, d, e); });
-  } else {
-    for_each_nv_2d(c.tensor.tp1, c.tensor.tp2, c.dp, c.pp, nvs,
-                   [&](std::int64_t a, std::int64_t b, std::int64_t d, std::int64_t e) { f(a, b, one, d, e); });
-  }
-}
 
 }  // namespace perfsweep

@@ -508,10 +508,15 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
 
 void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   const TensorSplit& t = c.tensor;
-  for (auto [name, v] : {std::pair{"dp", c.dp}, {"pp", c.pp}, {"mbs", c.mbs}, {"tp1", t.tp1}, {"tp2", t.tp2},
-                         {"nb", t.nb}, {"nv_tp1", t.nv1}, {"nv_tp2", t.nv2}, {"nv_dp", c.nv_dp}, {"nv_pp", c.nv_pp},
-                         {"cp", t.cp}, {"nv_cp", t.nv_cp}}) {
-    require(v >= 1, std::string(name) + " must be a positive integer, got " + str(v));
+  const StrategyPlan& plan = plan_of(c.strategy);
+  // Every axis's degree and NVLink share positive (model/axes.hpp), the strategy's own named first.
+  for (const bool own : {true, false}) {
+    for (std::size_t i = 0; i < kAxisCount; ++i) {
+      const LayoutAxis& a = kAxes[i];
+      if (own != has_axis(plan, i) || a.set_degree == nullptr) continue;
+      require(a.degree(c) >= 1, std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)));
+      if (a.placed()) require(a.nv(c) >= 1, std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)));
+    }
   }
   const bool one_d = c.strategy == Strategy::OneD;
   if (t.cp > 1) {
@@ -631,15 +636,17 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   const I local_batch = global_batch / c.dp;
   require(local_batch % c.mbs == 0,
           "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch));
-  auto nv_divides = [&](const char* nv_name, I nv, const std::string& group_name, I group) {
-    require(group % nv == 0, std::string(nv_name) + "=" + str(nv) + " does not divide " + group_name + "=" + str(group));
-  };
-  nv_divides(one_d ? "nv_tp" : "nv_tp1", t.nv1, tp_name, t.tp1);
-  nv_divides("nv_tp2", t.nv2, "tp2", t.tp2);
-  nv_divides("nv_dp", c.nv_dp, "dp", c.dp);
-  nv_divides("nv_pp", c.nv_pp, "pp", c.pp);
-  nv_divides("nv_cp", t.nv_cp, "cp", t.cp);
-  const I fast = t.nv1 * t.nv2 * t.nv_cp * c.nv_dp * c.nv_pp;
+  // Each share divides its group: the strategy's placed axes, then the others (at 1 where it lacks them).
+  I fast = 1;
+  for (const bool own : {true, false}) {
+    for (std::size_t i = 0; i < kAxisCount; ++i) {
+      const LayoutAxis& a = kAxes[i];
+      if (own != has_axis(plan, i) || !a.placed()) continue;
+      require(a.degree(c) % a.nv(c) == 0, std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name +
+                                              "=" + str(a.degree(c)));
+      if (own) fast *= a.nv(c);
+    }
+  }
   require(fast <= s.nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
                                      str(s.nvlink_size));
 }

@@ -1,11 +1,11 @@
 #pragma once
 // The reference's candidate generators (execution.py): divisors, tensor/pipeline/micro-batch
-// degrees and NVLink-domain placements, in the reference's order.
+// degrees, in the reference's order (NVLink placements: model/axes.hpp for_each_nv_split).
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "model/plan.hpp"  // for_each_nv_1d, for_each_nv_2d
+#include "model/plan.hpp"
 
 namespace perfsweep {
 

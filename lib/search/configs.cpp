@@ -10,33 +10,28 @@
 
 namespace perfsweep {
 
-bool PlacementChoice::admits(std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3,
-                             std::int64_t n4) const {
-  return (!nv1 || *nv1 == n1) && (!nv2 || *nv2 == n2) && (!nv_cp || *nv_cp == n_cp) && (!nv_dp || *nv_dp == n3) &&
-         (!nv_pp || *nv_pp == n4);
+bool PlacementChoice::admits(const PlacedAxes& placed, std::span<const std::int64_t> shares) const {
+  for (std::size_t i = 0; i < placed.count; ++i) {
+    const std::optional<std::int64_t>& given = nv[placed.axis[i]];
+    if (given && *given != shares[i]) return false;
+  }
+  return true;
 }
 
 void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f) {
-  const TensorSplit& t = layout.tensor;
-  auto place = [&](Layout c, std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3, std::int64_t n4) {
-    if (!choice.admits(n1, n2, n_cp, n3, n4)) return;
-    c.tensor.nv1 = n1;
-    c.tensor.nv2 = n2;
-    c.tensor.nv_cp = n_cp;
-    c.nv_dp = n3;
-    c.nv_pp = n4;
-    f(c);
+  const PlacedAxes& placed = placed_axes(layout.strategy);
+  auto placements = [&](const Layout& c) {
+    perfsweep::for_each_placement(c, sys.nvlink_size, [&](std::span<const std::int64_t> shares) {
+      if (!choice.admits(placed, shares)) return;
+      Layout p = c;
+      set_placement(p, placed, shares);
+      f(p);
+    });
   };
   const StrategyPlan& plan = plan_of(layout.strategy);
-  auto placements = [&](const Layout& c) {
-    perfsweep::for_each_placement(plan, c, sys.nvlink_size,
-                                  [&](std::int64_t a, std::int64_t b, std::int64_t k, std::int64_t d, std::int64_t e) {
-                                    place(c, a, b, k, d, e);
-                                  });
-  };
   if (plan.has_nb && choice.search_nb) {
-    for_each_summa_nb(t.tp1, t.tp2, model.e, [&](std::int64_t nb) {
+    for_each_summa_nb(layout.tensor.tp1, layout.tensor.tp2, model.e, [&](std::int64_t nb) {
       Layout c = layout;
       c.tensor.nb = nb;
       placements(c);
@@ -76,6 +71,14 @@ ConfigRow make_row(const Layout& c, const Evaluation& ev, std::int64_t global_ba
 }
 
 }  // namespace
+
+std::vector<std::int64_t>& ConfigRanges::degrees_of(std::string_view axis) {
+  if (axis == "tp" || axis == "tp1") return tp1;
+  if (axis == "tp2") return tp2;
+  if (axis == "dp") return dp;
+  if (axis == "pp") return pp;
+  throw std::logic_error("configs has no list for the axis " + std::string(axis));
+}
 
 std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Transformer& model,
                                                    const TensorSplit& tensor, std::int64_t local_batch) {

@@ -3,22 +3,25 @@
 // notebook as a library. The user picks tensor, pipeline and data-parallel degrees, micro-batch
 // sizes, SUMMA blocks and NVLink placements (any of them as lists); every combination that makes
 // up the GPU count is evaluated in full, feasible in memory or not.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/step.hpp"
 
 namespace perfsweep {
 
-// NVLink placement values fixed by the user; the others are free.
+// NVLink shares fixed by the user, by axis (model/axes.hpp kAxes); the others are free.
 struct PlacementChoice {
-  std::optional<std::int64_t> nv1, nv2, nv_dp, nv_pp;  // nv1: nv_tp (1d) or nv_tp1
-  std::optional<std::int64_t> nv_cp;                    // 1d with context parallelism
+  std::array<std::optional<std::int64_t>, kAxisCount> nv;
   bool search_nb = false;  // 2d: also every SUMMA block count the search tries (else layout's nb)
-  bool admits(std::int64_t n1, std::int64_t n2, std::int64_t n_cp, std::int64_t n3, std::int64_t n4) const;
+  // Whether a placement (one share per placed axis, in their order) keeps every given share.
+  bool admits(const PlacedAxes& placed, std::span<const std::int64_t> shares) const;
 };
 
 // Calls f(layout) for every NVLink placement (and, for 2d with choice.search_nb, every SUMMA
@@ -47,6 +50,9 @@ struct ConfigRanges {
   // the notebook, once any of tp1, tp2, pp, dp is given; else the search's, so that with nothing
   // given the rows are the search's space (its best placement of each).
   std::vector<std::int64_t> tp1, tp2, pp, dp, mbs, nb;
+  // The list of an axis with a degree flag (model/axes.hpp: tp's and tp1's is tp1; tp2, dp, pp);
+  // std::logic_error for another.
+  std::vector<std::int64_t>& degrees_of(std::string_view axis);
   std::vector<std::int64_t> cp{1};  // 1d's context-parallel degrees (each tried with every tensor split)
   bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;

@@ -57,9 +57,13 @@ void summa_block_values(const SearchContext& x, const Layout& c, std::vector<Cho
   for_each_summa_nb(c.tensor.tp1, c.tensor.tp2, x.problem.model.e, [&](I nb) { out.push_back({{nb}}); });
 }
 
+// The NVLink shares of the strategy's placed axes (model/axes.hpp), in their order.
 void placement_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  for_each_placement(plan_of(c.strategy), c, x.problem.system.nvlink_size,
-                     [&](I nv1, I nv2, I nv_cp, I nv_dp, I nv_pp) { out.push_back({{nv1, nv2, nv_cp, nv_dp, nv_pp}}); });
+  for_each_placement(c, x.problem.system.nvlink_size, [&](std::span<const I> nv) {
+    Choice v;
+    std::copy(nv.begin(), nv.end(), v.v.begin());
+    out.push_back(v);
+  });
 }
 
 void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
@@ -195,13 +199,7 @@ constexpr SearchDimension kDimensions[] = {
      [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
     option_dimension<option_index("offload_percent")>(true, "offload"),
     {"nv", false, "pp", placement_values,
-     [](Layout& c, const Choice& v) {
-       c.tensor.nv1 = v.v[0];
-       c.tensor.nv2 = v.v[1];
-       c.tensor.nv_cp = v.v[2];
-       c.nv_dp = v.v[3];
-       c.nv_pp = v.v[4];
-     }},
+     [](Layout& c, const Choice& v) { set_placement(c, placed_axes(c.strategy), v.v); }},
 };
 
 }  // namespace

@@ -17,9 +17,10 @@
 
 namespace perfsweep {
 
-// One value of a dimension: up to five integers (a placement sets five fields at once).
+// One value of a dimension: up to kMaxPlacedAxes integers (a placement sets one NVLink share per
+// placed axis at once).
 struct Choice {
-  std::array<std::int64_t, 5> v{};
+  std::array<std::int64_t, kMaxPlacedAxes> v{};
 };
 
 // What the values of a dimension may depend on besides the outer dimensions' values.

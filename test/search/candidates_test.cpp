@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "search/candidates.hpp"
@@ -38,40 +39,84 @@ TEST(Divisors, ManyDivisors) {
   }
 }
 
-std::vector<std::array<std::int64_t, 3>> nv_1d(std::int64_t tp, std::int64_t dp, std::int64_t pp, std::int64_t nvs) {
-  std::vector<std::array<std::int64_t, 3>> out;
-  for_each_nv_1d(tp, dp, pp, nvs, [&](std::int64_t a, std::int64_t b, std::int64_t c) { out.push_back({a, b, c}); });
+// The placements for_each_nv_split enumerates, each one share per degree.
+std::vector<V> nv_splits(const V& degrees, std::int64_t nvs) {
+  std::vector<V> out;
+  for_each_nv_split(degrees, nvs, [&](std::span<const std::int64_t> n) { out.emplace_back(n.begin(), n.end()); });
   return out;
 }
+using P = std::vector<V>;
 
 // nvs = 4 over (tp 2, dp 4, pp 2): the factorizations n1 n2 n3 = 4 with n1 | 2, n2 | 4, n3 | 2,
 // n1 then n2 ascending: (1,1,4) no (4 does not divide pp), (1,2,2), (1,4,1), (2,1,2), (2,2,1),
 // (4,1,1) no (4 does not divide tp).
 TEST(NvlinkPlacement, OneDFactorizations) {
-  using P = std::vector<std::array<std::int64_t, 3>>;
-  EXPECT_EQ(nv_1d(2, 4, 2, 4), (P{{1, 2, 2}, {1, 4, 1}, {2, 1, 2}, {2, 2, 1}}));
+  EXPECT_EQ(nv_splits({2, 4, 2}, 4), (P{{1, 2, 2}, {1, 4, 1}, {2, 1, 2}, {2, 2, 1}}));
   // the whole job fits in one domain: one placement, everything inside
-  EXPECT_EQ(nv_1d(2, 1, 2, 4), (P{{2, 1, 2}}));
-  EXPECT_EQ(nv_1d(1, 1, 1, 8), (P{{1, 1, 1}}));
+  EXPECT_EQ(nv_splits({2, 1, 2}, 4), (P{{2, 1, 2}}));
+  EXPECT_EQ(nv_splits({1, 1, 1}, 8), (P{{1, 1, 1}}));
   // 9 GPUs of degrees 3 and 3 on domains of 4: no factor of 4 divides 3 -> no placement
-  EXPECT_TRUE(nv_1d(3, 3, 1, 4).empty());
+  EXPECT_TRUE(nv_splits({3, 3, 1}, 4).empty());
 }
 
 // nvs = 4 over (tp1 2, tp2 2, dp 4, pp 2): n1 n2 n3 n4 = 4 with n1 | 2, n2 | 2, n3 | 4, n4 | 2:
 //   n1=1 n2=1: (n3,n4) = (1,4) no, (2,2), (4,1);  n1=1 n2=2: (1,2), (2,1);  n1=1 n2=4: no;
 //   n1=2 n2=1: (1,2), (2,1);  n1=2 n2=2: (1,1);  n1=4: no.
 TEST(NvlinkPlacement, TwoDFactorizations) {
-  using P = std::vector<std::array<std::int64_t, 4>>;
+  EXPECT_EQ(nv_splits({2, 2, 4, 2}, 4),
+            (P{{1, 1, 2, 2}, {1, 1, 4, 1}, {1, 2, 1, 2}, {1, 2, 2, 1}, {2, 1, 1, 2}, {2, 1, 2, 1}, {2, 2, 1, 1}}));
+  EXPECT_EQ(nv_splits({2, 2, 1, 1}, 8), (P{{2, 2, 1, 1}}));  // 4 GPUs in a domain of 8
+}
+
+// Five axes of degree 2 on domains of 4: two of them inside a domain, the first outermost:
+// n1 = 1 then 2, and within each the later axes ascending.
+TEST(NvlinkPlacement, FiveAxes) {
+  EXPECT_EQ(nv_splits({2, 2, 2, 2, 2}, 4), (P{{1, 1, 1, 2, 2},
+                                              {1, 1, 2, 1, 2},
+                                              {1, 1, 2, 2, 1},
+                                              {1, 2, 1, 1, 2},
+                                              {1, 2, 1, 2, 1},
+                                              {1, 2, 2, 1, 1},
+                                              {2, 1, 1, 1, 2},
+                                              {2, 1, 1, 2, 1},
+                                              {2, 1, 2, 1, 1},
+                                              {2, 2, 1, 1, 1}}));
+}
+
+// An NVL72 domain over (tp 8, cp 1, dp 18, pp 2): n1 n3 n4 = 72 with n1 | 8, n3 | 18, n4 | 2:
+// n1 = 1 leaves 72 > 18 x 2; n1 = 2: (18, 2); n1 = 4: (9, 2), (18, 1); n1 = 8: (9, 1).
+TEST(NvlinkPlacement, Nvl72Domain) {
+  EXPECT_EQ(nv_splits({8, 1, 18, 2}, 72), (P{{2, 1, 18, 2}, {4, 1, 9, 2}, {4, 1, 18, 1}, {8, 1, 9, 1}}));
+}
+
+// A layout's placements are its strategy's placed axes' (model/axes.hpp): 1d's tp, cp, dp, pp, the
+// 2d strategies' tp1, tp2, dp, pp; set_placement writes them back.
+TEST(NvlinkPlacement, StrategiesPlaceTheirAxes) {
+  Layout c;
+  c.tensor.tp1 = 2;
+  c.tensor.cp = 2;
+  c.dp = 4;
+  c.pp = 2;
   P got;
-  for_each_nv_2d(2, 2, 4, 2, 4, [&](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-    got.push_back({a, b, c, d});
-  });
-  EXPECT_EQ(got, (P{{1, 1, 2, 2}, {1, 1, 4, 1}, {1, 2, 1, 2}, {1, 2, 2, 1}, {2, 1, 1, 2}, {2, 1, 2, 1}, {2, 2, 1, 1}}));
+  for_each_placement(c, 4, [&](std::span<const std::int64_t> n) { got.emplace_back(n.begin(), n.end()); });
+  EXPECT_EQ(got, nv_splits({2, 2, 4, 2}, 4));
+  Layout placed = c;
+  set_placement(placed, placed_axes(c.strategy), got.front());  // (1, 1, 2, 2)
+  EXPECT_EQ(placed.tensor.nv1, 1);
+  EXPECT_EQ(placed.tensor.nv_cp, 1);
+  EXPECT_EQ(placed.nv_dp, 2);
+  EXPECT_EQ(placed.nv_pp, 2);
+  Layout two = c;
+  two.strategy = Strategy::TwoDSeqp;
+  two.tensor.cp = 1;
+  two.tensor.tp2 = 2;
   got.clear();
-  for_each_nv_2d(2, 2, 1, 1, 8, [&](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
-    got.push_back({a, b, c, d});
-  });
-  EXPECT_EQ(got, (P{{2, 2, 1, 1}}));  // 4 GPUs in a domain of 8
+  for_each_placement(two, 4, [&](std::span<const std::int64_t> n) { got.emplace_back(n.begin(), n.end()); });
+  EXPECT_EQ(got, nv_splits({2, 2, 4, 2}, 4));
+  set_placement(two, placed_axes(two.strategy), got[2]);  // (1, 2, 1, 2)
+  EXPECT_EQ(two.tensor.nv2, 2);
+  EXPECT_EQ(two.tensor.nv_cp, 1);
+  EXPECT_EQ(two.nv_pp, 2);
 }
 
 V summa_nb(std::int64_t tp1, std::int64_t tp2, std::int64_t e) {

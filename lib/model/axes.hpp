@@ -1,0 +1,211 @@
+#pragma once
+// The parallel axes, declared once: what each splits, the collectives it causes, how its GPUs
+// share an NVLink domain, the rule it must meet, and the Layout fields it reads and writes. A
+// strategy is a preset of them (StrategyPlan::axes, named in plan.cpp). Generated from this table:
+// the layout's configuration keys (model/plan.hpp kConfigKeys: reports, HDF5 columns, the journal's
+// schema, the tie-break), the NVLink placements of any number of axes (for_each_placement), the
+// placement search dimension and configs' placement filter, the degree and --nv-* flags of
+// `estimate` and `configs` (apps/common/axis_options.hpp), and validate_layout's checks of degrees
+// and shares. The layout's two integers that cut a GPU's work rather than spread it over GPUs (mbs,
+// nb) are entries too, without a GPU count or a share; the expert and virtual-pipeline axes are
+// execution options (model/execution_options.hpp: ep, interleave) whose entries here describe them.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/layout.hpp"
+
+namespace perfsweep {
+
+// What an axis splits.
+enum class AxisSplits : std::uint8_t {
+  Replicas,      // the global batch's samples, over model replicas
+  Features,      // heads and hidden features: the weights and each token's activations
+  Sequence,      // a sample's tokens
+  Layers,        // the blocks, over pipeline stages
+  Experts,       // the experts of a mixture-of-experts layer
+  MicroBatches,  // a replica's samples, into micro-batches run in turn (one GPU's work, not GPUs)
+  Blocks,        // SUMMA's panels of a GEMM (one GPU's work, not GPUs)
+};
+
+struct LayoutAxis {
+  const char* name;  // its configuration key; `estimate`'s flag is --name with '-' for '_'
+  AxisSplits splits;
+  const char* what;       // what it splits, in words (the flags' help)
+  const char* per_layer;  // the collectives it causes per layer, forward and backward
+  const char* per_step;   // per step
+  const char* nvlink;     // how its GPUs share an NVLink domain
+  const char* rule;       // the constraints it must meet (validate_layout and the search check them)
+  bool gpus;              // its degree multiplies the GPU count
+  // Its degree; set_degree: nullptr where it is derived or an execution option's.
+  std::int64_t (*degree)(const Layout&);
+  void (*set_degree)(Layout&, std::int64_t);
+  // Its NVLink share, the configuration key nv_key: nullptr where it has none of its own (ep sits in
+  // the data-parallel group's, vp on the pipeline's GPUs, mbs and nb on one GPU).
+  const char* nv_key = nullptr;
+  std::int64_t (*nv)(const Layout&) = nullptr;
+  void (*set_nv)(Layout&, std::int64_t) = nullptr;
+  // Its degree is a layout key (ep and vp are reported as the execution options ep and interleave).
+  bool layout_key = true;
+  bool key_in_every_strategy = false;  // tp: reported by the 2d strategies too, as tp1 x tp2
+  bool orders_ties = true, nv_orders_ties = true;  // part of the tie-break tuple (kConfigKeys)
+  // Reports leave its keys out at this value (its reference value) so the reference's outputs keep
+  // their keys; HDF5 columns and fingerprints carry them always. -1: never left out.
+  std::int64_t omitted_at = -1;
+  // `estimate` and `configs` take --name for its degree (cp's is the execution flags' --cp, a list
+  // in `sweep` as well); only an axis that multiplies the GPU count and is set has one.
+  bool own_flag = true;
+  constexpr bool placed() const { return nv != nullptr; }
+  constexpr bool has_degree_flag() const { return gpus && set_degree != nullptr && own_flag; }
+};
+
+// In the order NVLink placements are enumerated (the reference's nested loops: tensor, then data,
+// then pipeline; context parallelism in the second tensor degree's place, so that cp = 1 leaves 1d's
+// placements and their order as they were).
+inline constexpr LayoutAxis kAxes[] = {
+    {"tp", AxisSplits::Features, "tensor-parallel degree: heads and features (1d, Megatron-LM's)",
+     "an all-reduce of the activations after attention and after the MLP, forward and backward (with sequence "
+     "parallelism a reduce-scatter and an all-gather each)",
+     "none", "its group's GPUs first: rank order tp innermost", "divides the heads, embed_dim, and is a multiple or a "
+     "divisor of the key/value heads",
+     true, [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2; },
+     [](Layout& c, std::int64_t v) { c.tensor.tp1 = v; }, "nv_tp", [](const Layout& c) { return c.tensor.nv1; },
+     [](Layout& c, std::int64_t v) { c.tensor.nv1 = v; }, true, true, false, false},
+    {"tp1", AxisSplits::Features, "first tensor dimension: heads and features (2d, 2d-seqp)",
+     "2d: SUMMA's broadcasts of panels over the grid's rows; 2d-seqp: tp's all-reduces", "none",
+     "its group's GPUs first: rank order tp1 innermost", "divides the heads and embed_dim",
+     true, [](const Layout& c) { return c.tensor.tp1; }, [](Layout& c, std::int64_t v) { c.tensor.tp1 = v; },
+     "nv_tp1", [](const Layout& c) { return c.tensor.nv1; }, [](Layout& c, std::int64_t v) { c.tensor.nv1 = v; }},
+    {"tp2", AxisSplits::Sequence, "second dimension: the sequence (2d, 2d-seqp)",
+     "2d: SUMMA's broadcasts over the grid's columns; 2d-seqp: the all-gather of keys and values for attention",
+     "2d-seqp: joins the data-parallel gradient reduction (its GPUs hold replicas)", "after tp1",
+     "2d: divides embed_dim; each GPU keeps at least 128 tokens",
+     true, [](const Layout& c) { return c.tensor.tp2; }, [](Layout& c, std::int64_t v) { c.tensor.tp2 = v; },
+     "nv_tp2", [](const Layout& c) { return c.tensor.nv2; }, [](Layout& c, std::int64_t v) { c.tensor.nv2 = v; }},
+    {"cp", AxisSplits::Sequence, "context-parallel degree (1d): GPUs each sequence is split over",
+     "ring attention's exchange of keys and values (p2p, overlapped with the attention blocks) or their all-gather "
+     "(Llama 3's), forward and backward",
+     "joins the data-parallel gradient reduction and the optimizer's shards (its GPUs hold replicas)",
+     "after the tensor group (Megatron-Core's tp-cp-ep-dp-pp)",
+     "1d with flash attention; the sequence splits into 2 cp chunks (the load-balanced causal split)",
+     true, [](const Layout& c) { return c.tensor.cp; }, [](Layout& c, std::int64_t v) { c.tensor.cp = v; },
+     "nv_cp", [](const Layout& c) { return c.tensor.nv_cp; }, [](Layout& c, std::int64_t v) { c.tensor.nv_cp = v; },
+     true, false, true, true, 1, false},
+    {"dp", AxisSplits::Replicas, "data-parallel degree: model replicas", "ZeRO-3: an all-gather of each layer's "
+     "weights (again in the backward) and a reduce-scatter of its gradients",
+     "the gradients' reduction (all-reduce, or ZeRO's reduce-scatter and all-gather of the updated weights)",
+     "after the tensor and context groups", "divides the global batch",
+     true, [](const Layout& c) { return c.dp; }, [](Layout& c, std::int64_t v) { c.dp = v; }, "nv_dp",
+     [](const Layout& c) { return c.nv_dp; }, [](Layout& c, std::int64_t v) { c.nv_dp = v; }},
+    {"pp", AxisSplits::Layers, "pipeline stages", "none",
+     "each micro-batch's activations to the next stage and gradients back (p2p), and the bubble",
+     "outermost (Megatron-Core's order) or inside the data-parallel replicas (rank_order tp-cp-ep-pp-dp)",
+     "a stage holds whole MoE groups; the stages' blocks are the runtime's partition",
+     true, [](const Layout& c) { return c.pp; }, [](Layout& c, std::int64_t v) { c.pp = v; }, "nv_pp",
+     [](const Layout& c) { return c.nv_pp; }, [](Layout& c, std::int64_t v) { c.nv_pp = v; }},
+    {"ep", AxisSplits::Experts, "expert-parallel degree: the experts, over data-parallel ranks",
+     "two all-to-alls of the routed tokens around each MoE layer, forward and backward",
+     "the expert weights' gradients reduce over the expert-data-parallel group (dp / ep)",
+     "inside the data-parallel group's share (consecutive data-parallel ranks)",
+     "divides the experts and dp; a dense model has ep = 1",
+     false, [](const Layout& c) { return c.exec.ep; }, nullptr, nullptr, nullptr, nullptr, false},
+    {"vp", AxisSplits::Layers, "virtual pipeline stages a GPU (interleaved 1F1B)", "none",
+     "vp times the pipeline's p2p transfers; the bubble divided by vp", "the pipeline's GPUs",
+     "pp > 1, divides a stage's blocks, the micro-batches a multiple of pp",
+     false, [](const Layout& c) { return c.exec.interleave; }, nullptr, nullptr, nullptr, nullptr, false},
+    {"mbs", AxisSplits::MicroBatches, "micro-batch size", "none", "none", "one GPU's work",
+     "divides the local batch; its tokens split over the GPUs sharing a micro-batch",
+     false, [](const Layout& c) { return c.mbs; }, [](Layout& c, std::int64_t v) { c.mbs = v; }},
+    {"nb", AxisSplits::Blocks, "SUMMA blocks (2d)", "one broadcast of a panel a block", "none", "one GPU's work",
+     "divides embed_dim into blocks of at least 512 columns (the search's)",
+     false, [](const Layout& c) { return c.tensor.nb; }, [](Layout& c, std::int64_t v) { c.tensor.nb = v; }},
+};
+inline constexpr std::size_t kAxisCount = std::size(kAxes);
+static_assert(kAxisCount <= 32, "StrategyPlan::axes holds 32 axes");
+
+// kAxes' index of `name` (a compile-time error where there is none).
+consteval std::size_t axis_index(std::string_view name) {
+  for (std::size_t i = 0; i < kAxisCount; ++i) {
+    if (name == kAxes[i].name) return i;
+  }
+  throw "no such axis";
+}
+// The axes named in `names` ("dp tp pp"), as StrategyPlan::axes' bits.
+consteval std::uint32_t axis_mask(std::string_view names) {
+  std::uint32_t out = 0;
+  while (!names.empty()) {
+    const std::size_t end = names.find(' ');
+    const std::string_view name = names.substr(0, end);
+    if (!name.empty()) out |= 1u << axis_index(name);
+    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
+  }
+  return out;
+}
+inline bool has_axis(const StrategyPlan& p, std::size_t axis) { return (p.axes >> axis & 1u) != 0; }
+// The axis named `name` (nullptr where there is none).
+const LayoutAxis* find_axis(std::string_view name);
+
+// "1d", "2d or 2d-seqp": the strategies that have the axis.
+std::string axis_strategies(std::size_t axis);
+
+// The axes a strategy places on NVLink domains, in kAxes' order: the 1d strategy's tp, cp, dp, pp;
+// the 2d strategies' tp1, tp2, dp, pp.
+inline constexpr std::size_t kMaxPlacedAxes = 8;
+struct PlacedAxes {
+  std::array<std::uint8_t, kMaxPlacedAxes> axis{};
+  std::size_t count = 0;
+};
+const PlacedAxes& placed_axes(Strategy strategy);
+// Writes a placement (one NVLink share per placed axis, in their order) into the layout.
+inline void set_placement(Layout& c, const PlacedAxes& placed, std::span<const std::int64_t> nv) {
+  for (std::size_t i = 0; i < placed.count; ++i) kAxes[placed.axis[i]].set_nv(c, nv[i]);
+}
+
+// Every NVLink placement of groups of these degrees on domains of nvs GPUs, as the reference's
+// search enumerates them for its fixed (tp1, tp2, dp, pp): every (n_1, ..., n_k) with n_i dividing
+// degree i and n_1 ... n_k = nvs, n_1 outermost, each ascending; or the degrees themselves when the
+// whole job fits in one domain. Any number of axes up to kMaxPlacedAxes, any domain size (NVL72's
+// 72 among them). Without allocating.
+namespace placement_detail {
+template <typename F>
+void split(std::span<const std::int64_t> degrees, std::size_t i, std::int64_t rest,
+           std::array<std::int64_t, kMaxPlacedAxes>& n, F& f) {
+  if (i + 1 == degrees.size()) {
+    if (degrees[i] % rest != 0) return;
+    n[i] = rest;
+    f(std::span<const std::int64_t>(n.data(), degrees.size()));
+    return;
+  }
+  for (std::int64_t k = 1; k <= rest; ++k) {
+    if (rest % k != 0 || degrees[i] % k != 0) continue;
+    n[i] = k;
+    split(degrees, i + 1, rest / k, n, f);
+  }
+}
+}  // namespace placement_detail
+template <typename F>
+void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, F&& f) {
+  std::int64_t gpus = 1;
+  for (const std::int64_t d : degrees) gpus *= d;
+  if (gpus <= nvs) {
+    f(degrees);
+    return;
+  }
+  if (degrees.empty() || degrees.size() > kMaxPlacedAxes) return;
+  std::array<std::int64_t, kMaxPlacedAxes> n{};
+  placement_detail::split(degrees, 0, nvs, n, f);
+}
+
+// Every NVLink placement of the layout's degrees that its strategy allows: f(nv), one share per
+// placed_axes(strategy) axis in their order (set_placement writes them).
+template <typename F>
+void for_each_placement(const Layout& c, std::int64_t nvs, F&& f) {
+  const PlacedAxes& placed = placed_axes(c.strategy);
+  std::array<std::int64_t, kMaxPlacedAxes> degrees{};
+  for (std::size_t i = 0; i < placed.count; ++i) degrees[i] = kAxes[placed.axis[i]].degree(c);
+  for_each_nv_split(std::span<const std::int64_t>(degrees.data(), placed.count), nvs, f);
+}
+
+}  // namespace perfsweep
