@@ -231,7 +231,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
         if (key.ends_with("_stage_blocks")) continue;
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
         const ExecutionOption& o = kExecutionOptions[k - 1];
-        if (o.applies != nullptr && !o.applies(rows.front().layout.exec, rows.front().layout.tensor)) continue;
+        if (o.applies != nullptr && !o.applies(rows.front().layout)) continue;
         common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
       }
       for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
@@ -289,7 +289,7 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
       for (std::size_t k : varying) {
         // an option that does not apply to the row (offload_percent without offload optimizer) is left out
         const ExecutionOption* o = k > 0 ? &kExecutionOptions[k - 1] : nullptr;
-        if (o != nullptr && o->applies != nullptr && !o->applies(r.layout.exec, r.layout.tensor)) continue;
+        if (o != nullptr && o->applies != nullptr && !o->applies(r.layout)) continue;
         options += " " + std::string(values[k].first) + "=" + values[k].second;
       }
       text.insert(text.size() - 1, " " + options);
@@ -429,16 +429,9 @@ int run(const Options& o) {
       if (n > 1) listed_options.emplace_back(key);
     };
     several("attention", modes.size());
-    several("recompute", choices.recompute.size());
-    several("sp", choices.sequence_parallel.size());
-    several("zero", choices.zero.size());
-    several("interleave", choices.interleave.size());
-    several("layout", choices.params.size());
-    several("ep", choices.ep.size());
-    several("precision", choices.precision.size());
-    several("schedule", choices.schedule.size());
-    several("cp_comm", choices.cp_comm.size());
-    several("offload", choices.offload.size());
+    for (const ExecutionOption& eo : kExecutionOptions) {
+      if (eo.searched()) several(eo.key, eo.count(choices));
+    }
     std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());

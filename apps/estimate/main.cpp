@@ -108,7 +108,7 @@ int run(const Options& o) {
     all_given = all_given && (nv || a.degree(layout) == a.omitted_at);
   }
   layout.exec.stage_partition = runtime.stage_partition;  // the framework's partition, checked below
-  layout.exec.rank_order = runtime.rank_order;
+  use_runtime_defaults(o.exec, runtime, layout.exec);  // rank_order, unless given
   // --first-stage-blocks auto: balanced here for a given placement, else for each one tried.
   if (balance) layout = with_balanced_stages(sys, model, runtime, layout, o.global_batch);
   // Positivity of every degree is checked before placements are enumerated.

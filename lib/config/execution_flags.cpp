@@ -11,7 +11,7 @@ ExecutionFlags::ExecutionFlags() {
   const Execution defaults;
   for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
     const ExecutionOption& o = kExecutionOptions[i];
-    if (o.searched()) lists[i] = option_value_name(o, o.get(defaults));
+    if (o.searched() && !o.runtime_default) lists[i] = option_value_name(o, o.get(defaults));
   }
 }
 
@@ -29,6 +29,11 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
     const ExecutionOption& o = kExecutionOptions[i];
     if (!o.searched()) continue;
     codes.clear();
+    // not given: the runtime's (check_runtime_choices fills the empty list)
+    if (o.runtime_default && f.lists[i].empty()) {
+      o.assign(c, codes);
+      continue;
+    }
     for (const std::string& v : split_flag_list(f.lists[i], o.flag)) codes.push_back(parse_option_value(o, v, o.flag));
     o.assign(c, codes);
   }
@@ -60,11 +65,19 @@ Execution parse_execution(const ExecutionFlags& f) {
   Execution x = parse_stage_blocks(f);
   for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
     const ExecutionOption& o = kExecutionOptions[i];
-    if (!o.searched()) continue;
+    if (!o.searched() || (o.runtime_default && o.count(c) == 0)) continue;  // the runtime's: runtime_execution
     if (o.count(c) != 1) throw InputError(std::string(o.flag) + " takes one value here, got '" + f.lists[i] + "'");
     o.set(x, o.at(c, 0));
   }
   return x;
+}
+
+void use_runtime_defaults(const ExecutionFlags& f, const Runtime& rt, Execution& x) {
+  const Execution runtimes = runtime_defaults(rt);
+  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
+    const ExecutionOption& o = kExecutionOptions[i];
+    if (o.runtime_default && f.lists[i].empty()) o.set(x, o.get(runtimes));
+  }
 }
 
 std::int64_t parse_context_parallel(const ExecutionFlags& f) {
@@ -151,6 +164,7 @@ std::string execution_choices_text(const ExecutionChoices& c) {
   for (const ExecutionOption& o : kExecutionOptions) {
     if (!o.searched()) continue;
     const std::size_t n = o.count(c);
+    if (n == 0) continue;  // the runtime's (runtime_default, not given)
     if (o.shown != OptionShown::Always && n == 1 && o.at(c, 0) == o.get(defaults)) continue;
     list(o.key, n, [&](std::size_t i) { return option_value_name(o, o.at(c, i)); });
   }

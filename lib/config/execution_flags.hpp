@@ -8,6 +8,7 @@
 
 #include "model/execution_options.hpp"
 #include "model/plan.hpp"
+#include "model/runtime.hpp"
 #include "model/transformer.hpp"
 
 namespace perfsweep {
@@ -39,6 +40,9 @@ void check_execution_for_model(const ExecutionChoices& choices, const Transforme
 // One value per option (estimate): InputError if a flag lists several. A stage's blocks given as
 // "auto" read 0 here (balances_stages says so).
 Execution parse_execution(const ExecutionFlags& flags);
+// The options the flags left to the runtime (ExecutionOption::runtime_default: rank_order) set to
+// the runtime's values in `x`.
+void use_runtime_defaults(const ExecutionFlags& flags, const Runtime& rt, Execution& x);
 // --cp's one value (estimate): a degree of the tensor split, not of the execution.
 std::int64_t parse_context_parallel(const ExecutionFlags& flags);
 

@@ -335,9 +335,9 @@ const char* megatron_cp_comm(CpComm k) {
   return "p2p";
 }
 
-// Whether the runtime numbers ranks with the pipeline inside the data-parallel replicas
-// (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp; a layout's rank_order is its runtime's).
-bool pipeline_inner(const LaunchInput& in) { return in.runtime.rank_order == RankOrder::PipelineInnerDataOuter; }
+// Whether the layout numbers ranks with the pipeline inside the data-parallel replicas
+// (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp): the layout's, the runtime's unless chosen.
+bool pipeline_inner(const LaunchInput& in) { return in.layout.exec.rank_order == RankOrder::PipelineInnerDataOuter; }
 // Megatron-Core's TransformerConfig: "Make sure EP and CP aren't used with this option enabled".
 void note_mapping_limits(Builder& b, const Layout& c, const char* option) {
   if (c.tensor.cp == 1 && c.exec.ep == 1) return;

@@ -178,13 +178,22 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
   }
   // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution), as integers: recompute 0 none,
   // 1 selective, 2 full; sp 1 on; layout 0 reference, 1 megatron, 2 amp; precision 0 bf16, 1 fp8;
-  // schedule 0 1f1b, 1 zb-h1, 2 zb-h2, 3 dualpipe.
+  // schedule 0 1f1b, 1 zb-h1, 2 zb-h2, 3 dualpipe; rank_order 0 tp-cp-ep-dp-pp, 1 tp-cp-ep-pp-dp. A
+  // named option's column says its codes in a `codes` attribute ("0 none, 1 selective, 2 full").
   h5::attr(top.id(), "execution_keys", config_key_names(strategy, KeyKind::Execution));
   for (const ConfigKey& k : kConfigKeys) {
     if (k.kind != KeyKind::Execution) continue;
     std::vector<std::int64_t> col;
     for (const Candidate* c : rows) col.push_back(k.value(c->layout));
-    h5::dataset(top.id(), k.name, col, "1");
+    const h5::Handle column = h5::dataset(top.id(), k.name, col, "1");
+    const ExecutionOption* o = find_execution_option(k.name);
+    if (o != nullptr && o->values == OptionValues::Named) {
+      std::string codes;
+      for (std::size_t i = 0; i < o->names.size(); ++i) {
+        codes += (i ? ", " : "") + std::to_string(i) + " " + o->names[i];
+      }
+      h5::attr(column.id(), "codes", codes);
+    }
   }
 }
 

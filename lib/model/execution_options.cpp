@@ -67,13 +67,14 @@ ExecutionChoices choices_of(const Execution& x, std::int64_t cp) {
   return c;
 }
 
-bool listed_in(const ExecutionChoices& c, const Execution& x, const TensorSplit& t) {
+bool listed_in(const ExecutionChoices& c, const Layout& layout) {
+  const Execution& x = layout.exec;
   for (const ExecutionOption& o : kExecutionOptions) {
     if (!o.searched()) continue;
     const std::int64_t code = o.get(x);
     const std::size_t n = o.count(c);
     if (n == 0) return false;
-    if (o.applies != nullptr && !o.applies(x, t)) {
+    if (o.applies != nullptr && !o.applies(layout)) {
       if (code != o.at(c, 0)) return false;
       continue;
     }
@@ -81,7 +82,7 @@ bool listed_in(const ExecutionChoices& c, const Execution& x, const TensorSplit&
     for (std::size_t i = 0; i < n && !found; ++i) found = o.at(c, i) == code;
     if (!found) return false;
   }
-  return std::find(c.cp.begin(), c.cp.end(), t.cp) != c.cp.end();
+  return std::find(c.cp.begin(), c.cp.end(), layout.tensor.cp) != c.cp.end();
 }
 
 bool option_shown(const ExecutionOption& o, const Execution& x) {

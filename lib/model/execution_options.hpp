@@ -20,6 +20,7 @@
 
 #include "core/limits.hpp"
 #include "model/block.hpp"
+#include "model/layout.hpp"
 
 namespace perfsweep {
 
@@ -39,6 +40,9 @@ struct ExecutionChoices {
   std::vector<CpComm> cp_comm{CpComm::P2P};
   std::vector<Offload> offload{Offload::None};  // what each layout keeps in host memory
   std::vector<std::int64_t> offload_percent{100};  // of the optimizer's parameters, with offload optimizer
+  // How ranks are numbered (tp-cp-ep-dp-pp or tp-cp-ep-pp-dp); empty: the runtime's order
+  // (ExecutionOption::runtime_default; fill_runtime_defaults, which the search and configs call).
+  std::vector<RankOrder> rank_order{};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -65,8 +69,9 @@ struct ExecutionOption {
   bool block_cost;
   // Whether the option means anything for a layout (nullptr: always); where it does not, a layout
   // takes the first value of its list, so searches and configs do not repeat identical layouts
-  // (cp_comm without context parallelism, offload_percent without offload optimizer).
-  bool (*applies)(const Execution&, const TensorSplit&);
+  // (cp_comm without context parallelism, offload_percent without offload optimizer, rank_order
+  // with one pipeline stage or one data-parallel rank).
+  bool (*applies)(const Layout&);
   std::int64_t (*get)(const Execution&);
   void (*set)(Execution&, std::int64_t);
   // The list a search tries (ExecutionChoices): its size, its i-th value's code, and the list
@@ -74,6 +79,10 @@ struct ExecutionOption {
   std::size_t (*count)(const ExecutionChoices&);
   std::int64_t (*at)(const ExecutionChoices&, std::size_t);
   void (*assign)(ExecutionChoices&, std::span<const std::int64_t>);
+  // Not given, the runtime's value (rank_order: a framework numbers ranks its own way): a flag's
+  // default is empty, and so is the list of ExecutionChoices{}, until fill_runtime_defaults
+  // (model/runtime.hpp) gives it the runtime's.
+  bool runtime_default = false;
   bool searched() const { return count != nullptr; }
 };
 
@@ -110,21 +119,21 @@ template <auto Field, auto List>
 constexpr ExecutionOption searched(const char* key, const char* flag, const char* help, OptionValues values,
                                    std::span<const char* const> names, std::size_t accepted, std::int64_t lo,
                                    std::int64_t hi, OptionShown shown, bool block_cost,
-                                   bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
+                                   bool (*applies)(const Layout&) = nullptr) {
   return {key, flag, help, values, names, accepted, lo, hi, shown, block_cost, applies, get<Field>, set<Field>,
           count<List>, at<List>, assign<List>};
 }
 template <auto Field, auto List>
 constexpr ExecutionOption named(const char* key, const char* flag, const char* help, std::span<const char* const> names,
                                 OptionShown shown, bool block_cost, std::size_t accepted = 0,
-                                bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
+                                bool (*applies)(const Layout&) = nullptr) {
   return searched<Field, List>(key, flag, help, OptionValues::Named, names, accepted ? accepted : names.size(), 0, 0,
                                shown, block_cost, applies);
 }
 template <auto Field, auto List>
 constexpr ExecutionOption integer(const char* key, const char* flag, const char* help, std::int64_t lo,
                                   std::int64_t hi, OptionShown shown, bool block_cost,
-                                  bool (*applies)(const Execution&, const TensorSplit&) = nullptr) {
+                                  bool (*applies)(const Layout&) = nullptr) {
   return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown, block_cost, applies);
 }
 // A layout's given option (estimate's and configs' own flags, not a search's list).
@@ -193,8 +202,7 @@ inline constexpr std::array kExecutionOptions = [] {
           "cp_comm", "--cp-comm",
           "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), all-gather "
           "(Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)",
-          kCpCommNames, changed, block, std::size(kCpCommNames),
-          [](const Execution&, const TensorSplit& t) { return t.cp > 1; }),
+          kCpCommNames, changed, block, std::size(kCpCommNames), [](const Layout& c) { return c.tensor.cp > 1; }),
       d::named<&X::offload, &C::offload>(
           "offload", "--offload",
           "what the step keeps in host memory, over the system's host link: none, optimizer (master weights and "
@@ -207,7 +215,18 @@ inline constexpr std::array kExecutionOptions = [] {
           "with --offload optimizer: the percentage of the optimizer's parameters whose states and step are on the "
           "host, the rest updated on the GPU (Megatron-Core's --optimizer-offload-fraction x 100; the first value "
           "for layouts that keep the optimizer on the GPU; docs/offload.md)",
-          1, 100, changed, step, [](const Execution& x, const TensorSplit&) { return x.offload == Offload::Optimizer; }),
+          1, 100, changed, step, [](const Layout& c) { return c.exec.offload == Offload::Optimizer; }),
+      [] {
+        // the two orders coincide with one pipeline stage or one data-parallel rank
+        ExecutionOption o = d::named<&X::rank_order, &C::rank_order>(
+            "rank_order", "--rank-order",
+            "how ranks are numbered: tp-cp-ep-dp-pp (Megatron-Core's: pipeline stages outermost) or tp-cp-ep-pp-dp "
+            "(Llama 3's: a pipeline's stages inside, data-parallel replicas outermost); which groups cross the "
+            "network's upper tiers (docs/network.md); default: the runtime's rank_order",
+            kRankOrderNames, changed, step, 0, [](const Layout& c) { return c.pp > 1 && c.dp > 1; });
+        o.runtime_default = true;
+        return o;
+      }(),
   };
 }();
 
@@ -234,8 +253,9 @@ constexpr std::array<std::int64_t, kBlockCostOptions> block_cost_codes(const Exe
 // The choices of one configuration: every searched option's list its one value (cp: the split's).
 ExecutionChoices choices_of(const Execution& x, std::int64_t cp);
 // Whether a layout (its execution and split) is one that choices list: each searched option's value
-// in its list, and the first where the option does not apply (ExecutionOption::applies).
-bool listed_in(const ExecutionChoices& c, const Execution& x, const TensorSplit& t);
+// in its list, and the first where the option does not apply (ExecutionOption::applies); cp the
+// split's.
+bool listed_in(const ExecutionChoices& c, const Layout& layout);
 
 // The option of `key` ("zero"), or nullptr.
 const ExecutionOption* find_execution_option(std::string_view key);

@@ -108,14 +108,16 @@ inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c)
   return (p.tp2_replicates_weights ? share * c.tensor.nv2 : share) * c.tensor.nv_cp;
 }
 // The strides of the data-parallel group, the expert-data-parallel group and the pipeline under the
-// layout's rank order (Execution::rank_order), for network tiers.
+// layout's rank order (Execution::rank_order), for network tiers. With one pipeline stage (or one
+// data-parallel rank) both orders number the ranks alike and give the same strides.
 struct DomainStrides {
   std::int64_t data = 1, expert = 1, pipeline = 1;
   bool operator==(const DomainStrides&) const = default;
 };
 inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
   const std::int64_t close = data_domain_stride(p, c);  // the default order's data stride
-  if (c.exec.rank_order == RankOrder::DataInnerPipelineOuter) [[likely]] {
+  // one pipeline stage: the two orders number the ranks alike (the default's strides are exact)
+  if (c.exec.rank_order == RankOrder::DataInnerPipelineOuter || c.pp == 1) [[likely]] {
     return {close, close * std::max<std::int64_t>(1, c.exec.ep / c.nv_dp), pipeline_domain_stride(c)};
   }
   // tp-cp-ep-pp-dp: inside a pipeline replica the group's ranks (2d-seqp's tp2, cp, ep) sit `close`

@@ -31,7 +31,21 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
   if (!rt.flash_attention) attention.flash = false;
   exec.fp8 = rt.fp8;
   exec.stage_partition = rt.stage_partition;
-  exec.rank_order = rt.rank_order;
+}
+
+Execution runtime_defaults(const Runtime& rt) {
+  Execution x;
+  x.rank_order = rt.rank_order;
+  return x;
+}
+
+void fill_runtime_defaults(const Runtime& rt, ExecutionChoices& choices) {
+  const Execution given = runtime_defaults(rt);
+  for (const ExecutionOption& o : kExecutionOptions) {
+    if (!o.runtime_default || o.count(choices) != 0) continue;
+    const std::int64_t code = o.get(given);
+    o.assign(choices, std::span<const std::int64_t>(&code, 1));
+  }
 }
 
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec) {

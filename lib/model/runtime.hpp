@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "model/block.hpp"
+#include "model/execution_options.hpp"
 
 namespace perfsweep {
 
@@ -159,8 +160,15 @@ inline constexpr RuntimeMechanism kRuntimeMechanisms[] = {
 };
 
 // The layout's execution options with the runtime's mechanisms applied (the fields a runtime
-// decides, not searched): what compose_step and the block builders read.
+// decides, not searched): what compose_step and the block builders read. The rank order is the
+// layout's (runtime_defaults gives the runtime's where flags or lists leave it).
 void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention);
+
+// The values the runtime gives the options whose default is the runtime's
+// (ExecutionOption::runtime_default: rank_order), in an otherwise default execution.
+Execution runtime_defaults(const Runtime& rt);
+// Each such option's list left empty (not given) set to the runtime's value.
+void fill_runtime_defaults(const Runtime& rt, ExecutionChoices& choices);
 
 // The bytes per parameter a layout keeps under a runtime.
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec);

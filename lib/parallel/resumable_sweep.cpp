@@ -161,7 +161,7 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   }
   if (!(expected == x)) return false;
   // each a value of the choices (the first where it does not apply), the context-parallel degree too
-  if (!listed_in(p.exec, l.exec, l.tensor)) return false;
+  if (!listed_in(p.exec, l)) return false;
   validate_layout(p.system, p.model, l, p.global_batch);
   return true;
 }

@@ -140,7 +140,6 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   // The rows of one layout: its fastest placement, or each placement.
   auto add_rows = [&](Layout c) {
     c.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked below
-    c.exec.rank_order = r.runtime.rank_order;
     try {
       if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
       validate_layout(sys, model, c, global_batch);
@@ -164,6 +163,8 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   // The search's nest (search/dimensions.hpp walk_dimensions) with the user's lists: pp (and dp),
   // mbs, nb, then each execution option's list in the search's order; the placement at the leaf.
   // Every value given is tried, so that validate_layout says why one cannot run.
+  ExecutionChoices choices = r.choices;
+  fill_runtime_defaults(r.runtime, choices);  // the rank order not listed: the runtime's
   const std::span<const SearchDimension> dims = search_dimensions();
   const std::size_t pp_dim = search_dimension_index("pp"), mbs_dim = search_dimension_index("mbs"),
                     nb_dim = search_dimension_index("nb"), nv_dim = search_dimension_index("nv");
@@ -191,10 +192,10 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       for (const std::int64_t nb : nbs) out_values.push_back({{nb}});
     } else if (const ExecutionOption* o = find_execution_option(dims[d].name); o != nullptr && o->searched()) {
       // every listed value; an option that does not apply to the layout, the first alone
-      const std::size_t n = o->count(r.choices);
+      const std::size_t n = o->count(choices);
       for (std::size_t i = 0; i < n; ++i) {
-        out_values.push_back({{o->at(r.choices, i)}});
-        if (o->applies != nullptr && !o->applies(c.exec, c.tensor)) break;
+        out_values.push_back({{o->at(choices, i)}});
+        if (o->applies != nullptr && !o->applies(c)) break;
       }
     } else {
       throw std::logic_error(std::string("configs lists no values for search dimension ") + dims[d].name);

@@ -137,7 +137,7 @@ void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>
     // a2a splits the heads over the cp group (validate_layout's rule)
     if (c.tensor.cp > 1 && k == CpComm::AllToAll && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) continue;
     out.push_back({{static_cast<I>(k)}});
-    if (!cp_comm.applies(c.exec, c.tensor)) break;
+    if (!cp_comm.applies(c)) break;
   }
 }
 
@@ -155,7 +155,7 @@ template <std::size_t I>
 void listed_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   constexpr const ExecutionOption& o = kExecutionOptions[I];
   const std::size_t n = o.count(x.problem.exec);
-  const bool all = o.applies == nullptr || o.applies(c.exec, c.tensor);
+  const bool all = o.applies == nullptr || o.applies(c);
   for (std::size_t i = 0; i < n; ++i) {
     out.push_back({{o.at(x.problem.exec, i)}});
     if (!all) break;
@@ -198,6 +198,8 @@ constexpr SearchDimension kDimensions[] = {
     {"offload", true, "pp recompute zero", offload_values,
      [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
     option_dimension<option_index("offload_percent")>(true, "offload"),
+    // the network tiers each group crosses: the step's communication only
+    option_dimension<option_index("rank_order")>(false, "pp"),
     {"nv", false, "pp", placement_values,
      [](Layout& c, const Choice& v) { set_placement(c, placed_axes(c.strategy), v.v); }},
 };

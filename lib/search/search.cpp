@@ -170,10 +170,11 @@ struct Searcher::Cache {
 
 namespace {
 // The problem with the runtime's attention (a runtime without flash attention describes its
-// blocks with the unfused core).
+// blocks with the unfused core) and its values of the options left to it (the rank order).
 SearchProblem with_runtime_attention(SearchProblem p) {
   Execution unused;
   apply_runtime(p.runtime, unused, p.attention);
+  fill_runtime_defaults(p.runtime, p.exec);
   return p;
 }
 
@@ -206,6 +207,7 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
   auto note = [&](const std::string& line) {
     if (dropped != nullptr) dropped->push_back(line);
   };
+  fill_runtime_defaults(rt, choices);
   std::vector<std::int64_t> zero;
   std::string refused;
   for (std::int64_t z : choices.zero) {
@@ -397,12 +399,13 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   std::array<std::size_t, 32> walked{};
   std::size_t n_walked = 0, memory_checked_after = 0;
   for (std::size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d].listed_only) {
+    // one value listed (not: one value here, where the option's rule reads outer dimensions not
+    // set yet, as offload_percent's reads offload)
+    const ExecutionOption* listed = dims[d].listed_only ? find_execution_option(dims[d].name) : nullptr;
+    if (listed != nullptr && listed->count(p.exec) == 1) {
       const std::vector<Choice>& values = cache_->values(d, context, c);
-      if (values.size() == 1) {
-        dims[d].set(c, values.front());
-        continue;
-      }
+      dims[d].set(c, values.front());
+      continue;
     }
     if (dims[d].changes_memory) memory_checked_after = n_walked;
     walked[n_walked++] = d;

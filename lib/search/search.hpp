@@ -34,7 +34,8 @@ class StrategyNotRunError : public InputError {
 // sequence parallelism off only for 1d, and fp8 only where the runtime has an fp8_recipe, the
 // strategy is 1d and the system has the recipe's tensor cores. The others are dropped from the
 // lists, each with a line in `dropped` (for the log) saying which value and why; InputError naming
-// what is missing where an option has nothing left (docs/runtimes.md).
+// what is missing where an option has nothing left (docs/runtimes.md). An option whose list the
+// flags left empty takes the runtime's value (ExecutionOption::runtime_default: rank_order).
 void check_runtime_choices(const System& system, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
                            std::vector<std::string>* dropped = nullptr);
 

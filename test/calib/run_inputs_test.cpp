@@ -92,6 +92,7 @@ TEST(RunInputs, ExecutionArgumentsParseBack) {
 TEST(RunInputs, FlagDefaultsAreTheReferenceExecution) {
   EXPECT_EQ(parse_execution(ExecutionFlags{}), Execution{});
   EXPECT_EQ(parse_execution_choices(ExecutionFlags{}), ExecutionChoices{});
+  EXPECT_TRUE(ExecutionChoices{}.rank_order.empty());  // the runtime's (fill_runtime_defaults)
   EXPECT_EQ(execution_arguments(Execution{}), "--recompute none --sp on --zero 1 --interleave 1 --layout reference --ep 1");
 }
 

@@ -324,19 +324,23 @@ TEST(Launch, UnevenStagesAndPlacement) {
             std::string::npos);
 }
 
-// A runtime that numbers ranks tp-cp-ep-pp-dp (rank_order; llama3.yaml): Megatron-LM's
+// A layout that numbers ranks tp-cp-ep-pp-dp (its runtime's rank_order, llama3.yaml, or
+// --rank-order): Megatron-LM's
 // --use-tp-pp-dp-mapping and NeMo's use_tp_pp_dp_mapping whatever the placement (TP 8 fills a
 // domain, so both orders place it alike), with a note under context parallelism, which
 // Megatron-Core documents the option without; torchtitan has no such option: a note. The default
 // order emits neither.
-TEST(Launch, RuntimeRankOrder) {
+TEST(Launch, LayoutRankOrder) {
   const Transformer model = load_model_named("llama3_8b");
   Layout c = layout_1d(8, 4, 16, 1);
+  Layout c_inner = c;
+  c_inner.exec.rank_order = RankOrder::PipelineInnerDataOuter;  // the runtime's, or --rank-order's
   Runtime megatron_order;
   Runtime pipeline_inner;
   pipeline_inner.rank_order = RankOrder::PipelineInnerDataOuter;
-  const LaunchInput plain{model, c, megatron_order, 64, 8};
-  const LaunchInput inner{model, c, pipeline_inner, 64, 8};
+  // the layout's order decides, whatever the runtime's default
+  const LaunchInput plain{model, c, pipeline_inner, 64, 8};
+  const LaunchInput inner{model, c_inner, megatron_order, 64, 8};
   EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Megatron, plain)).find("--use-tp-pp-dp-mapping"),
             std::string::npos);
   EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, inner)).find("--use-tp-pp-dp-mapping"),
@@ -351,8 +355,8 @@ TEST(Launch, RuntimeRankOrder) {
             std::string::npos);
   EXPECT_EQ(launch_text(launch_line(LaunchFramework::Torchtitan, plain)).find("no option for another order"),
             std::string::npos);
-  c.tensor.cp = 2;
-  const std::string with_cp = launch_text(launch_line(LaunchFramework::Megatron, {model, c, pipeline_inner, 64, 8}));
+  c_inner.tensor.cp = 2;
+  const std::string with_cp = launch_text(launch_line(LaunchFramework::Megatron, {model, c_inner, pipeline_inner, 64, 8}));
   EXPECT_NE(with_cp.find("--use-tp-pp-dp-mapping"), std::string::npos) << with_cp;
   EXPECT_NE(with_cp.find("Make sure EP and CP aren't used with this option enabled"), std::string::npos) << with_cp;
 }

@@ -250,19 +250,18 @@ TEST(NetworkTiers, RankOrderContextParallelApproximation) {
 // order puts the two stages 4 domains apart (racks of 2 crossed at 2:1) and a data-parallel group
 // in 4 consecutive domains (2 a rack: max(1, 2 / 2) = 1); the pipeline inside puts them in
 // adjacent domains of one rack and the group's members 2 domains apart (one a rack: 2 / 1 = 2).
-// The order is the runtime's (apply_runtime sets the layout's): two runtimes alike but for it.
+// The order is the layout's (its runtime's unless chosen): two layouts alike but for it.
 TEST(NetworkTiers, RankOrderMovesTrafficOnlyWithTiers) {
   const Transformer m = test::small_model();
   const Layout c = placed(4, 4, 2, 4, 1, 1, kDataInner);
-  Runtime megatron;
-  megatron.name = "plain";
-  megatron.file = "plain.yaml";
-  Runtime inner = megatron;
-  inner.rank_order = kPipelineInner;
-  const Evaluation megatron_plain = evaluate(round_system(), m, megatron, c, 8);
-  const Evaluation megatron_tiered = evaluate(tiered(), m, megatron, c, 8);
-  const Evaluation inner_plain = evaluate(round_system(), m, inner, c, 8);
-  const Evaluation inner_tiered = evaluate(tiered(), m, inner, c, 8);
+  const Layout c_inner = placed(4, 4, 2, 4, 1, 1, kPipelineInner);
+  Runtime plain;
+  plain.name = "plain";
+  plain.file = "plain.yaml";
+  const Evaluation megatron_plain = evaluate(round_system(), m, plain, c, 8);
+  const Evaluation megatron_tiered = evaluate(tiered(), m, plain, c, 8);
+  const Evaluation inner_plain = evaluate(round_system(), m, plain, c_inner, 8);
+  const Evaluation inner_tiered = evaluate(tiered(), m, plain, c_inner, 8);
   EXPECT_EQ(inner_plain.totals.t, megatron_plain.totals.t);
   EXPECT_EQ(inner_plain.totals.t_dp_comm, megatron_plain.totals.t_dp_comm);
   EXPECT_EQ(inner_plain.totals.t_pp_comm, megatron_plain.totals.t_pp_comm);

@@ -112,11 +112,26 @@ with tempfile.TemporaryDirectory() as work:
         top = f['H100-NVS8']['top']
         kind, percent, host = top['offload'][()], top['offload_percent'][()], top['host_mem'][()]
         optimizer = kind == 1
-        check(set(percent[~optimizer].tolist()) <= {50} and 50 in set(percent[optimizer].tolist()) and
-              set(percent[optimizer].tolist()) <= {50, 100},
+        check(set(percent[~optimizer].tolist()) <= {50} and set(percent[optimizer].tolist()) == {50, 100},
               f'sweep --offload-percent 50,100: the shares on rows offloading the optimizer '
               f'({sorted(set(percent[optimizer].tolist()))}), the first elsewhere')
         check((host[optimizer & (percent == 50)] > 0).all(), 'a half-offloaded optimizer uses host memory')
+    # --rank-order: both orders searched where they differ (pp > 1 and dp > 1), the first listed
+    # elsewhere; each named column says its codes
+    orders = os.path.join(work, 'orders.h5')
+    run('sweep', '--model', 'llama3_70b', '--system', 'H100-llama3-cluster', '--n-gpus', '64:1024',
+        '--global-batch-size', '512', '--zero', '1,2', '--rank-order', 'tp-cp-ep-dp-pp,tp-cp-ep-pp-dp', '-q',
+        '-o', orders)
+    with h5py.File(orders, 'r') as f:
+        top = f['H100-llama3-cluster-NVS8']['top']
+        order, pp, dp = top['rank_order'][()], top['pp'][()], top['dp'][()]
+        both = (pp > 1) & (dp > 1)
+        codes = top['rank_order'].attrs['codes']
+        codes = codes.decode() if isinstance(codes, bytes) else codes
+        check(set(order[both].tolist()) == {0, 1} and set(order[~both].tolist()) <= {0} and
+              codes == '0 tp-cp-ep-dp-pp, 1 tp-cp-ep-pp-dp',
+              f'sweep --rank-order both: orders {sorted(set(order[both].tolist()))} where pp > 1 and dp > 1, '
+              f'{sorted(set(order[~both].tolist()))} elsewhere; codes "{codes}"')
 
 # 2. --strat all: its best row is the best of the three single-strategy runs', under the paper's
 # model (which runs every strategy) and under megatron (which runs 1d only: the others dropped).

@@ -91,6 +91,7 @@ TEST(Llama3Table4, LayoutsFitAndMatchMeta) {
     Transformer m = load_model(kRoot / "models" / "llama3_405b.yaml");
     m.l = r.seq_len;
     Layout c = test::one_d(r.tp, r.dp, r.pp);
+    c.exec.rank_order = runtime_defaults(rt).rank_order;  // the runtime's, Meta's [TP, CP, PP, DP]
     c.tensor.nv1 = r.tp;  // tensor parallelism inside the server, the innermost of [TP, CP, PP, DP]
     c.tensor.cp = r.cp;
     c.exec.cp_comm = CpComm::AllGather;

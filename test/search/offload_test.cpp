@@ -241,13 +241,15 @@ TEST(Offload, OptimizerMakesSeventyBFit) {
 
 // The search over an offload list ranks what evaluate gives, bit for bit, and keeps offloaded
 // layouts where memory is tight.
-void expect_search_agrees(SearchProblem p, std::int64_t n_gpus, Offload wanted) {
+// Returns the shares of the optimizer on the host among the ranked layouts that offload it.
+std::set<std::int64_t> expect_search_agrees(SearchProblem p, std::int64_t n_gpus, Offload wanted) {
   check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
   Searcher searcher(p);
   SearchCounters counters;
   const TopN top = searcher.run_all(n_gpus, counters);
-  ASSERT_FALSE(top.items().empty());
+  EXPECT_FALSE(top.items().empty());
   std::set<Offload> seen;
+  std::set<std::int64_t> shares;
   for (const Candidate& c : top.items()) {
     const Evaluation ev = evaluate(p.system, p.model, p.runtime, c.layout, p.global_batch);
     EXPECT_EQ(ev.throughput, c.throughput) << execution_text(c.layout.exec);
@@ -255,8 +257,10 @@ void expect_search_agrees(SearchProblem p, std::int64_t n_gpus, Offload wanted) 
     for (const TotalsField& f : kOffloadTotalsFields) EXPECT_EQ(ev.totals.*f.member, c.totals.*f.member) << f.name;
     EXPECT_TRUE(ev.fits);
     seen.insert(c.layout.exec.offload);
+    if (c.layout.exec.offload == Offload::Optimizer) shares.insert(c.layout.exec.offload_percent);
   }
   EXPECT_TRUE(seen.count(wanted)) << kOffloadNames[static_cast<std::size_t>(wanted)];
+  return shares;
 }
 
 TEST(Offload, SearchAgreesWithEvaluate) {
@@ -270,9 +274,10 @@ TEST(Offload, SearchAgreesWithEvaluate) {
   p.exec.recompute = {Recompute::None, Recompute::Full};
   p.exec.offload = {Offload::None, Offload::Optimizer, Offload::Activations};
   expect_search_agrees(p, 16, Offload::Optimizer);
-  // with shares of the optimizer on the host, tried with offload optimizer alone
+  // with shares of the optimizer on the host, tried with offload optimizer alone: each listed
+  // share among the ranked layouts that offload it (the search walks the share below offload)
   p.exec.offload_percent = {50, 100};
-  expect_search_agrees(p, 16, Offload::Optimizer);
+  EXPECT_EQ(expect_search_agrees(p, 16, Offload::Optimizer), (std::set<std::int64_t>{50, 100}));
   p.runtime = load_runtime_named("deepspeed");
   p.exec.offload_percent = {100};
   p.exec.zero = {1, 3};

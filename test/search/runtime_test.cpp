@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/layouts.hpp"
+#include "config/execution_flags.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
@@ -250,9 +251,13 @@ TEST(Runtime, RankOrderKey) {
   for (const char* system : {"H100-llama3-cluster", "H100-calibrated"}) {
     SCOPED_TRACE(system);
     const System s = load_system(kRoot / "systems" / (std::string(system) + ".yaml"));
-    const Evaluation a = evaluate(s, m, absent, c, 1024);
-    const Evaluation b = evaluate(s, m, given, c, 1024);
-    const Evaluation i = evaluate(s, m, inner, c, 1024);
+    // each layout in its runtime's order, as estimate, configs and the search give it (runtime_defaults)
+    auto in_order = [&](const Runtime& rt) {
+      Layout x = c;
+      x.exec.rank_order = runtime_defaults(rt).rank_order;
+      return evaluate(s, m, rt, x, 1024);
+    };
+    const Evaluation a = in_order(absent), b = in_order(given), i = in_order(inner);
     for (const auto field : {&Totals::t, &Totals::t_dp_comm, &Totals::t_pp_comm, &Totals::t_tp_comm, &Totals::mem}) {
       EXPECT_EQ(a.totals.*field, b.totals.*field);
     }
@@ -561,6 +566,85 @@ TEST(UnevenStages, BalancedLayoutEvaluates) {
   EXPECT_GT(ev.throughput, 0);
   // no pipeline: nothing to split
   EXPECT_EQ(with_balanced_stages(h100, llama, rt, one_d(8, 8, 1), 512).exec.first_stage_blocks, 0);
+}
+
+}  // namespace
+}  // namespace perfsweep
+
+namespace perfsweep {
+namespace {
+
+// The best throughput of a search, and the top-N it keeps.
+double best_throughput(const SearchProblem& p, std::int64_t n_gpus) {
+  SearchCounters counters;
+  const TopN top = Searcher(p).run_all(n_gpus, counters);
+  return top.items().empty() ? 0.0 : top.items().front().throughput;
+}
+
+// The rank order as a search choice: Llama 3 70B on 1,024 GPUs of the tiered cluster (pods of 3,072
+// GPUs behind an oversubscribed spine) under Llama 3's runtime. With both orders listed the search
+// ranks what evaluate gives for each layout, bit for bit; a layout with one pipeline stage or one
+// data-parallel rank takes the first listed order alone (the two number its ranks alike); and the
+// best of both is the better of the two searched alone (the search is exhaustive).
+TEST(RankOrder, SearchTriesBothOrders) {
+  SearchProblem p = megatron_search("llama3_70b", 1024);
+  p.system = load_system(kRoot / "systems" / "H100-llama3-cluster.yaml");
+  p.runtime = load_runtime_named("llama3");
+  p.exec.recompute = {Recompute::None, Recompute::Full};
+  p.top_n = 400;
+  p.exec.rank_order = {RankOrder::DataInnerPipelineOuter, RankOrder::PipelineInnerDataOuter};
+  check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
+  const TopN top = expect_ranked_as_evaluated(p, 1024);
+  std::set<RankOrder> seen;
+  for (const Candidate& c : top.items()) {
+    const Layout& l = c.layout;
+    seen.insert(l.exec.rank_order);
+    if (l.pp == 1 || l.dp == 1) {
+      EXPECT_EQ(l.exec.rank_order, RankOrder::DataInnerPipelineOuter) << "pp=" << l.pp << " dp=" << l.dp;
+    }
+  }
+  EXPECT_EQ(seen.size(), 2u);
+  const double both = best_throughput(p, 1024);
+  SearchProblem inner = p, outer = p;
+  inner.exec.rank_order = {RankOrder::PipelineInnerDataOuter};
+  outer.exec.rank_order = {RankOrder::DataInnerPipelineOuter};
+  EXPECT_EQ(both, std::max(best_throughput(inner, 1024), best_throughput(outer, 1024)));
+}
+
+// Flags that name no order leave it to the runtime: Llama 3's runtime numbers ranks tp-cp-ep-pp-dp,
+// Megatron's tp-cp-ep-dp-pp; a given --rank-order overrides either, in the search's lists
+// (check_runtime_choices) and in one layout (use_runtime_defaults).
+TEST(RankOrder, FlagsLeaveItToTheRuntime) {
+  const System s = load_system(kRoot / "systems" / "H100-llama3-cluster.yaml");
+  const Runtime llama3 = load_runtime_named("llama3"), megatron = load_runtime_named("megatron");
+  ExecutionFlags flags;
+  using Orders = std::vector<RankOrder>;
+  EXPECT_TRUE(parse_execution_choices(flags).rank_order.empty());
+  ExecutionChoices c = parse_execution_choices(flags);
+  check_runtime_choices(s, llama3, Strategy::OneD, c);
+  EXPECT_EQ(c.rank_order, Orders{RankOrder::PipelineInnerDataOuter});
+  c = parse_execution_choices(flags);
+  check_runtime_choices(s, megatron, Strategy::OneD, c);
+  EXPECT_EQ(c.rank_order, Orders{RankOrder::DataInnerPipelineOuter});
+  Execution x = parse_execution(flags);
+  use_runtime_defaults(flags, llama3, x);
+  EXPECT_EQ(x.rank_order, RankOrder::PipelineInnerDataOuter);
+
+  *flags.list("--rank-order") = "tp-cp-ep-dp-pp,tp-cp-ep-pp-dp";
+  c = parse_execution_choices(flags);
+  check_runtime_choices(s, llama3, Strategy::OneD, c);
+  EXPECT_EQ(c.rank_order, (Orders{RankOrder::DataInnerPipelineOuter, RankOrder::PipelineInnerDataOuter}));
+  *flags.list("--rank-order") = "tp-cp-ep-dp-pp";
+  x = parse_execution(flags);
+  use_runtime_defaults(flags, llama3, x);
+  EXPECT_EQ(x.rank_order, RankOrder::DataInnerPipelineOuter);
+  *flags.list("--rank-order") = "dp-first";
+  try {
+    parse_execution_choices(flags);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--rank-order must be tp-cp-ep-dp-pp or tp-cp-ep-pp-dp, got 'dp-first'");
+  }
 }
 
 }  // namespace
