@@ -24,15 +24,6 @@ struct AxisFlags {
   bool nv_given(std::size_t axis) const { return nv[axis].has_value(); }
 };
 
-// "--nv-tp" for nv_tp: a key's flag.
-inline std::string key_flag(const char* key) {
-  std::string flag = std::string("--") + key;
-  for (char& ch : flag) {
-    if (ch == '_') ch = '-';
-  }
-  return flag;
-}
-
 // degree_help(axis): the help of its degree flag (after the axis's own words).
 template <typename T, typename Help>
 void add_axis_options(CLI::App& app, AxisFlags<T>& f, Help&& degree_help, const std::string& nv_help) {

@@ -92,9 +92,10 @@ std::string estimate_layout_arguments(const Layout& c, std::int64_t global_batch
   const StrategyPlan& plan = plan_of(c.strategy);
   std::string out = std::string("--strat ") + plan.name;
   const auto flag = [&out](std::string_view key, std::int64_t value) {
-    std::string name(key);
-    std::replace(name.begin(), name.end(), '_', '-');
-    out += " --" + name + " " + std::to_string(value);
+    out += ' ';
+    out += key_flag(key);
+    out += ' ';
+    out += std::to_string(value);
   };
   // The degrees and NVLink placements under their configuration keys' names (estimate's flags
   // are the names with '-' for '_'); a strategy with two tensor degrees has no flag for their

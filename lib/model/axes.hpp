@@ -147,6 +147,9 @@ inline bool has_axis(const StrategyPlan& p, std::size_t axis) { return (p.axes >
 // The axis named `name` (nullptr where there is none).
 const LayoutAxis* find_axis(std::string_view name);
 
+// A configuration key's flag, "--nv-tp" for nv_tp: `estimate`'s flags are the keys with '-' for '_'.
+std::string key_flag(std::string_view key);
+
 // "1d", "2d or 2d-seqp": the strategies that have the axis.
 std::string axis_strategies(std::size_t axis);
 

@@ -21,6 +21,12 @@ const LayoutAxis* find_axis(std::string_view name) {
   return nullptr;
 }
 
+std::string key_flag(std::string_view key) {
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
 std::string axis_strategies(std::size_t axis) {
   std::string out;
   std::size_t n = 0;

@@ -454,13 +454,15 @@ def case_altered_journal():
 
 
 # A search over a list of every searched execution option under a runtime (recompute, ZeRO,
-# interleaving, schedules, precision, context parallelism and its exchange, offload and its share),
+# interleaving, schedules, precision, context parallelism and its exchange, offload and its share,
+# the rank order),
 # whose records hold configurations of each.
 EVERY_OPTION = ['--model', 'llama3_8b', '--strat', '1d', '--system', 'H100', '--nvs', '4,8', '--n-gpus', '16:64',
                 '--global-batch-size', '256', '--runtime', 'megatron', '--recompute', 'none,full', '--zero', '0,1',
                 '--interleave', '1,2', '--schedule', '1f1b,zb-h1,dualpipe', '--precision', 'bf16,fp8',
                 '--cp', '1,2', '--cp-comm', 'p2p,all-gather', '--offload', 'none,optimizer',
-                '--offload-percent', '50,100', '--top-n', '3', '-q']
+                '--offload-percent', '50,100', '--rank-order', 'tp-cp-ep-dp-pp,tp-cp-ep-pp-dp', '--top-n', '3',
+                '-q']
 
 
 def resumes_every_record(args, what):
