@@ -37,11 +37,10 @@ void add_axis_options(CLI::App& app, AxisFlags<T>& f, Help&& degree_help, const 
   for (std::size_t i = 0; i < kAxisCount; ++i) {
     const LayoutAxis& a = kAxes[i];
     if (!a.placed()) continue;
-    bool every = true;
-    for (const Strategy s : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) every = every && has_axis(plan_of(s), i);
+    const std::string where = axis_strategies(i);
     f.nv_option[i] = app.add_option(key_flag(a.nv_key), f.nv[i],
                                     "GPUs of the " + std::string(a.name) + " group in the NVLink domain" +
-                                        (every ? "" : " (" + axis_strategies(i) + ")") + nv_help);
+                                        (where == "every strategy" ? "" : " (" + where + ")") + nv_help);
   }
 }
 

@@ -37,7 +37,7 @@ struct Options {
   AxisFlags<std::int64_t> axes;  // --tp --tp1 --tp2 --dp --pp and the --nv-* shares (model/axes.hpp)
   AttentionOptions attention;
   ExecutionFlags exec;
-  bool json = false, csv = false, csv_totals = false, train_step = false;
+  bool json = false, csv = false, csv_totals = false, train_step = false, axes_only = false;
   cli::BudgetOptions budget;
   cli::LaunchOptions launch;
   cli::Verbosity verbosity;
@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
       app.add_flag("--csv-totals", o.csv_totals, "print the totals as CSV: quantity,value,unit")->excludes(csv);
   o.launch.add_to(app, "the configuration, after the report (--json: its \"launch\" field),");
   app.get_option("--launch")->excludes(csv)->excludes(csv_totals);
+  app.add_flag("--axes", o.axes_only,
+               "print the parallel axes (what each splits, its collectives, NVLink share and rule) and exit");
   app.add_flag("--train-step", o.train_step,
                "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: --runtime pytorch_amp "
                "(its casts, gradient accumulation, optimizer, host launches and peak memory) with ZeRO 0 "
@@ -196,6 +198,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli::exit_for(app, e) == 0 ? 0 : 2;
+  }
+  if (o.axes_only) {
+    std::cout << axes_text();
+    flush_stdout();
+    return 0;
   }
   cli::use_stderr_log("estimate", o.verbosity);
   cli::log_start(argc, argv, 1);

@@ -530,6 +530,21 @@ const char* bound_by(const PassTime& p) {
 
 }  // namespace
 
+std::string axes_text() {
+  std::ostringstream out;
+  out << "The parallel axes (model/axes.hpp; docs/architecture.md):\n";
+  for (std::size_t i = 0; i < kAxisCount; ++i) {
+    const LayoutAxis& a = kAxes[i];
+    const bool one_gpu = a.splits == AxisSplits::MicroBatches || a.splits == AxisSplits::Blocks;
+    const char* gpus = a.gpus ? "" : one_gpu ? "; one GPU's work, not GPUs" : "; over the other axes' GPUs";
+    out << '\n' << a.name << " (" << axis_strategies(i) << gpus << "): " << a.what
+        << "\n  per layer: " << a.per_layer << "\n  per step:  " << a.per_step << "\n  NVLink:    " << a.nvlink;
+    if (a.placed()) out << " (" << key_flag(a.nv_key) << ")";
+    out << "\n  rule:      " << a.rule << '\n';
+  }
+  return out.str();
+}
+
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
                           std::int64_t global_batch) {
   check_published_numbers(ev, layout);

@@ -71,6 +71,11 @@ std::string configuration_summary(const Layout& layout, const Totals& totals, co
                                   const System& system, std::int64_t global_batch, std::string_view runtime,
                                   double tokens = 0, double gpu_hour_cost = 0);
 
+// The parallel axes as model/axes.hpp declares them (estimate --axes): each axis's name, the
+// strategies that have it, what it splits, the collectives it causes per layer and per step, how its
+// GPUs share an NVLink domain (its --nv-* share) and its rule.
+std::string axes_text();
+
 // Aligned tables for people: per-layer costs and times, totals, and the memory breakdown.
 std::string estimate_text(const Evaluation& ev, const Layout& layout, const System& system, const Transformer& model,
                           std::int64_t global_batch);

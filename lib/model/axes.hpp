@@ -57,7 +57,7 @@ struct LayoutAxis {
   // `estimate` and `configs` take --name for its degree (cp's is the execution flags' --cp, a list
   // in `sweep` as well); only an axis that multiplies the GPU count and is set has one.
   bool own_flag = true;
-  constexpr bool placed() const { return nv != nullptr; }
+  constexpr bool placed() const { return nv_key != nullptr; }
   constexpr bool has_degree_flag() const { return gpus && set_degree != nullptr && own_flag; }
 };
 
@@ -150,7 +150,7 @@ const LayoutAxis* find_axis(std::string_view name);
 // A configuration key's flag, "--nv-tp" for nv_tp: `estimate`'s flags are the keys with '-' for '_'.
 std::string key_flag(std::string_view key);
 
-// "1d", "2d or 2d-seqp": the strategies that have the axis.
+// "1d", "2d or 2d-seqp", "every strategy": the strategies that have the axis.
 std::string axis_strategies(std::size_t axis);
 
 // The axes a strategy places on NVLink domains, in kAxes' order: the 1d strategy's tp, cp, dp, pp;

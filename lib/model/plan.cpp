@@ -34,7 +34,7 @@ std::string axis_strategies(std::size_t axis) {
     if (!has_axis(plan_of(s), axis)) continue;
     out += std::string(n++ == 0 ? "" : " or ") + plan_of(s).name;
   }
-  return out;
+  return n == 3 ? "every strategy" : out;
 }
 
 const PlacedAxes& placed_axes(Strategy strategy) {

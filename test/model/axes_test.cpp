@@ -76,6 +76,7 @@ TEST(Axes, StrategiesArePresets) {
   EXPECT_FALSE(has_axis(plan_of(Strategy::TwoD), axis_index("ep")));  // no SUMMA rule for MoE blocks
   EXPECT_EQ(axis_strategies(axis_index("tp1")), "2d or 2d-seqp");
   EXPECT_EQ(axis_strategies(axis_index("cp")), "1d");
+  EXPECT_EQ(axis_strategies(axis_index("dp")), "every strategy");
 }
 
 std::string layout_error(const Layout& c) {
