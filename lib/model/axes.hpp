@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "model/layout.hpp"
 
@@ -42,8 +43,9 @@ struct LayoutAxis {
   // Its degree; set_degree: nullptr where it is derived or an execution option's.
   std::int64_t (*degree)(const Layout&);
   void (*set_degree)(Layout&, std::int64_t);
-  // Its NVLink share, the configuration key nv_key: nullptr where it has none of its own (ep sits in
-  // the data-parallel group's, vp on the pipeline's GPUs, mbs and nb on one GPU).
+  // Its NVLink share, the configuration key nv_key, placed by the search: nullptr where it has none
+  // of its own (vp on the pipeline's GPUs, mbs and nb on one GPU). ep's share is derived from the
+  // data-parallel group's (nv, no nv_key).
   const char* nv_key = nullptr;
   std::int64_t (*nv)(const Layout&) = nullptr;
   void (*set_nv)(Layout&, std::int64_t) = nullptr;
@@ -58,6 +60,10 @@ struct LayoutAxis {
   // in `sweep` as well); only an axis that multiplies the GPU count and is set has one.
   bool own_flag = true;
   constexpr bool placed() const { return nv_key != nullptr; }
+  // The block's cost reads it: an axis that splits a block's tensors or one GPU's work does, one of
+  // replicas or layers (dp, pp, vp) does not. Its share (its degree where it has none) is part of
+  // the search's block cache key (block_axis_codes).
+  constexpr bool block_cost() const { return splits != AxisSplits::Replicas && splits != AxisSplits::Layers; }
   constexpr bool has_degree_flag() const { return gpus && set_degree != nullptr && own_flag; }
 };
 
@@ -110,7 +116,7 @@ inline constexpr LayoutAxis kAxes[] = {
      "the expert weights' gradients reduce over the expert-data-parallel group (dp / ep)",
      "inside the data-parallel group's share (consecutive data-parallel ranks)",
      "divides the experts and dp; a dense model has ep = 1",
-     false, [](const Layout& c) { return c.exec.ep; }, nullptr, nullptr, nullptr, nullptr, false},
+     false, [](const Layout& c) { return c.exec.ep; }, nullptr, nullptr, expert_share, nullptr, false},
     {"vp", AxisSplits::Layers, "virtual pipeline stages a GPU (interleaved 1F1B)", "none",
      "vp times the pipeline's p2p transfers; the bubble divided by vp", "the pipeline's GPUs",
      "pp > 1, divides a stage's blocks, the micro-batches a multiple of pp",
@@ -124,6 +130,32 @@ inline constexpr LayoutAxis kAxes[] = {
 };
 inline constexpr std::size_t kAxisCount = std::size(kAxes);
 static_assert(kAxisCount <= 32, "StrategyPlan::axes holds 32 axes");
+
+// How many axes the block's cost reads, and what it reads of them in a layout, in kAxes' order: each
+// one's NVLink share, or its degree where it has none (mbs, nb); with_shares false: the degrees
+// alone, the shares 0 (what the block's memory reads). Inlined: the getters are constants.
+inline constexpr std::size_t kBlockCostAxes = [] {
+  std::size_t n = 0;
+  for (const LayoutAxis& a : kAxes) n += a.block_cost() ? 1u : 0u;
+  return n;
+}();
+namespace axis_detail {
+template <std::size_t... I>
+constexpr std::array<std::int64_t, kBlockCostAxes> block_axis_codes(const Layout& c, bool with_shares,
+                                                                   std::index_sequence<I...>) {
+  std::array<std::int64_t, kBlockCostAxes> out{};
+  std::size_t n = 0;
+  ((kAxes[I].block_cost() ? (out[n++] = kAxes[I].nv != nullptr ? (with_shares ? kAxes[I].nv(c) : 0)
+                                                                : kAxes[I].degree(c),
+                             0)
+                          : 0),
+   ...);
+  return out;
+}
+}  // namespace axis_detail
+constexpr std::array<std::int64_t, kBlockCostAxes> block_axis_codes(const Layout& c, bool with_shares = true) {
+  return axis_detail::block_axis_codes(c, with_shares, std::make_index_sequence<kAxisCount>{});
+}
 
 // kAxes' index of `name` (a compile-time error where there is none).
 consteval std::size_t axis_index(std::string_view name) {

@@ -20,13 +20,14 @@ struct Layout {
   std::int64_t n_gpus() const { return dp * pp * tensor.tp1 * tensor.tp2 * tensor.cp; }
 };
 
-// The tensor split a block is built with: the layout's, with its expert-parallel group, whose
-// NVLink share is the part of the data-parallel group's (expert-parallel ranks are consecutive
-// data-parallel ranks).
+// The expert-parallel group's NVLink share: the part of the data-parallel group's (expert-parallel
+// ranks are consecutive data-parallel ranks).
+inline std::int64_t expert_share(const Layout& c) { return std::gcd(c.exec.ep, c.nv_dp); }
+// The tensor split a block is built with: the layout's, with its expert-parallel group.
 inline TensorSplit block_split(const Layout& c) {
   TensorSplit t = c.tensor;
   t.ep = c.exec.ep;
-  t.nv_ep = std::gcd(c.exec.ep, c.nv_dp);
+  t.nv_ep = expert_share(c);
   return t;
 }
 

@@ -63,9 +63,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
 // entries) and the execution options the block's cost reads (ExecutionOption::block_cost). An
 // open-addressing table whose entries are invalidated by bumping a generation number.
 struct BlockKey {
-  std::int64_t mbs = 0, nb = 0, nv1 = 0, nv2 = 0;
-  std::int64_t nv_cp = 0;  // the context-parallel group's NVLink share (its ring's links)
-  std::int64_t nv_ep = 1;  // the expert-parallel group's NVLink share
+  std::array<std::int64_t, kBlockCostAxes> axes{};  // block_axis_codes: mbs, nb and the tensor and expert shares
   bool ends_share_a_stage = false;  // a tied LM head on the embedding's stage (pp = 1)
   std::array<std::int64_t, kBlockCostOptions> options{};  // block_cost_codes
   bool operator==(const BlockKey&) const = default;
@@ -105,7 +103,8 @@ class KeyedCache {
   static std::size_t slot_of(const BlockKey& k, std::size_t mask) {
     std::uint64_t h = 0xcbf29ce484222325ull;
     const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
-    for (std::int64_t v : {k.mbs, k.nb, k.nv1, k.nv2, k.nv_cp, k.nv_ep, std::int64_t{k.ends_share_a_stage}}) mix(v);
+    for (std::int64_t v : k.axes) mix(v);
+    mix(std::int64_t{k.ends_share_a_stage});
     for (std::int64_t v : k.options) mix(v);
     return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
   }
@@ -445,7 +444,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto fits_largest = [&]() {
     const BlockMemory& mem =
-        cache_->memory.get({c.mbs, c.tensor.nb, 0, 0, 0, 1, false, block_cost_codes(c.exec)},
+        cache_->memory.get({block_axis_codes(c, false), false, block_cost_codes(c.exec)},
                            [&] { return cost_block_memory(sys, p.model, c, block_, dense_block_); });
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const bool even = splits_evenly_now();
@@ -464,14 +463,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   };
 
   auto leaf = [&]() {
-    const TensorSplit with_experts = block_split(c);
-    const BlockKey key{c.mbs,
-                       c.tensor.nb,
-                       c.tensor.nv1,
-                       c.tensor.nv2,
-                       c.tensor.nv_cp,
-                       with_experts.nv_ep,
-                       p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
+    const BlockKey key{block_axis_codes(c), p.model.vocab_size > 0 && p.model.tie_embeddings && c.pp == 1,
                        block_cost_codes(c.exec)};
     const CostedBlock& costed = cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;

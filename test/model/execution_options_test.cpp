@@ -126,3 +126,66 @@ TEST(ExecutionOptions, BlockOptionsChangeTheBlock) {
 
 }  // namespace
 }  // namespace perfsweep
+
+namespace perfsweep {
+namespace {
+
+// The search's block cache key holds what the block reads of the axes (block_axis_codes: mbs, nb,
+// the tensor, context and expert shares): layouts that differ only in the axes the block does not
+// read (dp, pp, vp: replicas and layers) and agree on the key cost the same block, dense and MoE,
+// cp 1 and 2; a tensor share the key holds changes the block.
+TEST(Axes, BlockKeyHoldsWhatTheBlockReads) {
+  const System s = test::round_system();
+  Transformer dense = test::small_model();
+  Transformer moe = dense;
+  moe.moe.experts = 8;
+  moe.moe.top_k = 2;
+  std::size_t compared = 0;
+  for (const Transformer& m : {dense, moe}) {
+    for (const std::int64_t cp : {1, 2}) {
+      Layout c;
+      c.dp = 4;
+      c.pp = 2;
+      c.tensor.tp1 = 2;
+      c.tensor.cp = cp;
+      c.exec.ep = m.is_moe() ? 2 : 1;
+      const std::vector<BlockLayer> block = describe_block(m, c.attention);
+      const std::vector<BlockLayer> dense_block = describe_dense_block(m, c.attention);
+      Module mlp, sa;
+      const BlockSummary base = cost_block(s, m, c, block, dense_block, mlp, sa);
+      for (const std::int64_t dp : {2, 4, 8}) {
+        for (const std::int64_t nv_dp : {1, 2}) {
+          for (const std::int64_t pp : {1, 2, 4}) {
+            for (const std::int64_t nv_pp : {1, 2}) {
+              for (const std::int64_t vp : {1, 2}) {
+                Layout x = c;
+                x.dp = dp;
+                x.nv_dp = nv_dp;
+                x.pp = pp;
+                x.nv_pp = nv_pp;
+                x.exec.interleave = vp;
+                if (block_axis_codes(x) != block_axis_codes(c)) continue;  // ep's share follows nv_dp
+                ++compared;
+                const BlockSummary other = cost_block(s, m, x, block, dense_block, mlp, sa);
+                SCOPED_TRACE("dp " + std::to_string(dp) + " nv_dp " + std::to_string(nv_dp) + " pp " +
+                             std::to_string(pp) + " nv_pp " + std::to_string(nv_pp) + " vp " + std::to_string(vp));
+                EXPECT_TRUE(same(other.mlp, base.mlp));
+                EXPECT_TRUE(same(other.sa, base.sa));
+                EXPECT_EQ(other.p2p_volume_gb, base.p2p_volume_gb);
+                EXPECT_EQ(other.expert_weights_gb, base.expert_weights_gb);
+              }
+            }
+          }
+        }
+      }
+      Layout shared = c;
+      shared.tensor.nv1 = 2;  // the tensor group inside a domain: its collectives over NVLink
+      EXPECT_NE(block_axis_codes(shared), block_axis_codes(c));
+      EXPECT_NE(cost_block(s, m, shared, block, dense_block, mlp, sa).mlp.t_fwd_comm, base.mlp.t_fwd_comm);
+    }
+  }
+  EXPECT_GE(compared, 4u * 30u);  // dense: all 72 a case; MoE: the half with nv_dp 1 (ep's share 1)
+}
+
+}  // namespace
+}  // namespace perfsweep
