@@ -54,10 +54,17 @@ bool same(const ModuleSums& a, const ModuleSums& b) {
          a.calls == b.calls && a.fp8_weights_mem == b.fp8_weights_mem && a.t_bwd_weight == b.t_bwd_weight;
 }
 
-// For each option the table marks as the step's only, every value it can take (its names, or
-// its lower bound and the next values) gives the block of the reference's execution, on a dense
-// and a mixture-of-experts model, with and without context parallelism.
-TEST(ExecutionOptions, StepOnlyOptionsLeaveTheBlockAlone) {
+void expect_same_block(const BlockSummary& a, const BlockSummary& b) {
+  EXPECT_TRUE(same(a.mlp, b.mlp));
+  EXPECT_TRUE(same(a.sa, b.sa));
+  EXPECT_EQ(a.p2p_volume_gb, b.p2p_volume_gb);
+  EXPECT_EQ(a.expert_weights_gb, b.expert_weights_gb);
+}
+
+// f(model, layout, cost) for a dense and a mixture-of-experts model, each with and without context
+// parallelism: tp 2, dp 4, pp 2 (ep 2 with experts); cost(x) is x's block on the round system.
+template <typename F>
+void for_each_block_case(F&& f) {
   const System s = test::round_system();
   Transformer dense = test::small_model();
   Transformer moe = dense;
@@ -75,27 +82,32 @@ TEST(ExecutionOptions, StepOnlyOptionsLeaveTheBlockAlone) {
       const std::vector<BlockLayer> block = describe_block(m, c.attention);
       const std::vector<BlockLayer> dense_block = describe_dense_block(m, c.attention);
       Module mlp, sa;
-      const BlockSummary base = cost_block(s, m, c, block, dense_block, mlp, sa);
-      std::size_t step_only = 0;
-      for (const ExecutionOption& o : kExecutionOptions) {
-        if (o.block_cost) continue;
-        ++step_only;
-        const std::int64_t n = o.values == OptionValues::Integer ? 3 : static_cast<std::int64_t>(o.accepted);
-        for (std::int64_t i = 0; i < n; ++i) {
-          Layout x = c;
-          o.set(x.exec, o.values == OptionValues::Integer ? std::max<std::int64_t>(o.lo, 1) + i : i);
-          const BlockSummary other = cost_block(s, m, x, block, dense_block, mlp, sa);
-          SCOPED_TRACE(std::string(o.key) + " = " + option_value_name(o, o.get(x.exec)));
-          EXPECT_TRUE(same(other.mlp, base.mlp));
-          EXPECT_TRUE(same(other.sa, base.sa));
-          EXPECT_EQ(other.p2p_volume_gb, base.p2p_volume_gb);
-          EXPECT_EQ(other.expert_weights_gb, base.expert_weights_gb);
-        }
-      }
-      // zero, interleave, layout, the stages' blocks, schedule, offload
-      EXPECT_GE(step_only, 7u);
+      f(m, c, [&](const Layout& x) { return cost_block(s, m, x, block, dense_block, mlp, sa); });
     }
   }
+}
+
+// For each option the table marks as the step's only, every value it can take (its names, or
+// its lower bound and the next values) gives the block of the reference's execution, on a dense
+// and a mixture-of-experts model, with and without context parallelism.
+TEST(ExecutionOptions, StepOnlyOptionsLeaveTheBlockAlone) {
+  for_each_block_case([](const Transformer&, const Layout& c, auto&& cost) {
+    const BlockSummary base = cost(c);
+    std::size_t step_only = 0;
+    for (const ExecutionOption& o : kExecutionOptions) {
+      if (o.block_cost) continue;
+      ++step_only;
+      const std::int64_t n = o.values == OptionValues::Integer ? 3 : static_cast<std::int64_t>(o.accepted);
+      for (std::int64_t i = 0; i < n; ++i) {
+        Layout x = c;
+        o.set(x.exec, o.values == OptionValues::Integer ? std::max<std::int64_t>(o.lo, 1) + i : i);
+        SCOPED_TRACE(std::string(o.key) + " = " + option_value_name(o, o.get(x.exec)));
+        expect_same_block(cost(x), base);
+      }
+    }
+    // zero, interleave, layout, the stages' blocks, schedule, offload, offload_percent, rank_order
+    EXPECT_GE(step_only, 9u);
+  });
 }
 
 // The options the table marks as the block's change it for some value: the key must hold them.
@@ -135,55 +147,35 @@ namespace {
 // read (dp, pp, vp: replicas and layers) and agree on the key cost the same block, dense and MoE,
 // cp 1 and 2; a tensor share the key holds changes the block.
 TEST(Axes, BlockKeyHoldsWhatTheBlockReads) {
-  const System s = test::round_system();
-  Transformer dense = test::small_model();
-  Transformer moe = dense;
-  moe.moe.experts = 8;
-  moe.moe.top_k = 2;
   std::size_t compared = 0;
-  for (const Transformer& m : {dense, moe}) {
-    for (const std::int64_t cp : {1, 2}) {
-      Layout c;
-      c.dp = 4;
-      c.pp = 2;
-      c.tensor.tp1 = 2;
-      c.tensor.cp = cp;
-      c.exec.ep = m.is_moe() ? 2 : 1;
-      const std::vector<BlockLayer> block = describe_block(m, c.attention);
-      const std::vector<BlockLayer> dense_block = describe_dense_block(m, c.attention);
-      Module mlp, sa;
-      const BlockSummary base = cost_block(s, m, c, block, dense_block, mlp, sa);
-      for (const std::int64_t dp : {2, 4, 8}) {
-        for (const std::int64_t nv_dp : {1, 2}) {
-          for (const std::int64_t pp : {1, 2, 4}) {
-            for (const std::int64_t nv_pp : {1, 2}) {
-              for (const std::int64_t vp : {1, 2}) {
-                Layout x = c;
-                x.dp = dp;
-                x.nv_dp = nv_dp;
-                x.pp = pp;
-                x.nv_pp = nv_pp;
-                x.exec.interleave = vp;
-                if (block_axis_codes(x) != block_axis_codes(c)) continue;  // ep's share follows nv_dp
-                ++compared;
-                const BlockSummary other = cost_block(s, m, x, block, dense_block, mlp, sa);
-                SCOPED_TRACE("dp " + std::to_string(dp) + " nv_dp " + std::to_string(nv_dp) + " pp " +
-                             std::to_string(pp) + " nv_pp " + std::to_string(nv_pp) + " vp " + std::to_string(vp));
-                EXPECT_TRUE(same(other.mlp, base.mlp));
-                EXPECT_TRUE(same(other.sa, base.sa));
-                EXPECT_EQ(other.p2p_volume_gb, base.p2p_volume_gb);
-                EXPECT_EQ(other.expert_weights_gb, base.expert_weights_gb);
-              }
+  for_each_block_case([&](const Transformer&, const Layout& c, auto&& cost) {
+    const BlockSummary base = cost(c);
+    for (const std::int64_t dp : {2, 4, 8}) {
+      for (const std::int64_t nv_dp : {1, 2}) {
+        for (const std::int64_t pp : {1, 2, 4}) {
+          for (const std::int64_t nv_pp : {1, 2}) {
+            for (const std::int64_t vp : {1, 2}) {
+              Layout x = c;
+              x.dp = dp;
+              x.nv_dp = nv_dp;
+              x.pp = pp;
+              x.nv_pp = nv_pp;
+              x.exec.interleave = vp;
+              if (block_axis_codes(x) != block_axis_codes(c)) continue;  // ep's share follows nv_dp
+              ++compared;
+              SCOPED_TRACE("dp " + std::to_string(dp) + " nv_dp " + std::to_string(nv_dp) + " pp " +
+                           std::to_string(pp) + " nv_pp " + std::to_string(nv_pp) + " vp " + std::to_string(vp));
+              expect_same_block(cost(x), base);
             }
           }
         }
       }
-      Layout shared = c;
-      shared.tensor.nv1 = 2;  // the tensor group inside a domain: its collectives over NVLink
-      EXPECT_NE(block_axis_codes(shared), block_axis_codes(c));
-      EXPECT_NE(cost_block(s, m, shared, block, dense_block, mlp, sa).mlp.t_fwd_comm, base.mlp.t_fwd_comm);
     }
-  }
+    Layout shared = c;
+    shared.tensor.nv1 = 2;  // the tensor group inside a domain: its collectives over NVLink
+    EXPECT_NE(block_axis_codes(shared), block_axis_codes(c));
+    EXPECT_NE(cost(shared).mlp.t_fwd_comm, base.mlp.t_fwd_comm);
+  });
   EXPECT_GE(compared, 4u * 30u);  // dense: all 72 a case; MoE: the half with nv_dp 1 (ep's share 1)
 }
 
