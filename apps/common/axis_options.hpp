@@ -18,7 +18,7 @@ template <typename T>
 struct AxisFlags {
   std::array<T, kAxisCount> degree{};
   std::array<std::optional<std::int64_t>, kAxisCount> nv;
-  std::array<CLI::Option*, kAxisCount> degree_option{}, nv_option{};
+  std::array<CLI::Option*, kAxisCount> degree_option{};
   // Whether --name (--nv-name) was given.
   bool given(std::size_t axis) const { return degree_option[axis] != nullptr && degree_option[axis]->count() > 0; }
   bool nv_given(std::size_t axis) const { return nv[axis].has_value(); }
@@ -38,9 +38,9 @@ void add_axis_options(CLI::App& app, AxisFlags<T>& f, Help&& degree_help, const 
     const LayoutAxis& a = kAxes[i];
     if (!a.placed()) continue;
     const std::string where = axis_strategies(i);
-    f.nv_option[i] = app.add_option(key_flag(a.nv_key), f.nv[i],
-                                    "GPUs of the " + std::string(a.name) + " group in the NVLink domain" +
-                                        (where == "every strategy" ? "" : " (" + where + ")") + nv_help);
+    app.add_option(key_flag(a.nv_key), f.nv[i],
+                   "GPUs of the " + std::string(a.name) + " group in the NVLink domain" +
+                       (where == "every strategy" ? "" : " (" + where + ")") + nv_help);
   }
 }
 

@@ -361,7 +361,6 @@ int run(const Options& o) {
     for (const std::string& line : dropped) spdlog::info("{}", line);
     r.choices = runnable;
     r.stage_choices = stage_choices;
-    r.cp = runnable.cp;
     r.balance_stages = balance;
     r.runtime = runtime;
     ranges.push_back(std::move(r));

@@ -84,7 +84,9 @@ int run(const Options& o) {
   }
   if (launch) check_launch_strategy(*launch, layout.strategy);
   layout.attention = parse_attention(o.attention.mode, o.attention.recompute, layout.strategy);
-  layout.exec = parse_execution(o.exec);
+  const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
+  spdlog::debug("runtime: {}", runtime_label(runtime));
+  layout.exec = parse_execution(o.exec, runtime);  // rank_order, unless given: the runtime's
   if (o.train_step) {
     // one GPU under PyTorch eager with autocast: the runtime validate train checks
     if (gpus != 1) throw InputError("--train-step models one GPU: dp, pp and tp must be 1");
@@ -95,8 +97,6 @@ int run(const Options& o) {
     layout.exec.zero = 0;
   }
   const bool balance = balances_stages(o.exec);
-  const Runtime runtime = choose_runtime(o.train_step ? kTrainStepRuntime : o.exec.runtime, sys, model);
-  spdlog::debug("runtime: {}", runtime_label(runtime));
   // Every placed axis's share given (an axis beyond the reference's needs none at its reference
   // degree): the placement is the user's; else the fastest of those the search tries that keep the given.
   const PlacedAxes& placed = placed_axes(layout.strategy);
@@ -108,7 +108,6 @@ int run(const Options& o) {
     all_given = all_given && (nv || a.degree(layout) == a.omitted_at);
   }
   layout.exec.stage_partition = runtime.stage_partition;  // the framework's partition, checked below
-  use_runtime_defaults(o.exec, runtime, layout.exec);  // rank_order, unless given
   // --first-stage-blocks auto: balanced here for a given placement, else for each one tried.
   if (balance) layout = with_balanced_stages(sys, model, runtime, layout, o.global_batch);
   // Positivity of every degree is checked before placements are enumerated.

@@ -104,7 +104,7 @@ std::string estimate_layout_arguments(const Layout& c, std::int64_t global_batch
     for_each_config_key(
         c, kind,
         [&](const char* name, std::int64_t value) {
-          if (!(plan.has_tp2 && std::string_view(name) == "tp")) flag(name, value);
+          if (!(has_tp2(plan) && std::string_view(name) == "tp")) flag(name, value);
         },
         true);
   }

@@ -29,7 +29,7 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& f) {
     const ExecutionOption& o = kExecutionOptions[i];
     if (!o.searched()) continue;
     codes.clear();
-    // not given: the runtime's (check_runtime_choices fills the empty list)
+    // not given: the runtime's (fill_runtime_defaults fills the empty list)
     if (o.runtime_default && f.lists[i].empty()) {
       o.assign(c, codes);
       continue;
@@ -60,24 +60,17 @@ void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) 
   }
 }
 
-Execution parse_execution(const ExecutionFlags& f) {
-  const ExecutionChoices c = parse_execution_choices(f);
+Execution parse_execution(const ExecutionFlags& f, const Runtime& rt) {
+  ExecutionChoices c = parse_execution_choices(f);
+  fill_runtime_defaults(rt, c);
   Execution x = parse_stage_blocks(f);
   for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
     const ExecutionOption& o = kExecutionOptions[i];
-    if (!o.searched() || (o.runtime_default && o.count(c) == 0)) continue;  // the runtime's: runtime_execution
+    if (!o.searched()) continue;
     if (o.count(c) != 1) throw InputError(std::string(o.flag) + " takes one value here, got '" + f.lists[i] + "'");
     o.set(x, o.at(c, 0));
   }
   return x;
-}
-
-void use_runtime_defaults(const ExecutionFlags& f, const Runtime& rt, Execution& x) {
-  const Execution runtimes = runtime_defaults(rt);
-  for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
-    const ExecutionOption& o = kExecutionOptions[i];
-    if (o.runtime_default && f.lists[i].empty()) o.set(x, o.get(runtimes));
-  }
 }
 
 std::int64_t parse_context_parallel(const ExecutionFlags& f) {

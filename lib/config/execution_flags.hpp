@@ -37,12 +37,10 @@ ExecutionChoices parse_execution_choices(const ExecutionFlags& flags);
 // 1 for a dense model, or one not dividing a mixture-of-experts model's experts.
 void check_execution_for_model(const ExecutionChoices& choices, const Transformer& model);
 
-// One value per option (estimate): InputError if a flag lists several. A stage's blocks given as
-// "auto" read 0 here (balances_stages says so).
-Execution parse_execution(const ExecutionFlags& flags);
-// The options the flags left to the runtime (ExecutionOption::runtime_default: rank_order) set to
-// the runtime's values in `x`.
-void use_runtime_defaults(const ExecutionFlags& flags, const Runtime& rt, Execution& x);
+// One value per option (estimate): InputError if a flag lists several; an option the flags leave to
+// the runtime (ExecutionOption::runtime_default: rank_order) takes `rt`'s value. A stage's blocks
+// given as "auto" read 0 here (balances_stages says so).
+Execution parse_execution(const ExecutionFlags& flags, const Runtime& rt = reference_runtime());
 // --cp's one value (estimate): a degree of the tensor split, not of the execution.
 std::int64_t parse_context_parallel(const ExecutionFlags& flags);
 

@@ -164,20 +164,25 @@ consteval std::size_t axis_index(std::string_view name) {
   }
   throw "no such axis";
 }
+// The first name of a list of names ("dp tp pp": "dp"), taken off the list.
+consteval std::string_view next_name(std::string_view& names) {
+  const std::size_t end = names.find(' ');
+  const std::string_view name = names.substr(0, end);
+  names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
+  return name;
+}
 // The axes named in `names` ("dp tp pp"), as StrategyPlan::axes' bits.
 consteval std::uint32_t axis_mask(std::string_view names) {
   std::uint32_t out = 0;
   while (!names.empty()) {
-    const std::size_t end = names.find(' ');
-    const std::string_view name = names.substr(0, end);
-    if (!name.empty()) out |= 1u << axis_index(name);
-    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
+    if (const std::string_view name = next_name(names); !name.empty()) out |= 1u << axis_index(name);
   }
   return out;
 }
 inline bool has_axis(const StrategyPlan& p, std::size_t axis) { return (p.axes >> axis & 1u) != 0; }
-// The axis named `name` (nullptr where there is none).
-const LayoutAxis* find_axis(std::string_view name);
+// A second tensor degree (tp2: 2d, 2d-seqp); SUMMA blocks (nb: 2d).
+inline bool has_tp2(const StrategyPlan& p) { return has_axis(p, axis_index("tp2")); }
+inline bool has_summa_blocks(const StrategyPlan& p) { return has_axis(p, axis_index("nb")); }
 
 // A configuration key's flag, "--nv-tp" for nv_tp: `estimate`'s flags are the keys with '-' for '_'.
 std::string key_flag(std::string_view key);

@@ -37,8 +37,6 @@ struct StrategyPlan {
   Strategy strategy;
   const char* name;             // "1d", "2d", "2d-seqp"
   std::uint32_t axes;           // bit i: it has kAxes[i] (plan.cpp names them)
-  bool has_tp2;                 // a second tensor degree (tp2, nv_tp2)
-  bool has_nb;                  // SUMMA block count (2d)
   bool tp2_splits_tokens_only;  // 2d: a micro-batch's tokens split over tp2 alone (else tp1 x tp2)
   bool tp2_replicates_weights;  // context parallelism: tp2 holds weight replicas, so it joins the
                                 // data-parallel reduction and shares the optimizer states

@@ -7,18 +7,11 @@ namespace perfsweep {
 const StrategyPlan& plan_of(Strategy strategy) {
   // each strategy's preset of axes (model/axes.hpp)
   static constexpr StrategyPlan kPlans[] = {
-      {Strategy::OneD, "1d", axis_mask("tp cp dp pp ep vp mbs"), false, false, false, false},
-      {Strategy::TwoD, "2d", axis_mask("tp1 tp2 dp pp vp mbs nb"), true, true, true, false},
-      {Strategy::TwoDSeqp, "2d-seqp", axis_mask("tp1 tp2 dp pp ep vp mbs"), true, false, false, true},
+      {Strategy::OneD, "1d", axis_mask("tp cp dp pp ep vp mbs"), false, false},
+      {Strategy::TwoD, "2d", axis_mask("tp1 tp2 dp pp vp mbs nb"), true, false},
+      {Strategy::TwoDSeqp, "2d-seqp", axis_mask("tp1 tp2 dp pp ep vp mbs"), false, true},
   };
   return kPlans[static_cast<std::size_t>(strategy)];
-}
-
-const LayoutAxis* find_axis(std::string_view name) {
-  for (const LayoutAxis& a : kAxes) {
-    if (name == a.name) return &a;
-  }
-  return nullptr;
 }
 
 std::string key_flag(std::string_view key) {

@@ -162,25 +162,14 @@ namespace config_key_detail {
 // neither comes after them, in kAxes' order.
 inline constexpr std::string_view kDegreeOrder = "dp tp tp1 tp2 pp mbs nb cp";
 inline constexpr std::string_view kPlacementOrder = "tp tp1 tp2 dp pp cp";
-consteval bool named_in(std::string_view names, std::string_view name) {
-  while (!names.empty()) {
-    const std::size_t end = names.find(' ');
-    if (names.substr(0, end) == name) return true;
-    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
-  }
-  return false;
-}
 // The axes in `order`, then the others, each once: their indices in kAxes.
 consteval std::array<std::size_t, kAxisCount> axis_order(std::string_view order) {
   std::array<std::size_t, kAxisCount> out{};
   std::size_t n = 0;
-  for (std::string_view names = order; !names.empty();) {
-    const std::size_t end = names.find(' ');
-    out[n++] = axis_index(names.substr(0, end));
-    names = end == std::string_view::npos ? std::string_view{} : names.substr(end + 1);
-  }
+  for (std::string_view names = order; !names.empty();) out[n++] = axis_index(next_name(names));
+  const std::uint32_t named = axis_mask(order);
   for (std::size_t i = 0; i < kAxisCount; ++i) {
-    if (!named_in(order, kAxes[i].name)) out[n++] = i;
+    if ((named >> i & 1u) == 0) out[n++] = i;
   }
   return out;
 }

@@ -506,18 +506,28 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
 }
 }  // namespace
 
+namespace {
+// f(axis, own) for every axis (model/axes.hpp), the strategy's own first: a check fails under the
+// name of the strategy's axis before that of another reading the same field (1d's tp before tp1).
+template <typename F>
+void for_each_axis_own_first(const StrategyPlan& plan, F&& f) {
+  for (const bool own : {true, false}) {
+    for (std::size_t i = 0; i < kAxisCount; ++i) {
+      if (own == has_axis(plan, i)) f(kAxes[i], own);
+    }
+  }
+}
+}  // namespace
+
 void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
   const TensorSplit& t = c.tensor;
   const StrategyPlan& plan = plan_of(c.strategy);
-  // Every axis's degree and NVLink share positive (model/axes.hpp), the strategy's own named first.
-  for (const bool own : {true, false}) {
-    for (std::size_t i = 0; i < kAxisCount; ++i) {
-      const LayoutAxis& a = kAxes[i];
-      if (own != has_axis(plan, i) || a.set_degree == nullptr) continue;
-      require(a.degree(c) >= 1, std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)));
-      if (a.placed()) require(a.nv(c) >= 1, std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)));
-    }
-  }
+  // Every axis's degree and NVLink share positive.
+  for_each_axis_own_first(plan, [&](const LayoutAxis& a, bool) {
+    if (a.set_degree == nullptr) return;
+    require(a.degree(c) >= 1, std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)));
+    if (a.placed()) require(a.nv(c) >= 1, std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)));
+  });
   const bool one_d = c.strategy == Strategy::OneD;
   if (t.cp > 1) {
     require(one_d, "cp=" + str(t.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
@@ -636,17 +646,14 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
   const I local_batch = global_batch / c.dp;
   require(local_batch % c.mbs == 0,
           "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch));
-  // Each share divides its group: the strategy's placed axes, then the others (at 1 where it lacks them).
+  // Each share divides its group (an axis the strategy lacks: at 1); the strategy's fill the domain.
   I fast = 1;
-  for (const bool own : {true, false}) {
-    for (std::size_t i = 0; i < kAxisCount; ++i) {
-      const LayoutAxis& a = kAxes[i];
-      if (own != has_axis(plan, i) || !a.placed()) continue;
-      require(a.degree(c) % a.nv(c) == 0, std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name +
-                                              "=" + str(a.degree(c)));
-      if (own) fast *= a.nv(c);
-    }
-  }
+  for_each_axis_own_first(plan, [&](const LayoutAxis& a, bool own) {
+    if (!a.placed()) return;
+    require(a.degree(c) % a.nv(c) == 0, std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name +
+                                            "=" + str(a.degree(c)));
+    if (own) fast *= a.nv(c);
+  });
   require(fast <= s.nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
                                      str(s.nvlink_size));
 }

@@ -30,7 +30,7 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
     });
   };
   const StrategyPlan& plan = plan_of(layout.strategy);
-  if (plan.has_nb && choice.search_nb) {
+  if (has_summa_blocks(plan) && choice.search_nb) {
     for_each_summa_nb(layout.tensor.tp1, layout.tensor.tp2, model.e, [&](std::int64_t nb) {
       Layout c = layout;
       c.tensor.nb = nb;
@@ -109,7 +109,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   } else {
     for (std::int64_t t1 : or_divisors(r.tp1, n_gpus)) {
       const std::vector<std::int64_t> t2s =
-          !plan_of(strategy).has_tp2 ? std::vector<std::int64_t>{1}
+          !has_tp2(plan_of(strategy)) ? std::vector<std::int64_t>{1}
                                      : or_divisors(r.tp2, n_gpus / std::max<std::int64_t>(t1, 1));
       for (std::int64_t t2 : t2s) {
         TensorSplit t;
@@ -119,11 +119,11 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       }
     }
   }
-  if (r.cp != std::vector<std::int64_t>{1}) {
+  if (r.choices.cp != std::vector<std::int64_t>{1}) {
     // every tensor split with each context-parallel degree (cp = 1 alone: the splits as they are)
     std::vector<TensorSplit> with_cp;
     for (const TensorSplit& t : splits) {
-      for (const std::int64_t cp : r.cp) {
+      for (const std::int64_t cp : r.choices.cp) {
         TensorSplit x = t;
         x.cp = cp;
         with_cp.push_back(x);
@@ -132,7 +132,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     splits = std::move(with_cp);
   }
   PlacementChoice choice = r.placement;
-  const bool summa = plan_of(strategy).has_nb;
+  const bool summa = has_summa_blocks(plan_of(strategy));
   choice.search_nb = summa && r.nb.empty();
   const std::vector<std::int64_t> nbs = summa && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
   const bool search_mbs = r.all_micro_batch_sizes ||

@@ -53,14 +53,14 @@ struct ConfigRanges {
   // The list of an axis with a degree flag (model/axes.hpp: tp's and tp1's is tp1; tp2, dp, pp);
   // std::logic_error for another.
   std::vector<std::int64_t>& degrees_of(std::string_view axis);
-  std::vector<std::int64_t> cp{1};  // 1d's context-parallel degrees (each tried with every tensor split)
   bool all_micro_batch_sizes = false;  // mbs: the search's (search_micro_batch_sizes)
   PlacementChoice placement;
   bool all_placements = false;  // one row per placement (and nb) instead of the fastest
   // Each combination of degrees is evaluated with every combination of the execution options'
   // lists (in the search's dimension order), then every attention mode and every partition of the
   // stages' blocks (innermost; Execution's first_stage_blocks and last_stage_blocks). By default the
-  // reference's search: the reference's execution, flash attention, an even partition.
+  // reference's search: the reference's execution, flash attention, an even partition. Its cp:
+  // 1d's context-parallel degrees, each tried with every tensor split.
   ExecutionChoices choices;
   std::vector<AttentionMode> attentions{AttentionMode{}};
   std::vector<Execution> stage_choices{Execution{}};

@@ -50,7 +50,7 @@ void micro_batch_values(const SearchContext& x, const Layout& c, std::vector<Cho
 
 // SUMMA block counts (summa_nb_candidates) for 2d; one block otherwise.
 void summa_block_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
-  if (!plan_of(c.strategy).has_nb) {
+  if (!has_summa_blocks(plan_of(c.strategy))) {
     out.push_back({{1}});
     return;
   }
@@ -76,7 +76,7 @@ void recompute_values(const SearchContext& x, const Layout& c, std::vector<Choic
 
 void sequence_parallel_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   for (bool sp : x.problem.exec.sequence_parallel) {
-    if (!sp && plan_of(c.strategy).has_tp2) continue;  // plain TP is a 1d option
+    if (!sp && has_tp2(plan_of(c.strategy))) continue;  // plain TP is a 1d option
     out.push_back({{sp ? 1 : 0}});
   }
 }
@@ -168,7 +168,7 @@ void set_option(Layout& c, const Choice& v) {
 // The dimension of an option with no rule beyond its list (listed_values).
 template <std::size_t I>
 constexpr SearchDimension option_dimension(bool changes_memory, const char* depends_on) {
-  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>, true};
+  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>, &kExecutionOptions[I]};
 }
 
 constexpr SearchDimension kDimensions[] = {

@@ -42,9 +42,9 @@ struct SearchDimension {
   // reference's order.
   void (*values)(const SearchContext& context, const Layout& layout, std::vector<Choice>& out);
   void (*set)(Layout& layout, const Choice& choice);
-  // The values are the problem's list alone (option_dimension): with one value listed, the
-  // search sets it once and leaves the dimension out of its nest.
-  bool listed_only = false;
+  // The execution option whose list alone the values are (option_dimension; nullptr for the
+  // others): with one value listed, the search sets it once and leaves the dimension out of its nest.
+  const ExecutionOption* listed = nullptr;
 };
 
 // pp (with dp = n / (tp cp pp)), mbs, nb (2d SUMMA blocks), the execution options, NVLink

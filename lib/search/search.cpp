@@ -28,7 +28,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
   for (std::int64_t tp1 : divisors(n)) {
     if (m.h % tp1 || m.e % tp1) continue;
     if (m.kv() % tp1 && tp1 % m.kv()) continue;  // key/value heads split over tp, or replicated over it
-    if (!plan.has_tp2) {
+    if (!has_tp2(plan)) {
       if ((3 * m.e) / tp1 < 128) {  // qkv's output shard
         ++local.tensor_splits_too_thin;
         continue;
@@ -45,7 +45,7 @@ std::vector<TensorSplit> tensor_splits(const SearchProblem& p, std::int64_t n, S
       continue;
     }
     for (std::int64_t tp2 : divisors(n / tp1)) {
-      if (plan.has_nb && m.e % tp2) continue;  // SUMMA splits the embedding over tp2 too
+      if (has_summa_blocks(plan) && m.e % tp2) continue;  // SUMMA splits the embedding over tp2 too
       if (m.e / tp1 < 128 || m.l / tp2 < 128) {
         ++local.tensor_splits_too_thin;
         continue;
@@ -393,15 +393,14 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
   const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
 
-  // The dimensions the nest walks: a dimension of one listed value (listed_only) is set here once
-  // and left out. Memory is checked after the last walked dimension that changes it.
+  // The dimensions the nest walks: a dimension of one listed value (SearchDimension::listed) is set
+  // here once and left out. Memory is checked after the last walked dimension that changes it.
   std::array<std::size_t, 32> walked{};
   std::size_t n_walked = 0, memory_checked_after = 0;
   for (std::size_t d = 0; d < dims.size(); ++d) {
     // one value listed (not: one value here, where the option's rule reads outer dimensions not
     // set yet, as offload_percent's reads offload)
-    const ExecutionOption* listed = dims[d].listed_only ? find_execution_option(dims[d].name) : nullptr;
-    if (listed != nullptr && listed->count(p.exec) == 1) {
+    if (dims[d].listed != nullptr && dims[d].listed->count(p.exec) == 1) {
       const std::vector<Choice>& values = cache_->values(d, context, c);
       dims[d].set(c, values.front());
       continue;

@@ -613,7 +613,7 @@ TEST(RankOrder, SearchTriesBothOrders) {
 
 // Flags that name no order leave it to the runtime: Llama 3's runtime numbers ranks tp-cp-ep-pp-dp,
 // Megatron's tp-cp-ep-dp-pp; a given --rank-order overrides either, in the search's lists
-// (check_runtime_choices) and in one layout (use_runtime_defaults).
+// (check_runtime_choices) and in one layout (parse_execution).
 TEST(RankOrder, FlagsLeaveItToTheRuntime) {
   const System s = load_system(kRoot / "systems" / "H100-llama3-cluster.yaml");
   const Runtime llama3 = load_runtime_named("llama3"), megatron = load_runtime_named("megatron");
@@ -626,18 +626,15 @@ TEST(RankOrder, FlagsLeaveItToTheRuntime) {
   c = parse_execution_choices(flags);
   check_runtime_choices(s, megatron, Strategy::OneD, c);
   EXPECT_EQ(c.rank_order, Orders{RankOrder::DataInnerPipelineOuter});
-  Execution x = parse_execution(flags);
-  use_runtime_defaults(flags, llama3, x);
-  EXPECT_EQ(x.rank_order, RankOrder::PipelineInnerDataOuter);
+  EXPECT_EQ(parse_execution(flags, llama3).rank_order, RankOrder::PipelineInnerDataOuter);
+  EXPECT_EQ(parse_execution(flags, megatron).rank_order, RankOrder::DataInnerPipelineOuter);
 
   *flags.list("--rank-order") = "tp-cp-ep-dp-pp,tp-cp-ep-pp-dp";
   c = parse_execution_choices(flags);
   check_runtime_choices(s, llama3, Strategy::OneD, c);
   EXPECT_EQ(c.rank_order, (Orders{RankOrder::DataInnerPipelineOuter, RankOrder::PipelineInnerDataOuter}));
   *flags.list("--rank-order") = "tp-cp-ep-dp-pp";
-  x = parse_execution(flags);
-  use_runtime_defaults(flags, llama3, x);
-  EXPECT_EQ(x.rank_order, RankOrder::DataInnerPipelineOuter);
+  EXPECT_EQ(parse_execution(flags, llama3).rank_order, RankOrder::DataInnerPipelineOuter);
   *flags.list("--rank-order") = "dp-first";
   try {
     parse_execution_choices(flags);
