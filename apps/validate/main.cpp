@@ -6,8 +6,9 @@
 //       --out FILE.yaml
 //       a kernel calibration for a system file's `kernels:` key;
 //   validate kernels --measurements FILE --system NAME|PATH [--only IDS | --except IDS]
-//       [--call-overhead-from IDS]
-//       the training step's kernels (h100_kernels.json format), CSV and summary as `layers`;
+//       [--timing stream|isolated|both] [--call-overhead-from IDS]
+//       the training step's kernels (h100_kernels.json and h100_kernels_fp8.json formats), CSV
+//       (with a timing column) and summary as `layers`;
 //       --call-overhead-from fits the measuring host's isolated-call overhead to those entries
 //       first (calib::fit_call_overhead);
 //   validate train --measurements FILE --system NAME|PATH [--only IDS | --except IDS] [--inputs DIR]
@@ -130,7 +131,12 @@ int main(int argc, char** argv) {
   add_selected_command(kernels_cmd,
                        app.add_subcommand("kernels", "predict the training step's kernels; CSV on stdout, summary on stderr"),
                        "kernel measurements (h100_kernels.json format)", "kernel ids");
-  std::string overhead_from;
+  std::string overhead_from, timing_name = "stream";
+  kernels_cmd.cmd
+      ->add_option("--timing", timing_name,
+                   "the measured times compared: stream (in-stream, where an entry has them, else isolated; the "
+                   "default), isolated, or both (docs/validation.md)")
+      ->check(CLI::IsMember({"stream", "isolated", "both"}));
   kernels_cmd.cmd->add_option("--call-overhead-from", overhead_from,
                               "kernel ids to fit the measuring host's isolated-call overhead to (per pass, every kernel "
                               "parameter kept) before predicting: measurements taken on another machine than the "
@@ -259,8 +265,11 @@ int main(int argc, char** argv) {
                      cal.isolated_call_s[0] * 1e6, cal.isolated_call_s[1] * 1e6);
         system.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
       }
-      const auto rows =
-          calib::validate_kernels(system, kernels_cmd.read<calib::KernelMeasurement>(calib::read_kernel_measurements));
+      const calib::Timing timing = timing_name == "isolated" ? calib::Timing::Isolated
+                                   : timing_name == "both"   ? calib::Timing::Both
+                                                             : calib::Timing::Stream;
+      const auto rows = calib::validate_kernels(
+          system, kernels_cmd.read<calib::KernelMeasurement>(calib::read_kernel_measurements), timing);
       std::cout << calib::validation_csv(rows);
       std::cerr << calib::validation_summary(rows);
       return 0;
@@ -285,7 +294,8 @@ int main(int argc, char** argv) {
     if (!kernel_file.empty()) {
       calib::fit_step_kernels(system, cal,
                               read_selected<calib::KernelMeasurement>(calib::read_kernel_measurements, kernel_file,
-                                                                      "", kernel_except));
+                                                                      "", kernel_except),
+                              configs);
     }
     if (!train_file.empty()) {
       cal.allocator_reserve = calib::fit_allocator_reserve(

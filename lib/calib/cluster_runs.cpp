@@ -503,8 +503,10 @@ void mark_fit_runs(RunSet set, std::vector<ClusterRun>& runs) {
 
 kernels::Calibration scale_calibration(const kernels::Calibration& base, const KernelScales& k) {
   kernels::Calibration c = base;
+  for (kernels::GemmModel& g : c.gemm[static_cast<std::size_t>(kernels::GemmType::Bf16)]) {
+    g.efficiency = std::min(1.0, g.efficiency * k.compute);
+  }
   for (std::size_t pass : {kernels::kFwd, kernels::kBwd}) {
-    c.gemm[pass].efficiency = std::min(1.0, c.gemm[pass].efficiency * k.compute);
     c.attention[pass].efficiency = std::min(1.0, c.attention[pass].efficiency * k.compute);
     for (auto& stream : c.stream) stream[pass].launch_s *= k.stream_launch;
   }

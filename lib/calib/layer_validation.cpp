@@ -35,11 +35,19 @@ struct Sample {
   double tflop, gb, measured_s;
 };
 
+// The bf16 GEMM models a layer pass runs: fprop forward, dgrad and wgrad backward.
+std::vector<std::size_t> gemm_passes_of(std::size_t pass) {
+  if (pass == kFwd) return {static_cast<std::size_t>(kernels::GemmPass::Fprop)};
+  return {static_cast<std::size_t>(kernels::GemmPass::Dgrad), static_cast<std::size_t>(kernels::GemmPass::Wgrad)};
+}
+
 // Seconds at efficiency 1 and no launch cost of a sample under `cal` (for the slope).
 double unit_seconds(const System& s, const kernels::Calibration& cal, const Sample& x) {
   kernels::Calibration c = cal;
-  c.gemm[x.pass].efficiency = 1;
-  c.gemm[x.pass].launch_s = 0;
+  for (const std::size_t g : gemm_passes_of(x.pass)) {
+    c.gemm[0][g].efficiency = 1;
+    c.gemm[0][g].launch_s = 0;
+  }
   c.attention[x.pass].efficiency = 1;
   c.attention[x.pass].launch_s = 0;
   const KernelSeconds k = calibrated_seconds(s, c, x.op, x.shape, x.pass, 0, 0);
@@ -136,21 +144,27 @@ std::vector<ValidationRow> validate_layers(const System& system, const std::vect
       const double t[2] = {r.fwd.t, r.bwd.t};
       for (std::size_t p = 0; p < 2; ++p) {
         block[p] += t[p];
-        rows.push_back({c.id, c.layer_names[i], p, c.layer_s[i][p], alone_seconds(system, y, t[p], p)});
+        rows.push_back({c.id, c.layer_names[i], kernels::kPassNames[p], c.layer_s[i][p],
+                        alone_seconds(system, y, t[p], p), ""});
       }
     }
-    for (std::size_t p = 0; p < 2; ++p) rows.push_back({c.id, "block", p, c.block_s[p], block[p]});
+    // The block timed as one call: its layers' stream times and one call's overhead.
+    const kernels::Calibration* cal = system.kernel_calibration.get();
+    for (std::size_t p = 0; p < 2; ++p) {
+      const double call = cal != nullptr ? cal->isolated_call_s[p] : 0.0;
+      rows.push_back({c.id, "block", kernels::kPassNames[p], c.block_s[p], block[p] + call, ""});
+    }
   }
   return rows;
 }
 
 std::string validation_csv(const std::vector<ValidationRow>& rows) {
-  std::string out = "id,layer,pass,measured_s,predicted_s,rel_err\n";
+  const bool timed = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return !r.timing.empty(); });
+  std::string out = std::string("id,layer,pass,measured_s,predicted_s,rel_err") + (timed ? ",timing" : "") + "\n";
   char buf[160];
   for (const ValidationRow& r : rows) {
-    std::snprintf(buf, sizeof buf, ",%s,%.9g,%.9g,%.6f\n", kernels::kPassNames[r.pass], r.measured_s, r.predicted_s,
-                  r.rel_err());
-    out += r.id + "," + r.layer + buf;
+    std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.6f", r.measured_s, r.predicted_s, r.rel_err());
+    out += r.id + "," + r.layer + "," + r.pass + buf + (timed ? "," + r.timing : "") + "\n";
   }
   return out;
 }
@@ -162,25 +176,37 @@ std::string validation_summary(const std::vector<ValidationRow>& rows) {
     if (!groups.contains(key)) order.push_back(key);
     groups[key].push_back(v);
   };
+  const bool timed = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return !r.timing.empty(); });
+  const bool stream = std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) { return r.timing == "stream"; });
+  const bool both = stream && std::any_of(rows.begin(), rows.end(), [](const ValidationRow& r) {
+    return r.timing == "isolated";
+  });
   std::map<std::string, std::pair<double, double>> block_total;  // id -> (measured, predicted)
-  std::vector<double> all_layers;
+  std::vector<double> all, all_isolated;
   for (const ValidationRow& r : rows) {
     const double err = std::abs(r.rel_err());
-    add(r.layer + " " + kernels::kPassNames[r.pass], err);
+    const bool isolated = r.timing == "isolated";
+    add(r.layer + " " + r.pass + (both && isolated ? " isolated" : ""), err);
     if (r.layer == "block") {
       block_total[r.id].first += r.measured_s;
       block_total[r.id].second += r.predicted_s;
     } else {
-      all_layers.push_back(err);
+      (both && isolated ? all_isolated : all).push_back(err);
     }
   }
-  order.push_back("all layer passes");
-  groups["all layer passes"] = all_layers;
+  const std::string total = timed ? "all kernel passes" : "all layer passes";
+  order.push_back(total);
+  groups[total] = all;
+  if (!all_isolated.empty()) {
+    order.push_back(total + " isolated");
+    groups[total + " isolated"] = all_isolated;
+  }
   for (const auto& [id, mp] : block_total) add("block fwd+bwd", std::abs(mp.second / mp.first - 1));
   std::string out = "group,count,median_abs_rel_err,p90_abs_rel_err,max_abs_rel_err\n";
   char buf[160];
   for (const std::string& key : order) {
     const std::vector<double>& v = groups[key];
+    if (v.empty()) continue;
     std::snprintf(buf, sizeof buf, ",%zu,%.4f,%.4f,%.4f\n", v.size(), quantile(v, 0.5), quantile(v, 0.9),
                   *std::max_element(v.begin(), v.end()));
     out += key + buf;
@@ -188,8 +214,9 @@ std::string validation_summary(const std::vector<ValidationRow>& rows) {
   return out;
 }
 
-kernels::Calibration fit_kernels(const System& system, const std::vector<LayerConfig>& configs, std::int64_t sm_count) {
-  if (configs.empty()) throw InputError("fit-kernels: no measurements");
+namespace {
+// Every layer pass of the configurations, in order (config, layer, pass).
+std::vector<Sample> layer_samples(const System& system, const std::vector<LayerConfig>& configs) {
   std::vector<Sample> samples;
   for (const LayerConfig& c : configs) {
     const std::vector<LayerCost> costs = measured_layer_costs(system, c);
@@ -199,26 +226,40 @@ kernels::Calibration fit_kernels(const System& system, const std::vector<LayerCo
       samples.push_back({y.op, y.shape, kBwd, y.flops_bwd, y.mem_bwd, c.layer_s[i][kBwd]});
     }
   }
+  return samples;
+}
+
+// GB at full bandwidth per byte of residual glue of a configuration's norms (s per byte).
+double glue_seconds_per_byte(const System& system, const LayerConfig& c) {
+  double x = 0;
+  for (const LayerCost& y : measured_layer_costs(system, c)) {
+    if (y.op == KernelOp::Norm) {
+      x += static_cast<double>(y.shape.rows) * static_cast<double>(y.shape.depth) * 1e-9 / system.hbm_bandwidth;
+    }
+  }
+  return x;
+}
+}  // namespace
+
+kernels::Calibration fit_kernels(const System& system, const std::vector<LayerConfig>& configs, std::int64_t sm_count) {
+  if (configs.empty()) throw InputError("fit-kernels: no measurements");
+  const std::vector<Sample> samples = layer_samples(system, configs);
   kernels::Calibration cal;
   cal.sm_count = sm_count;
-  // isolated_call_s and residual_glue_bytes first, from the measurements alone: a block runs its
-  // layers without each one's isolated-call overhead, plus the residual-stream kernels, so per
-  // configuration c, block_c = sum_c - layers x isolated + glue x X_c (X_c: the norms' residual
-  // elements in GB at full bandwidth, s per byte of glue); least squares of the relative error,
-  // both >= 0. The kernels' own parameters are then fitted to the layer times less the overhead.
+  // isolated_call_s and residual_glue_bytes first, from the measurements alone: a block, timed as
+  // one call, runs its layers without each one's isolated-call overhead but its own, plus the
+  // residual-stream kernels, so per configuration c, block_c = sum_c - (layers - 1) x isolated +
+  // glue x X_c (X_c: the norms' residual elements in GB at full bandwidth, s per byte of glue);
+  // least squares of the relative error, both >= 0. The kernels' own parameters are then fitted
+  // to the layer times less the overhead.
   for (std::size_t p = 0; p < 2; ++p) {
     std::vector<double> fp, fq, ft;  // features -layers / block, X / block; target (block - sum) / block
     for (const LayerConfig& c : configs) {
       double sum = 0;
       for (const auto& t : c.layer_s) sum += t[p];
-      double x = 0;
-      for (const LayerCost& y : measured_layer_costs(system, c)) {
-        if (y.op == KernelOp::Norm) {
-          x += static_cast<double>(y.shape.rows) * static_cast<double>(y.shape.depth) * 1e-9 / system.hbm_bandwidth;
-        }
-      }
+      const double x = glue_seconds_per_byte(system, c);
       const double block = c.block_s[p];
-      fp.push_back(-static_cast<double>(c.layer_s.size()) / block);
+      fp.push_back(-static_cast<double>(c.layer_s.size() - 1) / block);  // 14 calls alone, the block one
       fq.push_back(x / block);
       ft.push_back((block - sum) / block);
     }
@@ -272,11 +313,15 @@ kernels::Calibration fit_kernels(const System& system, const std::vector<LayerCo
       for (const double tn : {64.0, 128.0, 192.0, 256.0}) {
         for (int k = 0; k <= 32; ++k) {
           kernels::Calibration trial = cal;
-          trial.gemm[p] = {1, tm, tn, 16.0 * k, 0};
+          const std::vector<std::size_t> gemms = gemm_passes_of(p);
+          for (const std::size_t g : gemms) trial.gemm[0][g] = {1, tm, tn, 16.0 * k, 0};
           const LineFit f = group_line(trial, p, [](const Sample& s) { return s.op == KernelOp::Gemm; });
           if (f.score < best.score) {
             best = f;
-            cal.gemm[p] = {1 / f.b, tm, tn, 16.0 * k, f.a};
+            // the backward's launch shared by its two GEMMs
+            for (const std::size_t g : gemms) {
+              cal.gemm[0][g] = {1 / f.b, tm, tn, 16.0 * k, f.a / static_cast<double>(gemms.size())};
+            }
           }
         }
       }
@@ -300,6 +345,32 @@ kernels::Calibration fit_kernels(const System& system, const std::vector<LayerCo
     }
   }
   return cal;
+}
+
+void refit_block_glue(const System& system, kernels::Calibration& cal, const std::vector<LayerConfig>& configs) {
+  if (configs.empty()) return;
+  const std::vector<Sample> samples = layer_samples(system, configs);
+  // In-stream times without the residual glue.
+  kernels::Calibration bare = cal;
+  bare.residual_glue_bytes = {0, 0};
+  const auto stream_s = [&](const Sample& x) {
+    const double tflop = x.tflop;
+    return calibrated_seconds(system, bare, x.op, x.shape, x.pass, tflop, x.gb).total();
+  };
+  for (std::size_t p = 0; p < 2; ++p) {
+    // glue: (block - sum of in-stream layers) / block = glue x X / block
+    double sxx = 0, sxy = 0;
+    std::size_t i = 0;
+    for (const LayerConfig& c : configs) {
+      double sum = 0;
+      for (std::size_t l = 0; l < c.layer_s.size(); ++l, i += 2) sum += stream_s(samples[i + p]);
+      const double block = c.block_s[p] - cal.isolated_call_s[p];  // its call's overhead aside
+      const double xg = glue_seconds_per_byte(system, c) / block;
+      sxx += xg * xg;
+      sxy += xg * (block - sum) / block;
+    }
+    cal.residual_glue_bytes[p] = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0;
+  }
 }
 
 }  // namespace perfsweep::calib

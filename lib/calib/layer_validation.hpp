@@ -19,10 +19,11 @@ std::vector<LayerCost> measured_layer_costs(const System& system, const LayerCon
 
 struct ValidationRow {
   std::string id;
-  std::string layer;  // a layer name, or "block"
-  std::size_t pass;   // kernels::kFwd or kBwd
+  std::string layer;   // a layer name, or "block"
+  std::string pass;    // fwd or bwd (kernels::kPassNames); a linear layer's GEMMs also dgrad, wgrad
   double measured_s;
   double predicted_s;
+  std::string timing;  // kernels: "stream" (in-stream) or "isolated"; layers: ""
   double rel_err() const { return predicted_s / measured_s - 1; }
 };
 
@@ -33,14 +34,17 @@ double alone_seconds(const System& system, const LayerCost& cost, double stream_
 
 // One row per (config, layer, pass) and two `block` rows per config. A layer row's prediction is
 // its time in a stream of kernels plus the calibration's isolated_call_s (what one timed call
-// pays alone); a block row's is the sum of the layers' stream times. Without a kernel
-// calibration: the system's roofline, as the reference times it.
+// pays alone); a block row's is the sum of the layers' stream times plus one isolated_call_s (the
+// block is timed as one call). Without a kernel calibration: the system's roofline, as the
+// reference times it.
 std::vector<ValidationRow> validate_layers(const System& system, const std::vector<LayerConfig>& configs);
 
-// CSV `id,layer,pass,measured_s,predicted_s,rel_err`.
+// CSV `id,layer,pass,measured_s,predicted_s,rel_err`, and `timing` where the rows have one.
 std::string validation_csv(const std::vector<ValidationRow>& rows);
 // count, median, p90 and max |relative error| per layer pass, over all layer passes, per block
-// pass and for the block's forward + backward.
+// pass and for the block's forward + backward. Rows with a timing (kernels): per kind and pass
+// (isolated ones marked so where in-stream ones are there too), and over all kernel passes of the
+// in-stream rows (where none, of all).
 std::string validation_summary(const std::vector<ValidationRow>& rows);
 
 // The q-quantile of v (linear interpolation), NaN when empty.
@@ -61,5 +65,11 @@ LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, dou
 // system gives the peaks; sm_count is the GPU's.
 kernels::Calibration fit_kernels(const System& system, const std::vector<LayerConfig>& configs,
                                  std::int64_t sm_count);
+
+// With the GEMM and attention models fitted to in-stream times, the residual glue from the
+// layer measurements' blocks again (docs/validation.md): each block less its call's
+// isolated_call_s and the sum of its layers' in-stream times, least squares of the relative error,
+// >= 0. Nothing without configurations.
+void refit_block_glue(const System& system, kernels::Calibration& cal, const std::vector<LayerConfig>& configs);
 
 }  // namespace perfsweep::calib

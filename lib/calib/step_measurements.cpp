@@ -31,6 +31,8 @@ const KindFields kKinds[] = {
     {"adamw", {"N", "chunk"}, false},
     {"cast", {"N"}, false},
     {"fp8_gemm", {"n", "k", "m"}, false},
+    {"fp8_linear", {"n", "k", "m"}, true},
+    {"fp8_cast", {"rows", "cols"}, false},
 };
 
 std::int64_t* field_of(KernelMeasurement& k, const std::string& name) {
@@ -46,6 +48,8 @@ std::int64_t* field_of(KernelMeasurement& k, const std::string& name) {
   if (name == "d") return &k.d;
   if (name == "V") return &k.vocab;
   if (name == "N") return &k.elements;
+  if (name == "rows") return &k.rows;
+  if (name == "cols") return &k.cols;
   return &k.chunk;
 }
 
@@ -105,13 +109,68 @@ std::vector<KernelMeasurement> read_kernel_measurements(const std::filesystem::p
         if (k.kind == "attention") {
           k.causal = flag_or(at, cfg, "causal", false);
           if (k.h % k.kv != 0) at.fail("cfg.kv", "must divide h");
+          k.lk = count_or(at, cfg, "lk", 0, kMaxKernelDim);
+          if (cfg["lk"] && k.lk == 0) at.fail("cfg.lk", "must be a positive integer, got 0");
         }
-        const YAML::Node t = result["t"];
-        if (!t || !t.IsSequence() || t.size() != 2) {
-          at.fail("result.t", "must be [forward_s, backward_s], got " + shown(t));
+        if (k.kind == "fp8_linear") {
+          k.model = cfg["model"] && cfg["model"].IsScalar() ? cfg["model"].Scalar() : "";
+          k.layer = cfg["layer"] && cfg["layer"].IsScalar() ? cfg["layer"].Scalar() : "";
+          k.tp = count_or(at, cfg, "tp", 0);
         }
-        k.t = {seconds(at, t[0], "result.t[0]"), seconds(at, t[1], "result.t[1]", !kind->backward)};
-        if (k.kind == "lm_head_loss") {
+        // A time pair [forward_s, backward_s] at `key`.
+        const auto pair = [&](const char* key, bool required) {
+          const YAML::Node t = result[key];
+          std::array<double, 2> v{};
+          if (!t && !required) return v;
+          if (!t || !t.IsSequence() || t.size() != 2) {
+            at.fail(std::string("result.") + key, "must be [forward_s, backward_s], got " + shown(t));
+          }
+          v = {seconds(at, t[0], std::string("result.") + key + "[0]"),
+               seconds(at, t[1], std::string("result.") + key + "[1]", !kind->backward)};
+          return v;
+        };
+        if (k.kind == "fp8_cast") {
+          // Each operation [in-stream, isolated]; an operation the run could not time is absent
+          // (or reported as `<name>_error`).
+          bool any = false;
+          for (const auto& kv : result) {
+            const std::string op = kv.first.IsScalar() ? kv.first.Scalar() : "";
+            if (op.size() > 6 && op.compare(op.size() - 6, 6, "_error") == 0) continue;
+            std::size_t i = 0;
+            while (i < kCastOpCount && op != kCastOpNames[i]) ++i;
+            if (i == kCastOpCount) {
+              std::string names;
+              for (const char* n : kCastOpNames) names += std::string(names.empty() ? "" : ", ") + n;
+              at.fail("result." + op, "is not an fp8_cast operation (" + names + ")");
+            }
+            const YAML::Node v = kv.second;
+            if (!v.IsSequence() || v.size() != 2) {
+              at.fail("result." + op, "must be [in_stream_s, isolated_s], got " + shown(v));
+            }
+            k.cast_s[i] = {seconds(at, v[0], "result." + op + "[0]"), seconds(at, v[1], "result." + op + "[1]")};
+            k.has_cast_op[i] = true;
+            any = true;
+          }
+          if (!any) at.fail("result", "has no fp8_cast operation");
+          k.in_stream = true;
+          return k;
+        }
+        k.t = pair("t", true);
+        k.in_stream = static_cast<bool>(result["t_iso"]);
+        k.t_iso = pair("t_iso", false);
+        if (k.kind == "fp8_linear") {
+          // Each GEMM in-stream, in FP8 and in bf16; t = [fprop, dgrad + wgrad] in FP8.
+          for (const char* type : {"bf16", "fp8"}) {
+            const YAML::Node g = result[type];
+            if (!g || !g.IsMap()) at.fail(std::string("result.") + type, "must map fwd, dgrad and wgrad to seconds, got " + shown(g));
+            const std::size_t ti = std::string(type) == "fp8" ? 1 : 0;
+            const char* keys[] = {"fwd", "dgrad", "wgrad"};
+            for (std::size_t p = 0; p < 3; ++p) {
+              k.gemm_s[ti][p] = seconds(at, g[keys[p]], std::string("result.") + type + "." + keys[p]);
+            }
+          }
+        }
+        if (k.kind == "lm_head_loss" && result["peak_extra_bytes"]) {
           const double v = number_or_nan(result["peak_extra_bytes"]);
           if (!std::isfinite(v) || !(v > 0)) {
             at.fail("result.peak_extra_bytes", "must be a positive number, got " + shown(result["peak_extra_bytes"]));

@@ -13,19 +13,46 @@
 
 namespace perfsweep::calib {
 
+// The quantization kernels of an fp8_cast measurement (measure_fp8.py), each on a bf16 tensor of
+// rows x cols elements: a reduction for the amax, abs then max, the scaled cast to e4m3 (two
+// kernels), the plain cast, the transposed copy of an e4m3 tensor, the scaled cast of an fp32
+// copy, and amax + scaled cast + transposed copy in one torch.compile'd function.
+enum class CastOp : std::uint8_t { Amax, AmaxUnfused, CastScaled, CastPlain, TransposeFp8, CastFromFp32, FusedCastTranspose };
+inline constexpr std::size_t kCastOpCount = 7;
+inline constexpr std::array<const char*, kCastOpCount> kCastOpNames{
+    "amax", "amax_unfused", "cast_scaled", "cast_plain", "transpose_fp8", "cast_from_fp32", "fused_cast_transpose_amax"};
+
 // One measured kernel. `kind` names what it runs and which shape fields it has:
-//   rmsnorm (n, e), swiglu_gate (n, f), gemm (n, k, m), attention (b, h, kv, l, d, causal),
-//   embedding (V, e, n), lm_head_loss (V, e, n; peak_extra_bytes), adamw (N, chunk), cast (N),
-//   fp8_gemm (n, k, m; read, not modelled).
+//   rmsnorm (n, e), swiglu_gate (n, f), gemm (n, k, m), attention (b, h, kv, l, d, causal; lk the
+//   keys where they differ from the queries, as a ring-attention chunk), embedding (V, e, n),
+//   lm_head_loss (V, e, n; peak_extra_bytes), adamw (N, chunk), cast (N), fp8_gemm (n, k, m),
+//   fp8_linear (n, k, m: one linear layer's fprop, dgrad and wgrad GEMMs in FP8 and in bf16),
+//   fp8_cast (rows, cols: the quantization kernels of CastOp).
+// Times: `t` as the file gives it. A file that also gives `t_iso` timed each kernel two ways: `t`
+// in-stream (calls back to back, the host's launch hidden behind the queue) and `t_iso` isolated
+// (each call between its own CUDA events); a file with `t` alone timed it isolated
+// (h100_kernels.json).
 struct KernelMeasurement {
   std::string id, kind;
   std::int64_t n = 0, e = 0, f = 0, k = 0, m = 0;  // tokens, widths, GEMM (n x k)(k x m)
   std::int64_t b = 0, h = 0, kv = 0, l = 0, d = 0;  // attention
+  std::int64_t lk = 0;                             // attention keys; 0: l
   bool causal = false;
   std::int64_t vocab = 0;                          // V
   std::int64_t elements = 0, chunk = 0;            // N, chunk (adamw, cast)
+  std::int64_t rows = 0, cols = 0;                 // fp8_cast
+  std::string model, layer;                        // fp8_linear: the run and layer the shard is from
+  std::int64_t tp = 0;                             // fp8_linear: its tensor-parallel degree
   std::array<double, 2> t{};                       // [forward_s, backward_s]; backward 0 where none
-  double peak_extra_bytes = 0;                     // lm_head_loss
+  bool in_stream = false;                          // t timed in-stream (the entry has t_iso)
+  std::array<double, 2> t_iso{};                   // isolated, where in_stream
+  double peak_extra_bytes = 0;                     // lm_head_loss, 0 where not measured
+  // fp8_linear: each GEMM timed in-stream, [bf16, fp8][fprop, dgrad, wgrad] (kernels::GemmType,
+  // kernels::GemmPass)
+  std::array<std::array<double, 3>, 2> gemm_s{};
+  // fp8_cast: [in-stream, isolated] seconds per CastOp; has_cast_op false where not measured
+  std::array<std::array<double, 2>, kCastOpCount> cast_s{};
+  std::array<bool, kCastOpCount> has_cast_op{};
 };
 
 // Reads and checks every entry (fields of its kind positive integers, times finite and

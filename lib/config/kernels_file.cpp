@@ -14,9 +14,13 @@
 namespace perfsweep::kernels {
 
 namespace {
-// Version 2 added the training step's kernels (the stream kinds after `norm`, each optional) and
-// the attention's optional causal_efficiency; version 1 files still load.
-constexpr int kFormatVersion = 2;
+// Version 3 has a GEMM model per data type and GEMM pass (`gemm: {bf16: {fprop, dgrad, wgrad},
+// fp8: ...}`), the attention's tile scheduling (`tail`, `tile`), the quantization kernels' stream
+// kinds, `host_call_s` and `sustained_tensor_fraction`. Version 2 added the training step's kernels (the
+// stream kinds after `norm`, each optional) and the attention's optional causal_efficiency.
+// Versions 1 and 2 still load: their `gemm` (and `gemm_fp8`) {fwd, bwd} is fprop and, for both
+// backward GEMMs, bwd with half of its launch each, so they give the same times.
+constexpr int kFormatVersion = 3;
 constexpr const char* kFormatName = "perfsweep-kernel-calibration";
 
 struct Field {
@@ -34,6 +38,9 @@ constexpr Field kTileN{"tile_n", 1, false, 65536};
 constexpr Field kKHalf{"k_half", 0, false, 1e9};
 constexpr Field kHeadDimHalf{"head_dim_half", 0, false, 1e9};
 constexpr Field kCausalEfficiency{"causal_efficiency", kMinFraction, false, 1};
+constexpr Field kTail{"tail", 0, false, 100};
+constexpr Field kTile{"tile", 0, false, 65536};
+constexpr Field kSplitEfficiency{"split_efficiency", kMinFraction, false, 1};
 
 void emit_pass(YAML::Emitter& out, const char* pass, std::initializer_list<std::pair<const char*, double>> values) {
   out << YAML::Key << pass << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -95,24 +102,26 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file,
   out << YAML::Key << "version" << YAML::Value << kFormatVersion;
   out << YAML::Key << "source" << YAML::Value << cal.source;
   out << YAML::Key << "sm_count" << YAML::Value << cal.sm_count;
-  const auto emit_gemm = [&out](const char* key, const std::array<GemmModel, 2>& models) {
-    out << YAML::Key << key << YAML::Value << YAML::BeginMap;
-    for (std::size_t p = 0; p < 2; ++p) {
-      const GemmModel& g = models[p];
-      emit_pass(out, kPassNames[p],
+  out << YAML::Key << "gemm" << YAML::Value << YAML::BeginMap;
+  for (std::size_t t = 0; t < kGemmTypeCount; ++t) {
+    if (!cal.gemm_fitted[t]) continue;
+    out << YAML::Key << kGemmTypeNames[t] << YAML::Value << YAML::BeginMap;
+    for (std::size_t p = 0; p < kGemmPassCount; ++p) {
+      const GemmModel& g = cal.gemm[t][p];
+      emit_pass(out, kGemmPassNames[p],
                 {{"efficiency", g.efficiency}, {"tile_m", g.tile_m}, {"tile_n", g.tile_n}, {"k_half", g.k_half},
                  {"launch_s", g.launch_s}});
     }
     out << YAML::EndMap;
-  };
-  emit_gemm("gemm", cal.gemm);
-  if (cal.gemm_fp8_fitted) emit_gemm("gemm_fp8", cal.gemm_fp8);
+  }
+  out << YAML::EndMap;
   out << YAML::Key << "attention" << YAML::Value << YAML::BeginMap;
   for (std::size_t p = 0; p < 2; ++p) {
     const AttentionModel& a = cal.attention[p];
     emit_pass(out, kPassNames[p],
               {{"efficiency", a.efficiency}, {"head_dim_half", a.head_dim_half}, {"launch_s", a.launch_s},
-               {"causal_efficiency", a.causal_efficiency}});
+               {"causal_efficiency", a.causal_efficiency}, {"tail", a.tail}, {"tile", a.tile},
+               {"split_efficiency", a.split_efficiency}});
   }
   out << YAML::EndMap;
   for (std::size_t k = 0; k < kStreamKindCount; ++k) {
@@ -124,6 +133,10 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file,
     }
     out << YAML::EndMap;
   }
+  out << YAML::Key << "sustained_tensor_fraction" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "fwd" << YAML::Value << cal.sustained_tensor_fraction[kFwd];
+  out << YAML::Key << "bwd" << YAML::Value << cal.sustained_tensor_fraction[kBwd];
+  out << YAML::EndMap;
   for (const auto& [key, values] : {std::pair{"isolated_call_s", cal.isolated_call_s},
                                    std::pair{"residual_glue_bytes", cal.residual_glue_bytes}}) {
     out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -131,6 +144,11 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file,
     out << YAML::Key << "bwd" << YAML::Value << values[kBwd];
     out << YAML::EndMap;
   }
+  out << YAML::Key << "host_call_s" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "fwd" << YAML::Value << cal.host_call_s[kFwd];
+  out << YAML::Key << "bwd" << YAML::Value << cal.host_call_s[kBwd];
+  out << YAML::Key << "compiled" << YAML::Value << cal.host_compiled_call_s;
+  out << YAML::EndMap;
   if (cal.allocator_reserve > 0) out << YAML::Key << "allocator_reserve" << YAML::Value << cal.allocator_reserve;
   out << YAML::EndMap;
   if (!out.good()) throw InputError(file.string() + ": cannot write kernel calibration: " + out.GetLastError());
@@ -140,14 +158,30 @@ void save_calibration(const Calibration& cal, const std::filesystem::path& file,
 
 namespace {
 
+// A GEMM pass's parameters at `at`.
+GemmModel read_gemm(const Reader& r, const YAML::Node& g, const std::string& at) {
+  r.keys(g, {"efficiency", "tile_m", "tile_n", "k_half", "launch_s"}, at);
+  return {r.number(g, kEfficiency, at), r.number(g, kTileM, at), r.number(g, kTileN, at), r.number(g, kKHalf, at),
+          r.number(g, kLaunch, at)};
+}
+
 Calibration read_calibration(const std::filesystem::path& file) {
   const YAML::Node root = load_yaml_file(file);
   const Reader r(file.string());
-  std::vector<const char*> top = {"format",    "version",         "source",
-                                  "sm_count",  "gemm",            "gemm_fp8",        "attention",
-                                  "isolated_call_s", "residual_glue_bytes", "allocator_reserve"};
-  for (const char* k : kStreamKindNames) top.push_back(k);
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping");
+  const std::string version = root["version"] && root["version"].IsScalar() ? root["version"].Scalar() : "";
+  if (version != "1" && version != "2" && version != std::to_string(kFormatVersion)) {
+    throw InputError(r.file() + ": version must be 1, 2 or " + std::to_string(kFormatVersion));
+  }
+  const bool v3 = version == std::to_string(kFormatVersion);
+  std::vector<const char*> top = {"format", "version", "source", "sm_count", "gemm", "attention",
+                                  "isolated_call_s", "residual_glue_bytes", "allocator_reserve"};
+  if (v3) {
+    top.insert(top.end(), {"host_call_s", "sustained_tensor_fraction"});
+  } else {
+    top.push_back("gemm_fp8");
+  }
+  for (std::size_t k = 0; k < (v3 ? kStreamKindCount : std::size_t{10}); ++k) top.push_back(kStreamKindNames[k]);
   for (const auto& kv : root) {
     const std::string k = yaml_scalar(kv.first, r.file() + ": a key", "a plain name");
     bool ok = false;
@@ -156,10 +190,6 @@ Calibration read_calibration(const std::filesystem::path& file) {
   }
   if (!root["format"] || root["format"].Scalar() != kFormatName) {
     throw InputError(r.file() + ": format must be '" + std::string(kFormatName) + "'");
-  }
-  const std::string version = root["version"] ? root["version"].Scalar() : "";
-  if (version != "1" && version != std::to_string(kFormatVersion)) {
-    throw InputError(r.file() + ": version must be 1 or " + std::to_string(kFormatVersion));
   }
   Calibration cal;
   cal.file = file.string();
@@ -171,34 +201,66 @@ Calibration read_calibration(const std::filesystem::path& file) {
   for (const char* group : {"gemm", "attention", "isolated_call_s", "residual_glue_bytes"}) {
     if (!root[group]) throw InputError(r.file() + ": missing key '" + group + "'");
   }
-  r.keys(root["gemm"], {"fwd", "bwd"}, "gemm");
   r.keys(root["attention"], {"fwd", "bwd"}, "attention");
   r.keys(root["isolated_call_s"], {"fwd", "bwd"}, "isolated_call_s");
   r.keys(root["residual_glue_bytes"], {"fwd", "bwd"}, "residual_glue_bytes");
-  if (root["gemm_fp8"]) {
-    r.keys(root["gemm_fp8"], {"fwd", "bwd"}, "gemm_fp8");
-    cal.gemm_fp8_fitted = true;
+  if (v3) {
+    const YAML::Node gemm = root["gemm"];
+    if (!gemm.IsMap() || !gemm["bf16"]) throw InputError(r.file() + ": gemm: missing key 'bf16'");
+    for (const auto& kv : gemm) {
+      const std::string k = yaml_scalar(kv.first, r.file() + ": gemm: a key", "a plain name");
+      if (k != kGemmTypeNames[0] && k != kGemmTypeNames[1]) throw InputError(r.file() + ": gemm: unknown key '" + k + "'");
+    }
+    for (std::size_t t = 0; t < kGemmTypeCount; ++t) {
+      cal.gemm_fitted[t] = static_cast<bool>(gemm[kGemmTypeNames[t]]);
+      if (!cal.gemm_fitted[t]) continue;
+      const std::string at = std::string("gemm.") + kGemmTypeNames[t];
+      r.keys(gemm[kGemmTypeNames[t]], {"fprop", "dgrad", "wgrad"}, at);
+      for (std::size_t p = 0; p < kGemmPassCount; ++p) {
+        cal.gemm[t][p] = read_gemm(r, gemm[kGemmTypeNames[t]][kGemmPassNames[p]], at + "." + kGemmPassNames[p]);
+      }
+    }
+    if (!root["sustained_tensor_fraction"]) throw InputError(r.file() + ": missing key 'sustained_tensor_fraction'");
+    r.keys(root["sustained_tensor_fraction"], {"fwd", "bwd"}, "sustained_tensor_fraction");
+    for (std::size_t p = 0; p < 2; ++p) {
+      cal.sustained_tensor_fraction[p] =
+          r.number(root["sustained_tensor_fraction"], {kPassNames[p], kMinFraction, false, 1}, "sustained_tensor_fraction");
+    }
+    if (!root["host_call_s"]) throw InputError(r.file() + ": missing key 'host_call_s'");
+    r.keys(root["host_call_s"], {"fwd", "bwd", "compiled"}, "host_call_s");
+    for (std::size_t p = 0; p < 2; ++p) {
+      cal.host_call_s[p] = r.number(root["host_call_s"], {kPassNames[p], 0, false, 1}, "host_call_s");
+    }
+    cal.host_compiled_call_s = r.number(root["host_call_s"], {"compiled", 0, false, 1}, "host_call_s");
+  } else {
+    // {fwd, bwd}: fprop, and both backward GEMMs with half of the backward's launch each.
+    for (const bool fp8 : {false, true}) {
+      const char* group = fp8 ? "gemm_fp8" : "gemm";
+      if (!root[group]) continue;
+      r.keys(root[group], {"fwd", "bwd"}, group);
+      const std::size_t t = fp8 ? 1 : 0;
+      cal.gemm_fitted[t] = true;
+      const GemmModel fwd = read_gemm(r, root[group]["fwd"], std::string(group) + ".fwd");
+      GemmModel bwd = read_gemm(r, root[group]["bwd"], std::string(group) + ".bwd");
+      bwd.launch_s /= 2;
+      cal.gemm[t] = {fwd, bwd, bwd};
+    }
   }
   for (std::size_t p = 0; p < 2; ++p) {
-    for (const bool fp8 : {false, true}) {
-      if (fp8 && !cal.gemm_fp8_fitted) continue;
-      const char* group = fp8 ? "gemm_fp8" : "gemm";
-      const std::string at = std::string(group) + "." + kPassNames[p];
-      const YAML::Node g = root[group][kPassNames[p]];
-      r.keys(g, {"efficiency", "tile_m", "tile_n", "k_half", "launch_s"}, at);
-      (fp8 ? cal.gemm_fp8 : cal.gemm)[p] = {r.number(g, kEfficiency, at), r.number(g, kTileM, at),
-                                            r.number(g, kTileN, at), r.number(g, kKHalf, at), r.number(g, kLaunch, at)};
-    }
     const std::string at_a = std::string("attention.") + kPassNames[p];
     const YAML::Node a = root["attention"][kPassNames[p]];
     const bool causal = a.IsMap() && a["causal_efficiency"];
-    if (causal) {
+    if (v3) {
+      r.keys(a, {"efficiency", "head_dim_half", "launch_s", "causal_efficiency", "tail", "tile", "split_efficiency"},
+             at_a);
+    } else if (causal) {
       r.keys(a, {"efficiency", "head_dim_half", "launch_s", "causal_efficiency"}, at_a);
     } else {
       r.keys(a, {"efficiency", "head_dim_half", "launch_s"}, at_a);
     }
     cal.attention[p] = {r.number(a, kEfficiency, at_a), r.number(a, kHeadDimHalf, at_a), r.number(a, kLaunch, at_a),
-                        causal ? r.number(a, kCausalEfficiency, at_a) : 1.0};
+                        causal ? r.number(a, kCausalEfficiency, at_a) : 1.0, v3 ? r.number(a, kTail, at_a) : 0.0,
+                        v3 ? r.number(a, kTile, at_a) : 0.0, v3 ? r.number(a, kSplitEfficiency, at_a) : 1.0};
     cal.isolated_call_s[p] = r.number(root["isolated_call_s"], {kPassNames[p], 0, false, 1}, "isolated_call_s");
     cal.residual_glue_bytes[p] =
         r.number(root["residual_glue_bytes"], {kPassNames[p], 0, false, 1e6}, "residual_glue_bytes");

@@ -187,8 +187,8 @@ void layer_json(JsonWriter& w, const LayerResult& r, const CommUse& use, bool fp
   if (fp8) {
     // the GEMM's data type and its FP8 quantization kernels (model/precision.hpp)
     w.key("precision").value(std::string_view(kPrecisionNames[static_cast<std::size_t>(c.precision)]));
-    w.key("cast_fwd_gb").value(c.cast_gb[kernels::kFwd]);
-    w.key("cast_bwd_gb").value(c.cast_gb[kernels::kBwd]);
+    w.key("cast_fwd_gb").value(c.quant[kernels::kFwd].total_gb());
+    w.key("cast_bwd_gb").value(c.quant[kernels::kBwd].total_gb());
     w.key("t_fwd_cast").value(r.fwd.cast);
     w.key("t_bwd_cast").value(r.bwd.cast);
   }
@@ -449,8 +449,8 @@ std::string estimate_csv(const Evaluation& ev, const Layout& layout) {
     const CommUse use = row_use(module, r, layout);
     o << ',' << format_double(r.t) << ',' << (use.collectives > 0 ? comm_use_name(use) : "");
     if (fp8) {
-      o << ',' << kPrecisionNames[static_cast<std::size_t>(c.precision)] << ',' << format_double(c.cast_gb[0]) << ','
-        << format_double(c.cast_gb[1]) << ',' << format_double(r.fwd.cast) << ',' << format_double(r.bwd.cast);
+      o << ',' << kPrecisionNames[static_cast<std::size_t>(c.precision)] << ',' << format_double(c.quant[0].total_gb()) << ','
+        << format_double(c.quant[1].total_gb()) << ',' << format_double(r.fwd.cast) << ',' << format_double(r.bwd.cast);
     }
     o << '\n';
   });

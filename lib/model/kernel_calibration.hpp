@@ -5,6 +5,7 @@
 // calibrated kernel is never faster than the peak FLOP/s or HBM bandwidth of the system it runs
 // on (the system's peaks are not part of the calibration: an H200 predicted from an H100
 // calibration keeps the H100's efficiencies at the H200's bandwidth).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -59,31 +60,75 @@ namespace kernels {
 inline constexpr std::size_t kFwd = 0, kBwd = 1;
 inline constexpr std::array<const char*, 2> kPassNames{"fwd", "bwd"};
 
+// The three GEMMs of a linear layer: the forward's product (fprop) and the backward's two,
+// dX = dY W^T (dgrad: rows x depth, reduced over cols) and dW = X^T dY (wgrad: depth x cols,
+// reduced over rows). FP8 training runs them differently (Transformer Engine's HYBRID recipe:
+// fprop e4m3 x e4m3 with fast accumulation, dgrad and wgrad e5m2 x e4m3 with split
+// accumulation), so each has its own parameters.
+enum class GemmPass : std::uint8_t { Fprop, Dgrad, Wgrad };
+inline constexpr std::size_t kGemmPassCount = 3;
+inline constexpr std::array<const char*, kGemmPassCount> kGemmPassNames{"fprop", "dgrad", "wgrad"};
+
+// The data types with GEMM parameters of their own: bf16 and FP8 (per-tensor or block scales:
+// an MXFP8 layer runs at the system's MXFP8 peak with the FP8 parameters).
+enum class GemmType : std::uint8_t { Bf16, Fp8 };
+inline constexpr std::size_t kGemmTypeCount = 2;
+inline constexpr std::array<const char*, kGemmTypeCount> kGemmTypeNames{"bf16", "fp8"};
+constexpr GemmType gemm_type(Precision p) { return p == Precision::Bf16 ? GemmType::Bf16 : GemmType::Fp8; }
+
+// The operand shape (rows x depth)(depth x cols) of one GEMM pass of a layer whose forward is
+// (rows x depth)(depth x cols).
+struct GemmDims {
+  std::int64_t rows, depth, cols;
+};
+constexpr GemmDims gemm_dims(GemmPass g, std::int64_t rows, std::int64_t depth, std::int64_t cols) {
+  switch (g) {
+    case GemmPass::Fprop: return {rows, depth, cols};
+    case GemmPass::Dgrad: return {rows, cols, depth};
+    case GemmPass::Wgrad: return {depth, rows, cols};
+  }
+  return {rows, depth, cols};
+}
+
 // cuBLAS-style GEMM: the output is cut into tile_m x tile_n tiles, one per SM at a time, so the
 // last wave leaves SMs idle (wave quantization); a short reduction depth k spends a larger share
 // in prologue/epilogue, modelled as the factor k / (k + k_half).
 //   t = launch_s + 2 batch rows depth cols / (peak x efficiency x wave(rows, cols) x k/(k + k_half))
-// The backward pass is two GEMMs, dX = dY W^T (rows x depth, reduced over cols) and
-// dW = X^T dY (depth x cols, reduced over rows), with the backward's own parameters.
+// One model per GEMM pass and data type (Calibration::gemm).
 struct GemmModel {
   double efficiency = 0.8;  // achieved fraction of the tensor-core peak on full waves of deep GEMMs
   double tile_m = 128;      // output tile rows
   double tile_n = 128;      // output tile columns
   double k_half = 0;        // reduction depth at which the depth factor is 1/2
-  double launch_s = 0;      // fixed cost per pass (launches, prologue), s
+  double launch_s = 0;      // fixed cost per GEMM, s
 };
 
 // Flash attention: 4 batch rows cols depth matmul flops forward (Q K^T, P V), 10 backward (Q K^T
 // recomputed, dV, dP, dQ, dK); the softmax's exponentials and rescaling cost per score rather than
 // per flop, which the head-dimension factor d / (d + head_dim_half) expresses.
-// Causal masking skips the score blocks above the diagonal, half of the arithmetic; the blocks
-// on the diagonal are computed whole and masked, and the kernel's work is unevenly spread over
-// its thread blocks, so the remaining half runs at causal_efficiency of the non-causal speed.
+// With `tile` = 0 (calibrations before format 3) the work is the flops: causal masking skips half
+// of them and the rest runs at causal_efficiency of the non-causal speed.
+// With `tile` > 0 the work is scheduled as the kernel runs it (FlashAttention-2, flash_api.cpp and
+// flash_fwd/bwd_kernel.h): one thread block (CTA) per tile x head_dim block of queries (forward)
+// or of keys (backward) of one sequence and head, looping over the other side's tiles (causal:
+// those at or below the diagonal), one CTA per SM at a time. The makespan in tile products is
+//   non-causal: ceil(CTAs / SMs) x L      (every CTA does L, the other side's tiles: waves)
+//   causal:     max(L, W / SMs + tail x L) (W the causal half; CTAs dispatched in index order
+//               start their longest rows last, so the last wave ends about `tail` of a longest
+//               CTA after the average SM)
+// and the forward splits the keys of each CTA over several CTAs when too few fill the GPU
+// (FlashAttention-2's split-KV, attention_splits), so that few heads per GPU (tensor-parallel
+// shards) and short sequences occupy the SMs they can.
 struct AttentionModel {
-  double efficiency = 0.8;    // achieved fraction of the tensor-core peak at large head dimension
-  double head_dim_half = 0;   // head dimension at which the factor is 1/2
-  double launch_s = 0;        // s per pass
-  double causal_efficiency = 1;  // speed of a causal kernel's unmasked half relative to a full one
+  double efficiency = 0.8;       // achieved fraction of the tensor-core peak at large head dimension
+  double head_dim_half = 0;      // head dimension at which the factor is 1/2
+  double launch_s = 0;           // s per pass
+  double causal_efficiency = 1;  // speed of a causal kernel's work relative to a non-causal one
+  double tail = 0;               // the causal makespan's tail, in longest CTAs (tile > 0)
+  double tile = 0;               // query (key) rows of a CTA; 0: the flop model
+  // The speed of the split-KV forward's tile products relative to the regular kernel's (its
+  // smaller query blocks and the pass that combines the splits' partial outputs).
+  double split_efficiency = 1;
 };
 
 // A memory-bound kernel: t = launch_s + bytes / (hbm_bandwidth x bandwidth_fraction), bytes as
@@ -96,28 +141,33 @@ struct StreamModel {
 
 // The memory-bound kernels with their own curve, in file order. The first four are fitted to
 // the block's layer measurements (h100_layers.json), the others to the kernels of a training
-// step (h100_kernels.json, `validate fit-kernels --kernel-measurements`); a calibration without
-// the latter leaves those kernels to the kernel-class roofline. Bytes are what the layer costs
-// of model/layer.cpp count for the pass; the optimizer moves 28 bytes per fp32 parameter (reads
-// parameter, gradient and two moments, writes parameter and moments: PyTorch's fused AdamW), a
-// cast 6 per element (fp32 read, bf16 written).
+// step (h100_kernels.json, h100_kernels_fp8.json: `validate fit-kernels --kernel-measurements`);
+// a calibration without the latter leaves those kernels to the kernel-class roofline. Bytes are
+// what the layer costs of model/layer.cpp count for the pass; the optimizer moves 28 bytes per
+// fp32 parameter (reads parameter, gradient and two moments, writes parameter and moments:
+// PyTorch's fused AdamW), a cast 6 per element (fp32 read, bf16 written).
+// The last four are quantization kernels, fitted to the fp8_cast measurements; bytes per element
+// of the bf16 tensor quantized: amax (a reduction reading it: 2), quantize (it read, an FP8 copy
+// written: 3), transpose (torch's copy of an FP8 tensor transposed: read 1, write 1) and
+// cast_transpose (torch.compile's scaled cast and transposed copy after its amax: read 2, write
+// 1 + 1). FP8 training's recipes (model/precision.hpp) run amax and quantize; the other two time
+// the torch operations `validate kernels` compares.
 enum class StreamKind : std::uint8_t { Bias, Activation, Dropout, Norm, RmsNorm, GatedActivation, Embedding,
-                                       CrossEntropy, Optimizer, Cast };
-inline constexpr std::size_t kStreamKindCount = 10;
+                                       CrossEntropy, Optimizer, Cast, Amax, Quantize, Transpose, CastTranspose };
+inline constexpr std::size_t kStreamKindCount = 14;
 inline constexpr std::size_t kLayerStreamKinds = 4;  // fitted to layer measurements
 inline constexpr std::array<const char*, kStreamKindCount> kStreamKindNames{
-    "bias", "activation", "dropout", "norm", "rmsnorm", "gated_activation", "embedding", "cross_entropy",
-    "optimizer", "cast"};
+    "bias",     "activation", "dropout", "norm", "rmsnorm",  "gated_activation", "embedding",
+    "cross_entropy", "optimizer", "cast", "amax", "quantize", "transpose",        "cast_transpose"};
 inline constexpr double kAdamwBytesPerParameter = 28;
 inline constexpr double kCastBytesPerElement = 6;
 
 struct Calibration {
-  std::int64_t sm_count = 132;  // streaming multiprocessors (waves of GEMM tiles)
-  std::array<GemmModel, 2> gemm{};            // [fwd, bwd]
-  // FP8 GEMMs: the same model with its own parameters, fitted to FP8 GEMM measurements where the
-  // calibration has them (gemm_fp8_fitted); else the bf16 parameters at the FP8 peak.
-  std::array<GemmModel, 2> gemm_fp8{};
-  bool gemm_fp8_fitted = false;
+  std::int64_t sm_count = 132;  // streaming multiprocessors (waves of GEMM tiles and attention CTAs)
+  // [data type][fprop, dgrad, wgrad]; a data type not fitted (gemm_fitted false) takes bf16's
+  // parameters at its own peak.
+  std::array<std::array<GemmModel, kGemmPassCount>, kGemmTypeCount> gemm{};
+  std::array<bool, kGemmTypeCount> gemm_fitted{true, false};
   std::array<AttentionModel, 2> attention{};  // [fwd, bwd]
   std::array<std::array<StreamModel, 2>, kStreamKindCount> stream{};
   // Whether a stream kind was fitted (the layer kinds always are); the others keep the roofline.
@@ -126,6 +176,22 @@ struct Calibration {
   // inside a stream of kernels, where the host launches ahead of the GPU: added to layer
   // predictions compared with per-layer measurements, never to a block or a step.
   std::array<double, 2> isolated_call_s{};
+  // The host's time to issue one call (forward: one eager PyTorch operator; backward: one
+  // torch.autograd.grad) and one call of a torch.compile'd function: calls repeated in a stream
+  // run at the slower of the host and the GPU, so a call there takes at least this long. Fitted
+  // to the in-stream measurements and used where `validate kernels` compares with them; a
+  // step's host bound (the pytorch_amp runtime) uses isolated_call_s.
+  std::array<double, 2> host_call_s{};
+  double host_compiled_call_s = 0;
+  // The fraction of its speed in a training step that a tensor-core kernel (GEMM, flash
+  // attention) keeps when it is repeated back to back for tens of milliseconds, as the in-stream
+  // measurements repeat it, per pass: the forward GEMMs of such a loop run several percent slower
+  // than the same call timed alone, as the GPU lowers its clock under the continuous load, while
+  // the backward's (dgrad, wgrad) do not; the layer measurements' blocks, composed as a step's,
+  // run their forward GEMMs at the speed of the calls timed alone. The GEMM and attention models
+  // are the step's; `validate kernels` divides their in-stream predictions by it. 1 where not
+  // measured.
+  std::array<double, 2> sustained_tensor_fraction{1, 1};
   // The block's kernels outside the reference's layers, on the residual stream: the residual
   // adds and the attention's head split and merge copies (and their gradients' adds in the
   // backward). HBM bytes per element of a sub-layer's residual stream (b x l/tp x e), at the
@@ -137,6 +203,11 @@ struct Calibration {
   double allocator_reserve = 0;
   std::string source;     // what it was fitted from
   std::string file;       // path as loaded; "" if built in memory
+
+  // The GEMM parameters of data type `t`: its own where fitted, else bf16's.
+  const std::array<GemmModel, kGemmPassCount>& gemm_of(GemmType t) const {
+    return gemm_fitted[static_cast<std::size_t>(t)] ? gemm[static_cast<std::size_t>(t)] : gemm[0];
+  }
 };
 
 // Fraction of the SMs busy over a GEMM's waves of output tiles.
@@ -157,15 +228,82 @@ inline double gemm_compute_seconds(const Calibration& c, const GemmModel& g, dou
   return flops * flops_units / (peak_tflops * eff);
 }
 
+// Seconds of one GEMM pass's arithmetic of a layer whose forward is (rows x depth)(depth x cols).
+inline double gemm_pass_seconds(const Calibration& c, const GemmModel& g, GemmPass pass, double peak_tflops,
+                                double flops_units, const KernelShape& s) {
+  const GemmDims d = gemm_dims(pass, s.rows, s.depth, s.cols);
+  return gemm_compute_seconds(c, g, peak_tflops, flops_units, s.batch, d.rows, d.depth, d.cols);
+}
+
+// FlashAttention-2's number of splits of the keys in the forward (flash_api.cpp,
+// num_splits_heuristic, over blocks of 64 queries and two CTAs per SM): 1 when the query blocks
+// of every sequence and head fill 80% of the slots; else the fewest splits whose waves are at
+// least 85% as full as the best count's, among counts that leave no split without keys.
+inline std::int64_t attention_splits(std::int64_t batch_heads, std::int64_t queries, std::int64_t keys,
+                                     std::int64_t head_dim, std::int64_t sm_count) {
+  constexpr std::int64_t kMaxSplits = 128;
+  const std::int64_t key_block = head_dim <= 64 ? 256 : (head_dim <= 128 ? 128 : 64);
+  const std::int64_t blocks = batch_heads * ((queries + 63) / 64);
+  const std::int64_t slots = 2 * sm_count;
+  if (static_cast<double>(blocks) >= 0.8 * static_cast<double>(slots)) return 1;
+  const std::int64_t key_blocks = (keys + key_block - 1) / key_block;
+  const std::int64_t most = std::min(std::min(kMaxSplits, slots), key_blocks);
+  const auto fill = [&](std::int64_t n) {
+    const double waves = static_cast<double>(blocks * n) / static_cast<double>(slots);
+    return waves / std::ceil(waves);
+  };
+  const auto eligible = [&](std::int64_t n) {
+    return n == 1 || (key_blocks + n - 1) / n != (key_blocks + n - 2) / (n - 1);
+  };
+  double best = 0;
+  for (std::int64_t n = 1; n <= most; ++n) {
+    if (eligible(n)) best = std::max(best, fill(n));
+  }
+  for (std::int64_t n = 1; n <= most; ++n) {
+    if (eligible(n) && fill(n) >= 0.85 * best) return n;
+  }
+  return 1;
+}
+
+// The makespan of a flash-attention pass in tile x tile products per SM (AttentionModel, tile > 0).
+inline double attention_makespan_tiles(const AttentionModel& a, std::size_t pass, std::int64_t sm_count,
+                                       const KernelShape& s) {
+  const double tq = std::ceil(static_cast<double>(s.rows) / a.tile);
+  const double tk = std::ceil(static_cast<double>(s.cols) / a.tile);
+  const bool forward = pass == kFwd;
+  const double owned = forward ? tq : tk;  // the side a CTA owns, per sequence and head
+  const double other = forward ? tk : tq;  // the side it loops over
+  const double sms = static_cast<double>(sm_count);
+  const double splits =
+      forward ? static_cast<double>(attention_splits(s.batch, s.rows, s.cols, s.depth, sm_count)) : 1.0;
+  const double longest = std::ceil(other / splits);
+  const double ctas = static_cast<double>(s.batch) * owned * splits;
+  const double split = splits > 1 ? 1 / a.split_efficiency : 1.0;
+  if (!s.causal) return split * std::ceil(ctas / sms) * longest;
+  // Causal: half of the tile products and half of the diagonal's (tq (tq + 1) / 2 for a square
+  // score matrix); where the sides differ (a context-parallel chunk of queries against the keys
+  // of the whole sequence) the half a chunk sees on average, as the flop count halves it.
+  const double per_head = tq * tk / 2 + std::min(tq, tk) / 2;
+  return split * std::max(longest, static_cast<double>(s.batch) * per_head / sms + a.tail * longest);
+}
+
 // Seconds of a flash-attention pass's arithmetic (launch excluded).
-inline double attention_compute_seconds(const AttentionModel& a, std::size_t pass, double peak_tflops,
-                                        double flops_units, const KernelShape& s) {
+inline double attention_compute_seconds(const AttentionModel& a, std::size_t pass, std::int64_t sm_count,
+                                        double peak_tflops, double flops_units, const KernelShape& s) {
   const double d = static_cast<double>(s.depth);
   const double matmuls = pass == kFwd ? 4.0 : 10.0;
+  const double rate = peak_tflops * a.efficiency * (d / (d + a.head_dim_half));
+  if (a.tile > 0) {
+    // One SM's share of the peak runs the makespan's tile products one after another.
+    const double tile_flops = matmuls * a.tile * a.tile * d;
+    const double causal = s.causal ? 1 / a.causal_efficiency : 1.0;
+    return causal * attention_makespan_tiles(a, pass, sm_count, s) * tile_flops * flops_units *
+           static_cast<double>(sm_count) / rate;
+  }
   const double flops = matmuls * static_cast<double>(s.batch) * static_cast<double>(s.rows) *
                        static_cast<double>(s.cols) * d;
   const double masked = s.causal ? 0.5 / a.causal_efficiency : 1.0;
-  return masked * flops * flops_units / (peak_tflops * a.efficiency * (d / (d + a.head_dim_half)));
+  return masked * flops * flops_units / rate;
 }
 
 inline StreamKind stream_kind(KernelOp op) {

@@ -98,8 +98,8 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
     t_mem = memory_seconds(s, kernel_class(c.op), mem);
     t_compute = std::max(p.comp, t_mem);
   }
-  if (c.cast_kernels[pass] > 0) [[unlikely]] {
-    p.cast = quantization_seconds(s, c.cast_gb[pass], D(c.cast_kernels[pass]));
+  if (c.quant[pass].total_kernels() > 0 || c.quant[pass].total_gb() > 0) [[unlikely]] {
+    p.cast = quantization_seconds(s, c.quant[pass]);
   }
   p.intensity = p.comp / t_mem;
   if (c.overlap == Overlap::Summa) {

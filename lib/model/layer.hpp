@@ -55,6 +55,18 @@ enum class Overlap : std::uint8_t {
 
 enum class Glue : std::uint8_t { Calibrated, ResidualFork, None };
 
+// FP8 quantization kernels of one pass, by the calibration's stream kind that times them
+// (kQuantKinds: the amax reduction, and the cast writing the FP8 copies): GB moved and kernels
+// launched of each. Without those kinds in the calibration the totals are timed as its cast
+// kernel (model/precision.cpp: quantization_seconds).
+inline constexpr std::array<kernels::StreamKind, 2> kQuantKinds{kernels::StreamKind::Amax, kernels::StreamKind::Quantize};
+struct QuantWork {
+  std::array<double, 2> gb{};
+  std::array<double, 2> kernels{};
+  double total_gb() const { return gb[0] + gb[1]; }
+  double total_kernels() const { return kernels[0] + kernels[1]; }
+};
+
 struct LayerCost {
   const char* name = "";
   // the kernel it runs: its roofline class (model/roofline.hpp: kernel_class) and, with a kernel
@@ -84,11 +96,10 @@ struct LayerCost {
   // The GEMM's data type: Fp8 runs at the system's FP8 peak with the calibration's FP8 GEMM
   // model (model/precision.hpp: to_fp8).
   Precision precision = Precision::Bf16;
-  // The FP8 quantization kernels this layer's pass runs beside its GEMM (the input's cast and
-  // transpose in the forward, the output gradient's in the backward, and the amax passes of
-  // current scaling): GB moved and kernels launched, timed as the calibration's cast kernel.
-  std::array<double, 2> cast_gb{};
-  std::array<std::uint8_t, 2> cast_kernels{};
+  // The FP8 quantization kernels each pass runs beside its GEMM (the input's cast and transpose
+  // in the forward, the output gradient's in the backward, and the amax passes of current
+  // scaling), by the kernel kind that times them (model/precision.hpp).
+  std::array<QuantWork, 2> quant{};
 };
 
 // Time of one pass (seconds) and its parts, as the reference reports them.

@@ -10,11 +10,12 @@ constexpr double kMxScale = 1.0 / 32;  // an e8m0 scale byte per 32 elements
 }  // namespace
 
 Quantization input_quantization(Fp8Recipe recipe, bool fused) {
+  // kQuantKinds: [amax, quantize]
   switch (recipe) {
     case Fp8Recipe::None: return {};
-    case Fp8Recipe::Delayed: return fused ? Quantization{2, 1} : Quantization{4, 1};
-    case Fp8Recipe::Current: return {6, 2};
-    case Fp8Recipe::Mxfp8: return fused ? Quantization{2 * kMxScale, 0} : Quantization{4 + 2 * kMxScale, 1};
+    case Fp8Recipe::Delayed: return fused ? Quantization{{0, 2}, {0, 1}} : Quantization{{0, 4}, {0, 1}};
+    case Fp8Recipe::Current: return {{2, 4}, {1, 1}};
+    case Fp8Recipe::Mxfp8: return fused ? Quantization{{0, 2 * kMxScale}, {0, 0}} : Quantization{{0, 4 + 2 * kMxScale}, {0, 1}};
   }
   return {};
 }
@@ -31,14 +32,35 @@ double cached_weight_bytes(Fp8Recipe recipe) {
   return 0;
 }
 
-double quantization_seconds(const System& s, double gigabytes, double kernels) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  constexpr auto kCast = static_cast<std::size_t>(kernels::StreamKind::Cast);
-  if (cal != nullptr && cal->stream_fitted[kCast]) {
-    const kernels::StreamModel& m = cal->stream[kCast][kernels::kFwd];
-    return kernels * m.launch_s + gigabytes / (s.hbm_bandwidth * m.bandwidth_fraction);
+void add_quantization(QuantWork& work, const Quantization& q, double elements_gb, double times) {
+  for (std::size_t i = 0; i < kQuantKinds.size(); ++i) {
+    work.gb[i] += q.bytes_per_element[i] * elements_gb * times;
+    work.kernels[i] += q.kernels[i] * times;
   }
-  return kernels * s.kernel(KernelClass::Elementwise).launch_s + memory_seconds(s, KernelClass::Elementwise, gigabytes);
+}
+
+double quantization_seconds(const System& s, const QuantWork& w) {
+  const kernels::Calibration* cal = s.kernel_calibration.get();
+  if (cal != nullptr) {
+    bool own = true;
+    for (const kernels::StreamKind k : kQuantKinds) own = own && cal->stream_fitted[static_cast<std::size_t>(k)];
+    if (own) {
+      double t = 0;
+      for (std::size_t i = 0; i < kQuantKinds.size(); ++i) {
+        if (w.kernels[i] == 0 && w.gb[i] == 0) continue;
+        const kernels::StreamModel& m = cal->stream[static_cast<std::size_t>(kQuantKinds[i])][kernels::kFwd];
+        t += w.kernels[i] * m.launch_s + w.gb[i] / (s.hbm_bandwidth * m.bandwidth_fraction);
+      }
+      return t;
+    }
+    constexpr auto kCast = static_cast<std::size_t>(kernels::StreamKind::Cast);
+    if (cal->stream_fitted[kCast]) {
+      const kernels::StreamModel& m = cal->stream[kCast][kernels::kFwd];
+      return w.total_kernels() * m.launch_s + w.total_gb() / (s.hbm_bandwidth * m.bandwidth_fraction);
+    }
+  }
+  return w.total_kernels() * s.kernel(KernelClass::Elementwise).launch_s +
+         memory_seconds(s, KernelClass::Elementwise, w.total_gb());
 }
 
 bool runs_fp8(const BlockLayer& y, const Fp8Policy& fp8) {
@@ -75,12 +97,9 @@ void to_fp8(const System& s, const BlockLayer& y, const Fp8Policy& fp8, LayerCos
   // The input's quantization runs in the forward, but delayed scaling's fused one transposes the
   // saved copy in the backward; the output gradient's runs in the backward.
   const std::size_t input_pass = fused && fp8.recipe == Fp8Recipe::Delayed ? kernels::kBwd : kernels::kFwd;
-  c.cast_gb = {};
-  c.cast_kernels = {};
-  c.cast_gb[input_pass] += in.bytes_per_element * x * narrow;
-  c.cast_kernels[input_pass] = in.kernels;
-  c.cast_gb[kernels::kBwd] += grad.bytes_per_element * yv * narrow;
-  c.cast_kernels[kernels::kBwd] = static_cast<std::uint8_t>(c.cast_kernels[kernels::kBwd] + grad.kernels);
+  c.quant = {};
+  add_quantization(c.quant[input_pass], in, x * narrow);
+  add_quantization(c.quant[kernels::kBwd], grad, yv * narrow);
 }
 
 }  // namespace perfsweep

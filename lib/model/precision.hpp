@@ -6,24 +6,33 @@
 // or output gradient is quantized into a row-wise and a column-wise (transposed) copy; weights
 // are quantized into both once per step with is_first_microbatch (weight caching), else for
 // every micro-batch; LayerNormLinear quantizes a norm's output inside the norm.
+#include <array>
 #include <cstdint>
 
 #include "model/block.hpp"
 
 namespace perfsweep {
 
-// One quantization of a bf16 tensor into FP8, per element: bytes moved and kernels launched.
-//   delayed (per-tensor scale from the amax history): cast + transpose in one kernel, read 2
-//     bytes and write the row-wise and column-wise copies (1 + 1); the amax comes with it.
-//   current (per-tensor scale from the tensor): an amax pass (read 2) before the same cast.
-//   mxfp8 (a scale per 32 elements): one kernel writes both copies and their e8m0 scales
-//     (1 + 1/32 each).
+// One quantization of a bf16 tensor into FP8: bytes moved per element and kernels launched, by
+// the kind of kernel that runs them (kQuantKinds: amax, quantize).
+//   delayed (per-tensor scale from the amax history): one fused cast-transpose kernel reads 2
+//     bytes and writes the row-wise and column-wise copies (1 + 1); the amax comes with it.
+//   current (per-tensor scale from the tensor): an amax pass (read 2) before the same kernel.
+//   mxfp8 (a scale per 32 elements): one cast writes both copies and their e8m0 scales (1 + 1/32
+//     each; Blackwell's tensor cores read either layout, so nothing is transposed).
 // `fused`: the quantization of a norm's output inside the norm (delayed and mxfp8 only): the
 // norm writes FP8 in place of bf16; delayed scaling then transposes the saved copy in the
 // backward (read 1, write 1), mxfp8 writes its scales (2/32).
+// Transformer Engine's cast-transpose and FP8 transpose kernels transpose through shared memory,
+// so their writes stream like a plain cast's: they are timed on the plain cast's curve
+// (quantize, the measured cast_plain), not on torch's generic transposed copy (transpose_fp8) or
+// torch.compile's fused function (fused_cast_transpose_amax), which `validate kernels` compares
+// with their own curves (docs/fp8.md).
 struct Quantization {
-  double bytes_per_element = 0;
-  std::uint8_t kernels = 0;
+  std::array<double, 2> bytes_per_element{};  // by kQuantKinds
+  std::array<double, 2> kernels{};
+  double total_bytes() const { return bytes_per_element[0] + bytes_per_element[1]; }
+  double total_kernels() const { return kernels[0] + kernels[1]; }
 };
 Quantization input_quantization(Fp8Recipe recipe, bool fused);
 // A weight's quantization (once per step with weight caching, else per micro-batch).
@@ -32,9 +41,14 @@ Quantization weight_quantization(Fp8Recipe recipe);
 // (and mxfp8's scales).
 double cached_weight_bytes(Fp8Recipe recipe);
 
-// Seconds of quantization kernels: `kernels` launches moving `gigabytes`, as the kernel
-// calibration's cast kernel runs (else the elementwise roofline's launch and bandwidth).
-double quantization_seconds(const System& s, double gigabytes, double kernels);
+// `q` applied `times` to tensors of `elements_gb` GB (in their bf16 size over 2: GB at one byte
+// per element), added to `work`.
+void add_quantization(QuantWork& work, const Quantization& q, double elements_gb, double times = 1);
+
+// Seconds of quantization kernels: each kind's launches and bytes as the kernel calibration's
+// curve for it; a calibration without those curves times the totals as its cast kernel, and no
+// calibration as the elementwise roofline's launch and bandwidth.
+double quantization_seconds(const System& s, const QuantWork& work);
 
 // Whether a described layer's GEMM runs in FP8 under the policy: the linear layers (column, qkv
 // and row projections, the experts'), the LM head only with fp8.lm_head; never the router.

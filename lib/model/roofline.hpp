@@ -83,13 +83,17 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
   const double peak = op == KernelOp::Gemm ? tensor_peak(system, precision) : system.matrix_flops_fp16;
   switch (op) {
     case KernelOp::Gemm: {
-      const GemmModel& g = precision != Precision::Bf16 && cal.gemm_fp8_fitted ? cal.gemm_fp8[pass] : cal.gemm[pass];
-      t.launch = g.launch_s;
+      const std::array<GemmModel, kGemmPassCount>& g = cal.gemm_of(gemm_type(precision));
       if (pass == kFwd) {
-        t.compute = gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.rows, s.depth, s.cols);
+        const GemmModel& f = g[static_cast<std::size_t>(GemmPass::Fprop)];
+        t.launch = f.launch_s;
+        t.compute = gemm_pass_seconds(cal, f, GemmPass::Fprop, peak, system.flops_units, s);
       } else {
-        t.compute = gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.rows, s.cols, s.depth) +
-                     gemm_compute_seconds(cal, g, peak, system.flops_units, s.batch, s.depth, s.rows, s.cols);
+        const GemmModel& dg = g[static_cast<std::size_t>(GemmPass::Dgrad)];
+        const GemmModel& wg = g[static_cast<std::size_t>(GemmPass::Wgrad)];
+        t.launch = dg.launch_s + wg.launch_s;
+        t.compute = gemm_pass_seconds(cal, dg, GemmPass::Dgrad, peak, system.flops_units, s) +
+                    gemm_pass_seconds(cal, wg, GemmPass::Wgrad, peak, system.flops_units, s);
       }
       t.memory = gigabytes / system.hbm_bandwidth;
       return t;
@@ -97,7 +101,7 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
     case KernelOp::Attention: {
       const AttentionModel& a = cal.attention[pass];
       t.launch = a.launch_s;
-      t.compute = attention_compute_seconds(a, pass, peak, system.flops_units, s);
+      t.compute = attention_compute_seconds(a, pass, cal.sm_count, peak, system.flops_units, s);
       t.memory = gigabytes / system.hbm_bandwidth;
       return t;
     }

@@ -862,8 +862,10 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     const double fp8_params = (layers * (block.mlp.fp8_weights_mem + block.sa.fp8_weights_mem) + extra.fp8_weights_mem) /
                               s.element_size;
     const double fp8_gemms = layers * (block.mlp.fp8_gemms + block.sa.fp8_gemms) + extra.fp8_gemms;
-    const Quantization q = weight_quantization(c.exec.fp8.recipe);
-    const double t = quantization_seconds(s, q.bytes_per_element * fp8_params * kGB, fp8_gemms * q.kernels);
+    QuantWork weights;
+    add_quantization(weights, weight_quantization(c.exec.fp8.recipe), fp8_params * kGB);
+    for (double& k : weights.kernels) k *= fp8_gemms;  // a kernel per GEMM's weight
+    const double t = quantization_seconds(s, weights);
     (c.exec.fp8.weight_cache ? step : micro_batch) += t;
     if (c.exec.fp8.weight_cache) fp8_cache_gb = cached_weight_bytes(c.exec.fp8.recipe) * fp8_params * kGB;
   }

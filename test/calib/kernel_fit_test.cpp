@@ -28,8 +28,9 @@ System h100() { return load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) /
 kernels::Calibration known() {
   kernels::Calibration c;
   c.sm_count = 132;
-  c.gemm[0] = {0.74, 128, 256, 96, 12e-6};
-  c.gemm[1] = {0.69, 64, 192, 224, 31e-6};
+  // bf16 GEMMs: the backward's two share one form and split its launch
+  c.gemm[0] = {kernels::GemmModel{0.74, 128, 256, 96, 12e-6}, kernels::GemmModel{0.69, 64, 192, 224, 15.5e-6},
+               kernels::GemmModel{0.69, 64, 192, 224, 15.5e-6}};
   c.attention[0] = {0.83, 44, 40e-6};
   c.attention[1] = {0.61, 72, 95e-6};
   c.stream[0] = {{{0.35, 9e-6}, {0.9, 70e-6}}};   // bias
@@ -65,13 +66,16 @@ void expect_near_rel(double got, double want, const char* what) {
 TEST(KernelFit, RecoversKnownParametersFromSyntheticMeasurements) {
   const kernels::Calibration want = known();
   const kernels::Calibration got = fit_kernels(h100(), synthetic(want), 132);
+  for (std::size_t g = 0; g < kernels::kGemmPassCount; ++g) {
+    SCOPED_TRACE(kernels::kGemmPassNames[g]);
+    expect_near_rel(got.gemm[0][g].efficiency, want.gemm[0][g].efficiency, "gemm efficiency");
+    EXPECT_EQ(got.gemm[0][g].tile_m, want.gemm[0][g].tile_m);
+    EXPECT_EQ(got.gemm[0][g].tile_n, want.gemm[0][g].tile_n);
+    EXPECT_EQ(got.gemm[0][g].k_half, want.gemm[0][g].k_half);
+    expect_near_rel(got.gemm[0][g].launch_s, want.gemm[0][g].launch_s, "gemm launch");
+  }
   for (std::size_t p = 0; p < 2; ++p) {
     SCOPED_TRACE(kernels::kPassNames[p]);
-    expect_near_rel(got.gemm[p].efficiency, want.gemm[p].efficiency, "gemm efficiency");
-    EXPECT_EQ(got.gemm[p].tile_m, want.gemm[p].tile_m);
-    EXPECT_EQ(got.gemm[p].tile_n, want.gemm[p].tile_n);
-    EXPECT_EQ(got.gemm[p].k_half, want.gemm[p].k_half);
-    expect_near_rel(got.gemm[p].launch_s, want.gemm[p].launch_s, "gemm launch");
     expect_near_rel(got.attention[p].efficiency, want.attention[p].efficiency, "attention efficiency");
     EXPECT_EQ(got.attention[p].head_dim_half, want.attention[p].head_dim_half);
     expect_near_rel(got.attention[p].launch_s, want.attention[p].launch_s, "attention launch");
@@ -94,10 +98,12 @@ TEST(KernelFit, EfficienciesStayPhysicalWhenTheDataAreFasterThanThePeak) {
     c.block_s = {c.block_s[0] * 0.1, c.block_s[1] * 0.1};
   }
   const kernels::Calibration got = fit_kernels(h100(), configs, 132);
+  for (const kernels::GemmModel& g : got.gemm[0]) {
+    EXPECT_LE(g.efficiency, 1.0);
+    EXPECT_GE(g.launch_s, 0.0);
+  }
   for (std::size_t p = 0; p < 2; ++p) {
-    EXPECT_LE(got.gemm[p].efficiency, 1.0);
     EXPECT_LE(got.attention[p].efficiency, 1.0);
-    EXPECT_GE(got.gemm[p].launch_s, 0.0);
     for (const auto& k : got.stream) {
       EXPECT_LE(k[p].bandwidth_fraction, 1.0);
       EXPECT_GE(k[p].launch_s, 0.0);
@@ -110,8 +116,10 @@ TEST(KernelFit, SavedCalibrationReadsBackIdentically) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "perfsweep_kernels_roundtrip.yaml";
   kernels::save_calibration(want, file);
   const kernels::Calibration got = kernels::load_calibration(file);
+  for (std::size_t g = 0; g < kernels::kGemmPassCount; ++g) {
+    expect_near_rel(got.gemm[0][g].efficiency, want.gemm[0][g].efficiency, "gemm efficiency");
+  }
   for (std::size_t p = 0; p < 2; ++p) {
-    expect_near_rel(got.gemm[p].efficiency, want.gemm[p].efficiency, "gemm efficiency");
     expect_near_rel(got.attention[p].head_dim_half, want.attention[p].head_dim_half, "head_dim_half");
     expect_near_rel(got.stream[3][p].bandwidth_fraction, want.stream[3][p].bandwidth_fraction, "norm");
     expect_near_rel(got.isolated_call_s[p], want.isolated_call_s[p], "isolated");
@@ -125,7 +133,7 @@ TEST(KernelFit, SavedCalibrationReadsBackIdentically) {
 TEST(CalibratedRoofline, GemmWaveQuantizationByHand) {
   System s = h100();
   kernels::Calibration c;
-  c.gemm[0] = {0.8, 128, 128, 0, 10e-6};
+  c.gemm[0][0] = {0.8, 128, 128, 0, 10e-6};
   const KernelShape shape{1, 4096, 4096, 4096};
   const KernelSeconds t = calibrated_seconds(s, c, KernelOp::Gemm, shape, kernels::kFwd, 0, 0);
   const double want = 2.0 * 4096.0 * 4096.0 * 4096.0 / (989.4e12 * 0.8 * 1024.0 / 1056.0);

@@ -152,8 +152,8 @@ TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   const System back = load_system(dir / "systems" / "selene_a100.yaml");
   EXPECT_EQ(back.kernels_file, "selene_a100.kernels.yaml");
   ASSERT_NE(back.kernel_calibration, nullptr);
-  EXPECT_EQ(back.kernel_calibration->gemm[kernels::kFwd].efficiency,
-            s.kernel_calibration->gemm[kernels::kFwd].efficiency);
+  EXPECT_EQ(back.kernel_calibration->gemm[0][0].efficiency,
+            s.kernel_calibration->gemm[0][0].efficiency);
   EXPECT_EQ(back.runtime, "");
   EXPECT_EQ(back.ib_bandwidth, s.ib_bandwidth);
   const Runtime megatron = load_runtime(dir / "runtimes" / "megatron.yaml");

@@ -111,10 +111,11 @@ expect_exit_2('measured run seq_len past the model limit', ['validate', 'megatro
 layers = mutated('test/data/gpu/h100_layers.json', 'layers_denormal.json', '0.0015874559879302979', '5e-324')
 expect_exit_2('measured time 5e-324 s', ['validate', 'layers', '-m', layers, '--system', 'H100-calibrated'],
               r'layers_denormal\.json: .*block\[0\] must be a positive time \(at least 1e-12 s\), got 5e-324')
+# (the backward's split_efficiency is 1: FlashAttention-2 splits the keys in the forward only)
 system = system_with_sidecar('H100-calibrated.yaml', 'kernels', 'h100_kernels.yaml', 'denormal',
-                             'causal_efficiency: 0.958281914', 'causal_efficiency: 4.9e-324')
-expect_exit_2('kernel causal_efficiency 4.9e-324', ['estimate', '--system', system, '--tp', '8'],
-              r'denormal\.yaml.*causal_efficiency must be in \[0\.000001, ')
+                             'split_efficiency: 1}', 'split_efficiency: 4.9e-324}')
+expect_exit_2('kernel split_efficiency 4.9e-324', ['estimate', '--system', system, '--tp', '8'],
+              r'denormal\.yaml.*split_efficiency must be in \[0\.000001, ')
 
 system = mutated('systems/A100.yaml', 'systems/ib_eff_denormal.yaml', 'ib_eff: 0.7', 'ib_eff: 5e-324')
 expect_exit_2('system ib_eff 5e-324', ['sweep', '--system', system, '--model', 'gpt3', '--n-gpus', '64', '-q',

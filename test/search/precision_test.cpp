@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "common/layouts.hpp"
@@ -49,35 +50,65 @@ TEST(Fp8, GemmBytesAndQuantizationByHand) {
   EXPECT_DOUBLE_EQ(c.mem_fwd, (x + w) * 1e-9 + y * 2e-9);                               // X, W in FP8; Y bf16
   EXPECT_DOUBLE_EQ(c.mem_bwd, (y + w) * 1e-9 + x * 2e-9 + (x + y) * 1e-9 + w * 2e-9);  // dgrad, wgrad
   EXPECT_DOUBLE_EQ(c.activation_buffer, x * 1e-9);                                      // saved in FP8
-  EXPECT_EQ(c.cast_kernels[0], 0);
-  EXPECT_EQ(c.cast_gb[0], 0.0);
-  EXPECT_EQ(c.cast_kernels[1], 2);
-  EXPECT_DOUBLE_EQ(c.cast_gb[1], (4 * y + 2 * x) * 1e-9);
+  // per pass, [amax, quantize] (kQuantKinds)
+  using Parts = std::array<double, 2>;
+  const auto expect_parts = [](const QuantWork& work, Parts gb, Parts launched) {
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_DOUBLE_EQ(work.gb[i], gb[i]) << kernels::kStreamKindNames[static_cast<std::size_t>(kQuantKinds[i])];
+      EXPECT_EQ(work.kernels[i], launched[i]) << kernels::kStreamKindNames[static_cast<std::size_t>(kQuantKinds[i])];
+    }
+  };
+  // Transformer Engine's cast-transpose and FP8 transpose both on the plain cast's curve
+  expect_parts(c.quant[0], {0, 0}, {0, 0});
+  expect_parts(c.quant[1], {0, (4 * y + 2 * x) * 1e-9}, {0, 2});
+  EXPECT_DOUBLE_EQ(c.quant[1].total_gb(), (4 * y + 2 * x) * 1e-9);
   // Without the fused norm: the input's cast-transpose in the forward (4 bytes an element).
   c = fc1(s);
   to_fp8(s, kFc1, Fp8Policy{Fp8Recipe::Delayed, false}, c);
-  EXPECT_EQ(c.cast_kernels[0], 1);
-  EXPECT_DOUBLE_EQ(c.cast_gb[0], 4 * x * 1e-9);
-  EXPECT_EQ(c.cast_kernels[1], 1);
-  EXPECT_DOUBLE_EQ(c.cast_gb[1], 4 * y * 1e-9);
-  // Current scaling: an amax pass (read 2) before each cast, never fused; inputs kept in bf16
-  // where the policy says so.
+  expect_parts(c.quant[0], {0, 4 * x * 1e-9}, {0, 1});
+  expect_parts(c.quant[1], {0, 4 * y * 1e-9}, {0, 1});
+  // Current scaling: an amax pass (read 2) before each cast-transpose, never fused; inputs kept
+  // in bf16 where the policy says so.
   c = fc1(s);
   to_fp8(s, kFc1, Fp8Policy{Fp8Recipe::Current, true, false, false, false, false}, c);
-  EXPECT_EQ(c.cast_kernels[0], 2);
-  EXPECT_DOUBLE_EQ(c.cast_gb[0], 6 * x * 1e-9);
-  EXPECT_EQ(c.cast_kernels[1], 2);
-  EXPECT_DOUBLE_EQ(c.cast_gb[1], 6 * y * 1e-9);
+  expect_parts(c.quant[0], {2 * x * 1e-9, 4 * x * 1e-9}, {1, 1});
+  expect_parts(c.quant[1], {2 * y * 1e-9, 4 * y * 1e-9}, {1, 1});
+  EXPECT_DOUBLE_EQ(c.quant[0].total_gb(), 6 * x * 1e-9);
   EXPECT_DOUBLE_EQ(c.activation_buffer, x * 2e-9);
   // MXFP8 on the output projection (no norm before it): both copies and a scale byte per 32
-  // elements of each, one kernel.
+  // elements of each, one plain cast (nothing transposed).
   c = gemm(s, "vproj", {kRows, 4096 / 4, 4096, 4096, 4096}, {{4, 4}, {}});  // row-parallel over 4
   const double xv = kRows * 1024.0, yv = kRows * 4096.0;
   to_fp8(s, kVproj, Fp8Policy{Fp8Recipe::Mxfp8, true}, c);
   EXPECT_EQ(c.precision, Precision::Mxfp8);
-  EXPECT_EQ(c.cast_kernels[0], 1);
-  EXPECT_DOUBLE_EQ(c.cast_gb[0], (4 + 2.0 / 32) * xv * 1e-9);
-  EXPECT_DOUBLE_EQ(c.cast_gb[1], (4 + 2.0 / 32) * yv * 1e-9);
+  expect_parts(c.quant[0], {0, (4 + 2.0 / 32) * xv * 1e-9}, {0, 1});
+  expect_parts(c.quant[1], {0, (4 + 2.0 / 32) * yv * 1e-9}, {0, 1});
+}
+
+// The quantization kernels timed by recipe on a calibration with the quantization kinds: each
+// kind's launches plus its bytes at its bandwidth, by hand; without them, the totals on the cast
+// curve (a calibration fitted before the fp8_cast measurements).
+TEST(Fp8, QuantizationSecondsByRecipe) {
+  System s = h100();
+  kernels::Calibration cal;
+  const auto set = [&](kernels::StreamKind k, double fraction, double launch) {
+    cal.stream[static_cast<std::size_t>(k)] = {kernels::StreamModel{fraction, launch}, kernels::StreamModel{fraction, launch}};
+    cal.stream_fitted[static_cast<std::size_t>(k)] = true;
+  };
+  set(kernels::StreamKind::Cast, 0.9, 20e-6);
+  s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
+  QuantWork w;
+  add_quantization(w, input_quantization(Fp8Recipe::Current, false), 1.0);  // a tensor of 1e9 elements
+  // no quantization kinds: 6 GB and 2 kernels on the cast curve
+  EXPECT_DOUBLE_EQ(quantization_seconds(s, w), 2 * 20e-6 + 6 / (3350 * 0.9));
+  set(kernels::StreamKind::Amax, 0.8, 9e-6);
+  set(kernels::StreamKind::Quantize, 0.9, 6e-6);
+  s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
+  // current scaling: the amax pass (2 GB) and the cast-transpose (4 GB), each on its curve
+  EXPECT_DOUBLE_EQ(quantization_seconds(s, w), (9e-6 + 2 / (3350 * 0.8)) + (6e-6 + 4 / (3350 * 0.9)));
+  QuantWork m;
+  add_quantization(m, input_quantization(Fp8Recipe::Mxfp8, false), 1.0);
+  EXPECT_DOUBLE_EQ(quantization_seconds(s, m), 6e-6 + (4 + 2.0 / 32) / (3350 * 0.9));
 }
 
 TEST(Fp8, WhichLayersRunInFp8) {
@@ -114,7 +145,7 @@ TEST(Fp8, RuntimeKeysAreInertAtBf16) {
 // without weight caching the weights are quantized for every micro-batch instead of once.
 TEST(Fp8, StepOnCalibratedH100) {
   const System s = load_system(kRoot / "systems" / "H100-calibrated.yaml");
-  ASSERT_TRUE(s.kernel_calibration->gemm_fp8_fitted);
+  ASSERT_TRUE(s.kernel_calibration->gemm_fitted[static_cast<std::size_t>(kernels::GemmType::Fp8)]);
   const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
   const Runtime rt = load_runtime_named("megatron");
   Layout c = one_d(2, 4, 1);
@@ -130,7 +161,10 @@ TEST(Fp8, StepOnCalibratedH100) {
   no_cache.fp8.weight_cache = false;
   const Evaluation every = evaluate(s, m, no_cache, c, 64);
   const double fp8_params = 8030261248.0 / 2;  // an upper bound: all of a tp=2 GPU's parameters
-  const double once = quantization_seconds(s, 4 * fp8_params * 1e-9, 4 * 32);
+  QuantWork weights;
+  add_quantization(weights, weight_quantization(rt.fp8.recipe), fp8_params * 1e-9);
+  for (double& k : weights.kernels) k *= 4 * 32;
+  const double once = quantization_seconds(s, weights);
   EXPECT_GT(every.totals.t_optimizer - fp8.totals.t_optimizer, 0);
   EXPECT_LT(every.totals.t_optimizer - fp8.totals.t_optimizer, 15 * once);
   // and the cached FP8 copies are gone from the peak
