@@ -141,12 +141,71 @@ TEST(CalibratedRoofline, GemmWaveQuantizationByHand) {
   EXPECT_DOUBLE_EQ(t.launch, 10e-6);
 }
 
+// FlashAttention-2's split-KV choice (flash_api.cpp, num_splits_heuristic) worked by hand on 132
+// SMs (264 slots of two CTAs): one head of 8192 queries fills 128 of 264 slots, and 2 splits of its
+// 64 key blocks fill 97% (the best count's at least 85%); 64 heads fill them already; 6 heads of
+// 2048 queries (192 blocks) fill 73% with 1, 2 or 3 splits and 97% with 4.
+TEST(CalibratedRoofline, AttentionSplitsByHand) {
+  EXPECT_EQ(kernels::attention_splits(1, 8192, 8192, 128, 132), 2);
+  EXPECT_EQ(kernels::attention_splits(64, 8192, 8192, 128, 132), 1);
+  EXPECT_EQ(kernels::attention_splits(6, 2048, 2048, 128, 132), 4);
+}
+
+// The tile schedule worked by hand (tile 128, 132 SMs). Non-causal, 16 heads of 4096 queries and
+// keys: 512 CTAs in 4 waves of 32 key tiles each, 128 tile products. Causal, one head of 8192:
+// 64 x 64 / 2 + 64 / 2 = 2080 products; the forward splits the keys in two (longest CTA 32
+// tiles): max(32, 2080 / 132 + 0.4 x 32) = 32, at the split kernel's 0.5 speed 64; the backward's
+// longest CTA is 64 tiles: max(64, 2080 / 132 + 0.4 x 64) = 64.
+TEST(CalibratedRoofline, AttentionTileScheduleByHand) {
+  const kernels::AttentionModel a{1, 0, 0, 1, 0.4, 128, 0.5};
+  const KernelShape plain{16, 4096, 128, 4096, false};
+  EXPECT_DOUBLE_EQ(kernels::attention_makespan_tiles(a, kernels::kFwd, 132, plain), 128);
+  const KernelShape causal{1, 8192, 128, 8192, true};
+  EXPECT_DOUBLE_EQ(kernels::attention_makespan_tiles(a, kernels::kFwd, 132, causal), 64);
+  EXPECT_DOUBLE_EQ(kernels::attention_makespan_tiles(a, kernels::kBwd, 132, causal), 64);
+  // 64 heads: 4096 CTAs, W = 64 x 2080 = 133120 products: 133120 / 132 + 0.4 x 64 > 64
+  const KernelShape many{64, 8192, 128, 8192, true};
+  EXPECT_NEAR(kernels::attention_makespan_tiles(a, kernels::kBwd, 132, many), 133120.0 / 132 + 25.6, 1e-9);
+  // Seconds: the makespan's products at one SM's share of the peak, 4 x 128 x 128 x 128 flops each
+  // forward, with efficiency 1 and no head-dimension factor.
+  const System s = h100();
+  EXPECT_NEAR(kernels::attention_compute_seconds(a, kernels::kFwd, 132, s.matrix_flops_fp16, s.flops_units, plain),
+              128 * 4.0 * 128 * 128 * 128 * 1e-12 * 132 / 989.4, 1e-15);
+}
+
 TEST(CalibratedRoofline, MemoryBoundKernelNeverBeatsTheBandwidth) {
   System s = h100();
   kernels::Calibration c;
   c.stream[1][0] = {1.0, 0};
   const KernelSeconds t = calibrated_seconds(s, c, KernelOp::Activation, {}, kernels::kFwd, 0, 3.35);
   EXPECT_DOUBLE_EQ(t.total(), 3.35 / 3350);
+}
+
+// A format-2 calibration (test/data/gpu/h100_kernels_format2.yaml: the H100 calibration fitted to
+// isolated times before format 3) reads as it was meant: its GEMM {fwd, bwd} the fprop and, for both
+// backward GEMMs, bwd with half its launch; the attention's flop model (tile 0). Its backward GEMM
+// time is the format-2 formula by hand: the launch plus the two GEMMs' compute.
+TEST(KernelsKey, ReadsFormat2) {
+  const kernels::Calibration c = kernels::load_calibration(kData / "gpu" / "h100_kernels_format2.yaml");
+  EXPECT_TRUE(c.gemm_fitted[0]);
+  EXPECT_TRUE(c.gemm_fitted[1]);
+  EXPECT_DOUBLE_EQ(c.gemm[0][0].efficiency, 0.760507424);
+  EXPECT_EQ(c.gemm[0][0].tile_n, 256);
+  for (const std::size_t g : {std::size_t{1}, std::size_t{2}}) {
+    EXPECT_DOUBLE_EQ(c.gemm[0][g].efficiency, 0.704793282);
+    EXPECT_DOUBLE_EQ(c.gemm[0][g].launch_s, 1.00025162e-05 / 2);
+    EXPECT_DOUBLE_EQ(c.gemm[1][g].efficiency, 0.626932163);
+  }
+  EXPECT_EQ(c.attention[0].tile, 0);
+  EXPECT_DOUBLE_EQ(c.attention[0].causal_efficiency, 0.958281914);
+  EXPECT_EQ(c.sustained_tensor_fraction[0], 1);
+  const System s = h100();
+  const KernelShape shape{1, 4096, 8192, 2048};
+  const KernelSeconds t = calibrated_seconds(s, c, KernelOp::Gemm, shape, kernels::kBwd, 0, 0);
+  const kernels::GemmModel bwd{0.704793282, 64, 64, 80, 0};
+  EXPECT_DOUBLE_EQ(t.launch, 1.00025162e-05);
+  EXPECT_DOUBLE_EQ(t.compute, kernels::gemm_compute_seconds(c, bwd, 989.4, 1e-12, 1, 4096, 2048, 8192) +
+                                  kernels::gemm_compute_seconds(c, bwd, 989.4, 1e-12, 1, 8192, 4096, 2048));
 }
 
 TEST(KernelsKey, LoadsRelativeToTheSystemFileAndWritesBack) {
