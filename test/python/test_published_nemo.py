@@ -13,10 +13,10 @@ Checked (the current accuracy, stated honestly; the expected values are the publ
       eight of KNOWN_OOM, which keep the fp32 gradient buffers those runtimes hold (4 B/parameter, where
       the recipes reduce gradients in bf16, 2 B/parameter): their predicted memory must stay within 20%
       of what the runtime can allocate;
-  median |tokens/s error| < 8% with nemo (measured 5.6%), < 20% with megatron (measured 17.2%, all
-      under-predictions) and < 7% with megatron_tp_overlap (measured 4.8%);
-  every row's |tokens/s error| < 15% with nemo (worst 13.2%, an FSDP row), < 25% with megatron and
-      < 15% with megatron_tp_overlap.
+  median |tokens/s error| < 8% with nemo (measured 5.4%), < 20% with megatron (measured 14.4%, all
+      but three under-predictions) and < 7% with megatron_tp_overlap (measured 5.4%);
+  every row's |tokens/s error| < 15% with nemo (worst 11.4%, the 24.07 8B with cp 2), < 25% with
+      megatron and < 15% with megatron_tp_overlap.
 
 usage: test_published_nemo.py ESTIMATE SOURCE_DIR
 """
