@@ -266,50 +266,57 @@ double efficiency_through_origin(const std::vector<double>& x, const std::vector
   return sxx > 0 && sxy > 0 ? std::min(1.0, sxx / sxy) : 0.0;
 }
 
+// The step's memory-bound kinds of one pass, each kind with fit_spread_line: x = the pass's bytes
+// at the full bandwidth, y = the measured time less (lm_head_loss) its GEMM's calibrated time;
+// from the in-stream times of the entries that have them (no offset), or from isolated times less
+// isolated_call_s. A forward-only kind's backward repeats its forward.
+void fit_step_kinds(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels,
+                    std::size_t p, bool in_stream) {
+  System s = system;
+  for (const StreamKind kind : {StreamKind::RmsNorm, StreamKind::GatedActivation, StreamKind::Embedding,
+                                StreamKind::CrossEntropy, StreamKind::Optimizer, StreamKind::Cast}) {
+    s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
+    std::vector<double> x, y;
+    bool forward_kind = false;
+    for (const KernelMeasurement& k : kernels) {
+      if (k.in_stream != in_stream || k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention" ||
+          k.kind == "fp8_linear" || k.kind == "fp8_cast" || stream_of(k) != kind) {
+        continue;
+      }
+      forward_kind = forward_only(k);
+      if (forward_kind) {
+        if (p == kBwd) continue;
+        x.push_back(stream_gigabytes(k) / s.hbm_bandwidth);
+        y.push_back(k.t[kFwd]);
+        continue;
+      }
+      const std::vector<LayerCost> costs = kernel_costs(s, k);
+      double other = 0;
+      for (std::size_t c = 0; c + 1 < costs.size(); ++c) {
+        const LayerResult r = time_layer(s, costs[c]);
+        other += p == kFwd ? r.fwd.t : r.bwd.t;
+      }
+      x.push_back((p == kFwd ? costs.back().mem_fwd : costs.back().mem_bwd) / s.hbm_bandwidth);
+      y.push_back(k.t[p] - other);
+    }
+    const std::size_t i = static_cast<std::size_t>(kind);
+    if (x.empty()) {
+      if (p == kBwd && forward_kind) cal.stream[i][kBwd] = cal.stream[i][kFwd];
+      continue;
+    }
+    const LineFit f = fit_spread_line(x, y, in_stream ? 0.0 : cal.isolated_call_s[p]);
+    cal.stream[i][p] = {1 / f.b, f.a};
+    if (forward_kind) cal.stream[i][kBwd] = cal.stream[i][kFwd];  // no backward: repeated
+    cal.stream_fitted[i] = true;
+  }
+}
+
 // ---- fits to isolated times (h100_kernels.json) ----
 
 void fit_isolated(const System& system, kernels::Calibration& cal, const std::vector<KernelMeasurement>& kernels) {
   System s = system;
   for (std::size_t p = 0; p < 2; ++p) {
-    // Memory-bound kinds: x = the pass's bytes at the full bandwidth, y = the measured time less
-    // (lm_head_loss) its GEMM's calibrated time.
-    for (const StreamKind kind : {StreamKind::RmsNorm, StreamKind::GatedActivation, StreamKind::Embedding,
-                                  StreamKind::CrossEntropy, StreamKind::Optimizer, StreamKind::Cast}) {
-      s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
-      std::vector<double> x, y;
-      bool forward_kind = false;
-      for (const KernelMeasurement& k : kernels) {
-        if (k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention" || k.kind == "fp8_linear" ||
-            k.kind == "fp8_cast" || stream_of(k) != kind) {
-          continue;
-        }
-        forward_kind = forward_only(k);
-        if (forward_kind) {
-          if (p == kBwd) continue;
-          x.push_back(stream_gigabytes(k) / s.hbm_bandwidth);
-          y.push_back(k.t[kFwd]);
-          continue;
-        }
-        const std::vector<LayerCost> costs = kernel_costs(s, k);
-        const LayerCost& c = costs.back();
-        double other = 0;
-        for (std::size_t i = 0; i + 1 < costs.size(); ++i) {
-          const LayerResult r = time_layer(s, costs[i]);
-          other += p == kFwd ? r.fwd.t : r.bwd.t;
-        }
-        x.push_back((p == kFwd ? c.mem_fwd : c.mem_bwd) / s.hbm_bandwidth);
-        y.push_back(k.t[p] - other);
-      }
-      const std::size_t i = static_cast<std::size_t>(kind);
-      if (x.empty()) {
-        if (p == kBwd && forward_kind) cal.stream[i][kBwd] = cal.stream[i][kFwd];
-        continue;
-      }
-      const LineFit f = fit_spread_line(x, y, cal.isolated_call_s[p]);
-      cal.stream[i][p] = {1 / f.b, f.a};
-      if (forward_kind) cal.stream[i][kBwd] = cal.stream[i][kFwd];  // no backward: repeated
-      cal.stream_fitted[i] = true;
-    }
+    fit_step_kinds(system, cal, kernels, p, false);
     // Causal attention: its unmasked half's compute at causal_efficiency of the non-causal
     // speed, one factor per pass by weighted least squares (weights as fit_line's), <= 1.
     kernels::AttentionModel& a = cal.attention[p];
@@ -521,40 +528,7 @@ void fit_in_stream(const System& system, kernels::Calibration& cal, const std::v
     }
     refresh();
     // The step's memory-bound kinds, forward and backward.
-    for (const StreamKind kind : {StreamKind::RmsNorm, StreamKind::GatedActivation, StreamKind::Embedding,
-                                  StreamKind::CrossEntropy, StreamKind::Optimizer, StreamKind::Cast}) {
-      const std::size_t i = static_cast<std::size_t>(kind);
-      for (std::size_t p = 0; p < 2; ++p) {
-        std::vector<double> x, y;
-        bool forward_kind = false;
-        for (const KernelMeasurement& k : kernels) {
-          if (!k.in_stream || k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention" ||
-              k.kind == "fp8_linear" || k.kind == "fp8_cast" || stream_of(k) != kind) {
-            continue;
-          }
-          forward_kind = forward_only(k);
-          if (forward_kind) {
-            if (p == kBwd) continue;
-            x.push_back(stream_gigabytes(k) / s.hbm_bandwidth);
-            y.push_back(k.t[kFwd]);
-            continue;
-          }
-          const std::vector<LayerCost> costs = kernel_costs(s, k);
-          double other = 0;
-          for (std::size_t c = 0; c + 1 < costs.size(); ++c) {
-            const LayerResult r = time_layer(s, costs[c]);
-            other += p == kFwd ? r.fwd.t : r.bwd.t;
-          }
-          x.push_back((p == kFwd ? costs.back().mem_fwd : costs.back().mem_bwd) / s.hbm_bandwidth);
-          y.push_back(k.t[p] - other);
-        }
-        if (x.empty()) continue;
-        const LineFit f = fit_spread_line(x, y, 0);
-        cal.stream[i][p] = {1 / f.b, f.a};
-        if (forward_kind) cal.stream[i][kBwd] = cal.stream[i][kFwd];
-        cal.stream_fitted[i] = true;
-      }
-    }
+    for (std::size_t p = 0; p < 2; ++p) fit_step_kinds(system, cal, kernels, p, true);
     // The quantization kinds from the fp8_cast operations that isolate them: amax, cast_plain,
     // transpose_fp8, and the fused function less its amax (the compiled call's host floor aside).
     const auto fit_cast_kind = [&](StreamKind kind, CastOp op, double bytes, bool less_amax) {

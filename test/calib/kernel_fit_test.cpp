@@ -11,6 +11,7 @@
 
 #include "calib/layer_measurements.hpp"
 #include "calib/layer_validation.hpp"
+#include "common/synthetic_layers.hpp"
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
 #include "core/error.hpp"
@@ -43,21 +44,7 @@ kernels::Calibration known() {
 }
 
 // The shapes of the shipped H100 measurements, with times the model predicts under `cal`.
-std::vector<LayerConfig> synthetic(const kernels::Calibration& cal) {
-  System s = h100();
-  s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
-  std::vector<LayerConfig> configs = read_layer_measurements(kData / "gpu" / "h100_layers.json");
-  for (LayerConfig& c : configs) {
-    const std::vector<ValidationRow> rows = validate_layers(s, {c});
-    std::size_t i = 0;
-    for (std::size_t layer = 0; layer < c.layer_s.size(); ++layer) {
-      c.layer_s[layer][0] = rows[i++].predicted_s;
-      c.layer_s[layer][1] = rows[i++].predicted_s;
-    }
-    c.block_s = {rows[i].predicted_s, rows[i + 1].predicted_s};
-  }
-  return configs;
-}
+std::vector<LayerConfig> synthetic(const kernels::Calibration& cal) { return test::synthetic_layers(h100(), cal); }
 
 void expect_near_rel(double got, double want, const char* what) {
   EXPECT_NEAR(got, want, 1e-6 * std::max(std::abs(want), 1e-6)) << what;

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "calib/layer_measurements.hpp"
 #include "calib/step_kernels.hpp"
+#include "common/synthetic_layers.hpp"
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
 #include "core/error.hpp"
@@ -148,24 +148,6 @@ kernels::Calibration known_in_stream() {
   return c;
 }
 
-// The layer measurements' shapes with the times `cal` predicts (validate_layers), for the glue
-// the in-stream fit refits from the blocks.
-std::vector<LayerConfig> synthetic_layers(const kernels::Calibration& cal) {
-  System s = h100();
-  s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
-  std::vector<LayerConfig> configs = read_layer_measurements(PERFSWEEP_TEST_DATA_DIR "/gpu/h100_layers.json");
-  for (LayerConfig& c : configs) {
-    const std::vector<ValidationRow> rows = validate_layers(s, {c});
-    std::size_t i = 0;
-    for (std::size_t layer = 0; layer < c.layer_s.size(); ++layer) {
-      c.layer_s[layer][0] = rows[i++].predicted_s;
-      c.layer_s[layer][1] = rows[i++].predicted_s;
-    }
-    c.block_s = {rows[i].predicted_s, rows[i + 1].predicted_s};
-  }
-  return configs;
-}
-
 void expect_near_rel(double got, double want, const char* what) {
   EXPECT_NEAR(got, want, 1e-6 * std::max(std::abs(want), 1e-6)) << what;
 }
@@ -182,7 +164,7 @@ TEST(InStreamFit, RecoversKnownParameters) {
   got.host_compiled_call_s = 0;
   got.sustained_tensor_fraction = {1, 1};
   got.residual_glue_bytes = {0, 0};
-  fit_step_kernels(h100(), got, synthetic(want, "h100_kernels_fp8.json"), synthetic_layers(want));
+  fit_step_kernels(h100(), got, synthetic(want, "h100_kernels_fp8.json"), test::synthetic_layers(h100(), want));
   for (std::size_t p = 0; p < 2; ++p) {
     SCOPED_TRACE(kernels::kPassNames[p]);
     expect_near_rel(got.sustained_tensor_fraction[p], want.sustained_tensor_fraction[p], "sustained fraction");

@@ -19,8 +19,10 @@ import csv
 import io
 import os
 import statistics
-import subprocess
 import sys
+
+# The commands and the hold-out's calibration of the training-step check, beside this one.
+from test_validate_train import holdout_system, kernel_holdout, run
 
 LAYERS_HELD_OUT = "c03,c06,c09"
 TARGETS = {  # kind: (median, p90 or None)
@@ -31,13 +33,6 @@ TARGETS = {  # kind: (median, p90 or None)
 }
 BLOCK_MEDIAN, BLOCK_WORST = 0.03, 0.08
 COLUMNS = ["id", "layer", "pass", "measured_s", "predicted_s", "rel_err", "timing"]
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
-    return p.stdout, p.stderr
 
 
 def quantile(values, q):
@@ -67,18 +62,11 @@ def main():
     os.makedirs(work, exist_ok=True)
     data = os.path.join(source, "test", "data", "gpu")
     kernels = os.path.join(data, "h100_kernels_fp8.json")
-    held = run([sys.executable, os.path.join(source, "scripts", "kernel_holdout.py"), kernels])[0].strip()
-    fit = run([sys.executable, os.path.join(source, "scripts", "kernel_holdout.py"), kernels, "--fit"])[0].strip()
+    held, fit = kernel_holdout(source, kernels), kernel_holdout(source, kernels, fit=True)
     assert held and fit and not set(held.split(",")) & set(fit.split(",")), (held, fit)
-    fitted = os.path.join(work, "fit_part.yaml")
-    run([validate, "-q", "fit-kernels", "-m", os.path.join(data, "h100_layers.json"), "--except", LAYERS_HELD_OUT,
-         "--system", os.path.join(source, "systems", "H100.yaml"), "--kernel-measurements", kernels,
-         "--kernel-except", held, "-o", fitted])
-    system = os.path.join(work, "H100-holdout.yaml")
-    with open(os.path.join(source, "systems", "H100.yaml")) as f:
-        text = f.read().replace("name: H100\n", "name: H100-holdout\n")
-    with open(system, "w") as f:
-        f.write(text + "kernels: fit_part.yaml\n")
+    system = holdout_system(validate, source, work, [
+        "-m", os.path.join(data, "h100_layers.json"), "--except", LAYERS_HELD_OUT, "--kernel-measurements", kernels,
+        "--kernel-except", held])
     failures = []
 
     out, err = run([validate, "kernels", "-m", kernels, "--system", system, "--only", held])

@@ -49,23 +49,33 @@ def p90(values):
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def main():
-    validate, estimate, source, work = sys.argv[1:5]
-    os.makedirs(work, exist_ok=True)
-    data = os.path.join(source, "test", "data", "gpu")
-    fitted = os.path.join(work, "fit_part.yaml")
-    kernels = os.path.join(data, "h100_kernels_fp8.json")
-    held = run([sys.executable, os.path.join(source, "scripts", "kernel_holdout.py"), kernels])[0].strip()
-    run([validate, "-q", "fit-kernels", "-m", os.path.join(data, "h100_layers.json"),
-         "--system", os.path.join(source, "systems", "H100.yaml"),
-         "--kernel-measurements", kernels, "--kernel-except", held,
-         "--train-measurements", os.path.join(data, "h100_train.json"), "--train-only", ",".join(TRAIN_FIT),
-         "-o", fitted])
+def kernel_holdout(source, kernels, fit=False):
+    """scripts/kernel_holdout.py's held-out (or, with fit, fit-part) ids of a kernel file."""
+    return run([sys.executable, os.path.join(source, "scripts", "kernel_holdout.py"), kernels]
+               + (["--fit"] if fit else []))[0].strip()
+
+
+def holdout_system(validate, source, work, fit_args):
+    """systems/H100.yaml with a calibration `validate fit-kernels FIT_ARGS` fits, in WORK."""
+    run([validate, "-q", "fit-kernels", "--system", os.path.join(source, "systems", "H100.yaml"), *fit_args,
+         "-o", os.path.join(work, "fit_part.yaml")])
     system = os.path.join(work, "H100-holdout.yaml")
     with open(os.path.join(source, "systems", "H100.yaml")) as f:
         text = f.read().replace("name: H100\n", "name: H100-holdout\n")
     with open(system, "w") as f:
         f.write(text + "kernels: fit_part.yaml\n")
+    return system
+
+
+def main():
+    validate, estimate, source, work = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(source, "test", "data", "gpu")
+    kernels = os.path.join(data, "h100_kernels_fp8.json")
+    system = holdout_system(validate, source, work, [
+        "-m", os.path.join(data, "h100_layers.json"), "--kernel-measurements", kernels,
+        "--kernel-except", kernel_holdout(source, kernels), "--train-measurements",
+        os.path.join(data, "h100_train.json"), "--train-only", ",".join(TRAIN_FIT)])
     failures = []
 
     out, err = run([validate, "kernels", "-m", os.path.join(data, "h100_gemm_shapes.json"), "--system",
