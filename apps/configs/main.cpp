@@ -486,7 +486,7 @@ int main(int argc, char** argv) {
   add_attention_options(app, o.attention, true);
   add_execution_options(app, o.exec, true);
   add_stage_options(app, o.exec);
-  app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest");
+  app.add_flag("--all-placements", o.all_placements, "one row per NVLink placement (and nb) instead of the fastest (reference runtime) or the rank order's (any other)");
   app.add_flag("--fits-only", o.fits_only, "only configurations that fit in HBM");
   app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")
       ->check(CLI::IsMember({"auto", "throughput", "config"}))

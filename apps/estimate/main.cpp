@@ -120,9 +120,14 @@ int run(const Options& o) {
   if (all_given) {
     ev = evaluate(sys, model, runtime, layout, o.global_batch);
   } else {
-    spdlog::debug("NVLink placements not all given: choosing the fastest");
     PlacementChoice choice;
     choice.nv = o.axes.nv;
+    // Under a framework's runtime, with no share given, the placement its rank order makes.
+    bool any_given = false;
+    for (const std::optional<std::int64_t>& nv : o.axes.nv) any_given = any_given || nv.has_value();
+    choice.rank_order = !runtime.is_reference() && !any_given;
+    spdlog::debug(choice.rank_order ? "NVLink placement: the runtime's rank order"
+                                    : "NVLink placements not all given: choosing the fastest");
     std::optional<Evaluation> best = best_placement(sys, model, layout, o.global_batch, choice, runtime, balance);
     if (!best) {
       throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +

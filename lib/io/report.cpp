@@ -556,6 +556,9 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   for (const auto& [k, v] : config_keys(layout)) o << ' ' << k << '=' << v;
   o << "\nNVLink placement:";
   for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
+  if (ev.under_runtime() && is_rank_order_placement(layout, system.nvlink_size)) {
+    o << " (the rank order's, " << kRankOrderNames[static_cast<std::size_t>(layout.exec.rank_order)] << ")";
+  }
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {
     o << "execution: " << execution_text(layout.exec) << "\n";

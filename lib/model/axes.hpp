@@ -9,8 +9,10 @@
 // and shares. The layout's two integers that cut a GPU's work rather than spread it over GPUs (mbs,
 // nb) are entries too, without a GPU count or a share; the expert and virtual-pipeline axes are
 // execution options (model/execution_options.hpp: ep, interleave) whose entries here describe them.
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
@@ -236,6 +238,53 @@ void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, 
   if (degrees.empty() || degrees.size() > kMaxPlacedAxes) return;
   std::array<std::int64_t, kMaxPlacedAxes> n{};
   placement_detail::split(degrees, 0, nvs, n, f);
+}
+
+// The NVLink placement a framework's rank order makes (Megatron-Core's RankGenerator; torchrun's
+// local ranks fill a node in order): consecutive ranks share a domain, the innermost axis varying
+// fastest, so the domain holds as much of the innermost group as it can, then of the next, in the
+// order of the layout's rank order (tp, cp, dp, pp for tp-cp-ep-dp-pp; tp, cp, pp, dp for
+// tp-cp-ep-pp-dp; tp1, tp2 first for the 2d strategies; expert parallelism lies inside dp). A share
+// is the largest that divides its group and what the inner shares leave of the domain. One share
+// per placed_axes(strategy) axis, in their order.
+inline std::array<std::int64_t, kMaxPlacedAxes> rank_order_shares(const Layout& c, std::int64_t nvs) {
+  const PlacedAxes& placed = placed_axes(c.strategy);
+  // placed positions, innermost first: all but dp and pp in their order, then dp and pp by the order
+  std::array<std::size_t, kMaxPlacedAxes> order{};
+  std::size_t n = 0, dp = placed.count, pp = placed.count;
+  for (std::size_t i = 0; i < placed.count; ++i) {
+    const std::string_view name = kAxes[placed.axis[i]].name;
+    if (name == "dp") {
+      dp = i;
+    } else if (name == "pp") {
+      pp = i;
+    } else {
+      order[n++] = i;
+    }
+  }
+  const bool pipeline_inner = c.exec.rank_order == RankOrder::PipelineInnerDataOuter;
+  for (const std::size_t i : pipeline_inner ? std::array{pp, dp} : std::array{dp, pp}) {
+    if (i < placed.count) order[n++] = i;
+  }
+  std::array<std::int64_t, kMaxPlacedAxes> shares{};
+  std::int64_t room = std::max<std::int64_t>(nvs, 1);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t degree = kAxes[placed.axis[order[k]]].degree(c);
+    const std::int64_t share = std::gcd(degree, room);
+    shares[order[k]] = share;
+    room /= share;
+  }
+  return shares;
+}
+
+// Whether the layout is placed as its rank order places it.
+inline bool is_rank_order_placement(const Layout& c, std::int64_t nvs) {
+  const PlacedAxes& placed = placed_axes(c.strategy);
+  const std::array<std::int64_t, kMaxPlacedAxes> shares = rank_order_shares(c, nvs);
+  for (std::size_t i = 0; i < placed.count; ++i) {
+    if (kAxes[placed.axis[i]].nv(c) != shares[i]) return false;
+  }
+  return true;
 }
 
 // Every NVLink placement of the layout's degrees that its strategy allows: f(nv), one share per

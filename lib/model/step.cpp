@@ -207,7 +207,7 @@ namespace {
 }  // namespace
 
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micro_batches, I pp, I fast_domain,
-                              bool overlap, I interleave, I stride) {
+                              bool slow_links_free, I interleave, I stride) {
   const double volume = block.p2p_volume_gb;
   LayerResult r = comm_row("pp_comms", volume, CommType::P2P, CommType::P2P, 2, fast_domain);
   double t = 0;
@@ -217,8 +217,10 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
       const I slow_links = static_cast<I>(D(pp) / D(fast_domain) - 1);
       const I fast_links = total_links - slow_links;
       const double t_fast = analytical_collective_seconds(s, CommType::P2P, volume, 2, fast_domain);
-      // The reference times a slow link as a "collective" over one GPU, which costs nothing.
-      const double t_slow = analytical_collective_seconds(s, CommType::P2P, volume, 1, 1);
+      // The reference times a slow link as a "collective" over one GPU, which costs nothing; a
+      // framework's crosses the network.
+      const double t_slow = slow_links_free ? analytical_collective_seconds(s, CommType::P2P, volume, 1, 1)
+                                            : analytical_collective_seconds(s, CommType::P2P, volume, 2, 1);
       t = D(fast_links) / D(total_links) * t_fast + D(slow_links) / D(total_links) * t_slow;
     } else if (fast_domain == 1) {
       t = s.network_tiers == nullptr || volume == 0 ? analytical_collective_seconds(s, CommType::P2P, volume, 2, 1)
@@ -227,7 +229,7 @@ LayerResult pipeline_parallel(const System& s, const BlockSummary& block, I micr
       throw ConfigError("pipeline NVLink placement must be positive, got " + std::to_string(fast_domain));
     }
   }
-  t = overlap ? 0.0 : t * D(micro_batches);
+  t *= D(micro_batches);
   if (interleave > 1) t *= D(interleave);
   r.fwd = comm_only(t);
   r.bwd = comm_only(t);
@@ -1047,9 +1049,9 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
     out.pp_row =
-        pipeline_parallel(s, scattered, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave, stage_stride);
+        pipeline_parallel(s, scattered, micro_batches, c.pp, c.nv_pp, reference, c.exec.interleave, stage_stride);
   } else {
-    out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, false, c.exec.interleave, stage_stride);
+    out.pp_row = pipeline_parallel(s, block, micro_batches, c.pp, c.nv_pp, reference, c.exec.interleave, stage_stride);
   }
   // The stages that can bound the step: the first; a middle one when the split is uneven (with an
   // even split it is never slower or fuller than the first); the last with a vocabulary (its LM

@@ -78,14 +78,15 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64
                           const DataParallelTraffic& traffic = {});
 
 // Point-to-point activation transfers between pipeline stages, for every micro-batch. Links inside
-// the NVLink domain are fast; the reference times the others as free (its quirk, kept). Always
+// the NVLink domain are fast; the reference times the others as free (its quirk, kept with
+// `slow_links_free`; a framework's runtime times them over the network). Always
 // the analytical model: nccl-tests calibrations cover allreduce, allgather and reducescatter.
 // With V virtual stages per GPU (interleaved 1F1B) every micro-batch crosses V times as many
 // stage boundaries. With network tiers, a link between stages in different domains (fast_domain
 // 1) crosses the tiers between its two domains, consecutive stages `stride` domains apart: the
 // links' mean time (model/collective.hpp link_path).
 LayerResult pipeline_parallel(const System& s, const BlockSummary& block, std::int64_t micro_batches,
-                              std::int64_t pp, std::int64_t fast_domain, bool overlap = false,
+                              std::int64_t pp, std::int64_t fast_domain, bool slow_links_free = true,
                               std::int64_t interleave = 1, std::int64_t stride = 1);
 
 // The reference's totals() stats, in its units (s, TFLOP, GB).

@@ -22,12 +22,18 @@ void for_each_placement(const System& sys, const Transformer& model, const Layou
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f) {
   const PlacedAxes& placed = placed_axes(layout.strategy);
   auto placements = [&](const Layout& c) {
-    perfsweep::for_each_placement(c, sys.nvlink_size, [&](std::span<const std::int64_t> shares) {
+    const auto place = [&](std::span<const std::int64_t> shares) {
       if (!choice.admits(placed, shares)) return;
       Layout p = c;
       set_placement(p, placed, shares);
       f(p);
-    });
+    };
+    if (choice.rank_order) {
+      const std::array<std::int64_t, kMaxPlacedAxes> shares = rank_order_shares(c, sys.nvlink_size);
+      place(std::span<const std::int64_t>(shares.data(), placed.count));
+    } else {
+      perfsweep::for_each_placement(c, sys.nvlink_size, place);
+    }
   };
   const StrategyPlan& plan = plan_of(layout.strategy);
   if (has_summa_blocks(plan) && choice.search_nb) {
@@ -132,6 +138,11 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     splits = std::move(with_cp);
   }
   PlacementChoice choice = r.placement;
+  // Under a framework's runtime, with no share given and no row per placement asked for, the
+  // placement its rank order makes: the one the framework launches.
+  const bool any_given =
+      std::any_of(choice.nv.begin(), choice.nv.end(), [](const std::optional<std::int64_t>& nv) { return nv.has_value(); });
+  choice.rank_order = !r.runtime.is_reference() && !any_given && !r.all_placements;
   const bool summa = has_summa_blocks(plan_of(strategy));
   choice.search_nb = summa && r.nb.empty();
   const std::vector<std::int64_t> nbs = summa && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};

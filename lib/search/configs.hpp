@@ -20,13 +20,18 @@ namespace perfsweep {
 struct PlacementChoice {
   std::array<std::optional<std::int64_t>, kAxisCount> nv;
   bool search_nb = false;  // 2d: also every SUMMA block count the search tries (else layout's nb)
+  // The placement the layout's rank order makes (rank_order_shares) instead of every one the
+  // reference's search tries: what a framework launches (set under a runtime other than the
+  // reference's unless placements are given or asked for one by one).
+  bool rank_order = false;
   // Whether a placement (one share per placed axis, in their order) keeps every given share.
   bool admits(const PlacedAxes& placed, std::span<const std::int64_t> shares) const;
 };
 
 // Calls f(layout) for every NVLink placement (and, for 2d with choice.search_nb, every SUMMA
 // block count) the reference's search tries for this layout's degrees, in its order, skipping
-// those `choice` excludes.
+// those `choice` excludes; with choice.rank_order, for the rank order's placement alone (if
+// `choice` admits it).
 void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f);
 

@@ -57,8 +57,16 @@ void summa_block_values(const SearchContext& x, const Layout& c, std::vector<Cho
   for_each_summa_nb(c.tensor.tp1, c.tensor.tp2, x.problem.model.e, [&](I nb) { out.push_back({{nb}}); });
 }
 
-// The NVLink shares of the strategy's placed axes (model/axes.hpp), in their order.
+// The NVLink shares of the strategy's placed axes (model/axes.hpp), in their order: every one the
+// reference's search tries, or under a framework's runtime the one its rank order makes.
 void placement_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  if (!x.problem.runtime.is_reference()) {
+    const std::array<I, kMaxPlacedAxes> shares = rank_order_shares(c, x.problem.system.nvlink_size);
+    Choice v;
+    std::copy(shares.begin(), shares.end(), v.v.begin());
+    out.push_back(v);
+    return;
+  }
   for_each_placement(c, x.problem.system.nvlink_size, [&](std::span<const I> nv) {
     Choice v;
     std::copy(nv.begin(), nv.end(), v.v.begin());
@@ -200,7 +208,8 @@ constexpr SearchDimension kDimensions[] = {
     option_dimension<option_index("offload_percent")>(true, "offload"),
     // the network tiers each group crosses: the step's communication only
     option_dimension<option_index("rank_order")>(false, "pp"),
-    {"nv", false, "pp", placement_values,
+    // under a framework's runtime the rank order's placement (placement_values)
+    {"nv", false, "pp rank_order", placement_values,
      [](Layout& c, const Choice& v) { set_placement(c, placed_axes(c.strategy), v.v); }},
 };
 

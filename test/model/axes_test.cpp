@@ -2,6 +2,7 @@
 // as a preset of axes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,35 @@ TEST(Axes, TieBreakOrder) {
   }
   EXPECT_EQ(got, (std::vector<std::string>{"dp", "tp1", "tp2", "pp", "mbs", "nb", "cp", "nv_tp1", "nv_tp2", "nv_dp",
                                            "nv_pp", "nv_cp"}));
+}
+
+// The placement a rank order makes, by hand. 1d, placed axes tp, cp, dp, pp (placed_axes).
+// Llama 3 70B on 8-GPU nodes, TP 4 PP 8 DP 2, Megatron-Core's tp-cp-ep-dp-pp: a node holds the
+// tensor group and both data-parallel replicas, every stage its own node (nv_pp 1). With the
+// pipeline inside the replicas (tp-cp-ep-pp-dp) a node holds two stages instead. TP 2 CP 2 on
+// 4-GPU domains: the context group fills the rest (gcd). TP 16 on 8: the tensor group spans two
+// domains, nothing else shares one. TP 3 on 8 (no divisor): 1 of each other axis.
+TEST(Axes, RankOrderShares) {
+  Layout c;
+  c.tensor.tp1 = 4;
+  c.pp = 8;
+  c.dp = 2;
+  const auto shares = [&](std::int64_t nvs) {
+    const std::array<std::int64_t, kMaxPlacedAxes> s = rank_order_shares(c, nvs);
+    return std::vector<std::int64_t>(s.begin(), s.begin() + placed_axes(c.strategy).count);
+  };
+  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{4, 1, 2, 1}));
+  c.exec.rank_order = RankOrder::PipelineInnerDataOuter;
+  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{4, 1, 1, 2}));
+  c.exec.rank_order = RankOrder::DataInnerPipelineOuter;
+  c.tensor.tp1 = 2;
+  c.tensor.cp = 2;
+  EXPECT_EQ(shares(4), (std::vector<std::int64_t>{2, 2, 1, 1}));
+  c.tensor.cp = 1;
+  c.tensor.tp1 = 16;
+  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{8, 1, 1, 1}));
+  c.tensor.tp1 = 3;
+  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{1, 1, 2, 4}));
 }
 
 // Each axis reads back the degree and share it writes, into its own field alone.

@@ -3,6 +3,8 @@
 // come in the order asked for with the rest derived; the search's micro-batch sizes by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <ostream>
 #include <string>
 
@@ -74,6 +76,38 @@ INSTANTIATE_TEST_SUITE_P(configs, SearchSpace,
                                            SpaceCase{Strategy::TwoDSeqp, "gpt3_1T", "H200", 64},
                                            SpaceCase{Strategy::TwoDSeqp, "vit_era5", "A100", 4}),
                          case_name);
+
+// Under a framework's runtime every row is placed as its rank order places it (Megatron-Core's
+// tp-cp-ep-dp-pp: the tensor group inside a node before any data-parallel replica shares it),
+// and `configs` and the search agree on the best; asked for every placement, the rows include
+// the ones the reference's search tries that the framework never launches (TP 4 as 2 + 2 over
+// two nodes).
+TEST(configs, FrameworkPlacementsFollowItsRankOrder) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/llama3_70b.yaml");
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  ConfigRanges r;
+  r.runtime = load_runtime_named("megatron");
+  r.tp1 = {2, 4, 8};
+  fill_runtime_defaults(r.runtime, r.choices);
+  const ConfigSweep sweep = sweep_configs(sys, model, Strategy::OneD, 64, 128, r);
+  ASSERT_FALSE(sweep.rows.empty());
+  const PlacedAxes& placed = placed_axes(Strategy::OneD);
+  for (const ConfigRow& row : sweep.rows) {
+    const std::array<std::int64_t, kMaxPlacedAxes> want = rank_order_shares(row.layout, sys.nvlink_size);
+    for (std::size_t i = 0; i < placed.count; ++i) {
+      EXPECT_EQ(kAxes[placed.axis[i]].nv(row.layout), want[i]) << kAxes[placed.axis[i]].name;
+    }
+    EXPECT_EQ(row.layout.tensor.nv1, std::min<std::int64_t>(row.layout.tensor.tp1, 8));
+  }
+  r.all_placements = true;
+  const ConfigSweep every = sweep_configs(sys, model, Strategy::OneD, 64, 128, r);
+  EXPECT_GT(every.rows.size(), sweep.rows.size());
+  bool split_tensor_group = false;
+  for (const ConfigRow& row : every.rows) {
+    split_tensor_group = split_tensor_group || row.layout.tensor.nv1 < std::min<std::int64_t>(row.layout.tensor.tp1, 8);
+  }
+  EXPECT_TRUE(split_tensor_group);
+}
 
 // The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
 // The notebook's system: B200 in NVLink domains of 8.
