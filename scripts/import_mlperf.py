@@ -1043,7 +1043,7 @@ def import_round(tree):
                 cfg_nodes = _int(env, 'DGXNNODES', 'NNODES') if ({'DGXNNODES', 'NNODES'} & ev['set']) else None
                 if cfg_nodes and nodes and cfg_nodes != nodes:
                     reasons.append(f'config nodes {cfg_nodes} differ from the system\'s {nodes}')
-        else:
+        elif gpu in SUPPORTED_GPUS:
             reasons.append('launch configuration not identified: ' + how_cfg)
         row['framework'] = framework_name(sysj, env, config or '', gpu)
         # NVLink domain
