@@ -92,7 +92,36 @@ def main():
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator='\n')
         w.writeheader()
         w.writerows(out)
+    print(summary_table(out))
     return 0
+
+
+def summary_table(out):
+    """The errors by GPU and benchmark, by GPU, by benchmark and over all rows (markdown)."""
+    import statistics
+    rows = [r for r in out if r['rel_err']]
+    gpus = [g for g in SYSTEMS if any(r['gpu'] == g for r in rows)]
+    benchmarks = sorted({r['benchmark'] for r in rows})
+    lines = ['| GPU | benchmark | rows | median abs err | signed median | range |',
+             '| --- | --- | --- | --- | --- | --- |']
+
+    def line(gpu, bench):
+        e = [float(r['rel_err']) for r in rows
+             if gpu in ('all', r['gpu']) and bench in ('all', r['benchmark'])]
+        if not e:
+            return
+        rng = f'{min(e):+.1%}' if len(e) == 1 else f'{min(e):+.1%} .. {max(e):+.1%}'
+        lines.append(f'| {gpu} | {bench} | {len(e)} | {statistics.median(abs(x) for x in e):.1%} | '
+                     f'{statistics.median(e):+.1%} | {rng} |')
+    for g in gpus:
+        for b in benchmarks:
+            line(g, b)
+    for g in gpus:
+        line(g, 'all')
+    for b in benchmarks:
+        line('all', b)
+    line('all', 'all')
+    return '\n'.join(lines)
 
 
 if __name__ == '__main__':

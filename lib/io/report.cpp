@@ -557,7 +557,13 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   o << "\nNVLink placement:";
   for (const auto& [k, v] : nv_keys(layout)) o << ' ' << k << '=' << v;
   if (ev.under_runtime() && is_rank_order_placement(layout, system.nvlink_size)) {
-    o << " (the rank order's, " << kRankOrderNames[static_cast<std::size_t>(layout.exec.rank_order)] << ")";
+    o << " (the rank order's, " << kRankOrderNames[static_cast<std::size_t>(layout.exec.rank_order)];
+    std::int64_t used = 1;
+    for (const auto& [k, v] : nv_keys(layout)) used *= v;
+    if (used < system.nvlink_size && used < layout.n_gpus()) {
+      o << "; " << used << " of each domain's " << system.nvlink_size << " GPUs";
+    }
+    o << ")";
   }
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {

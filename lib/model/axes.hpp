@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <numeric>
 #include <span>
 #include <string>
 #include <string_view>
@@ -245,8 +244,10 @@ void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, 
 // fastest, so the domain holds as much of the innermost group as it can, then of the next, in the
 // order of the layout's rank order (tp, cp, dp, pp for tp-cp-ep-dp-pp; tp, cp, pp, dp for
 // tp-cp-ep-pp-dp; tp1, tp2 first for the 2d strategies; expert parallelism lies inside dp). A share
-// is the largest that divides its group and what the inner shares leave of the domain. One share
-// per placed_axes(strategy) axis, in their order.
+// is the largest divisor of its group that fits in what the inner shares leave of the domain
+// (whole groups, so a domain that no product of them fills is filled in part, as a launcher's
+// segments do it: 64 of an NVL72 rack's 72 GPUs for TP 2, CP 4 and a data-parallel group of 64).
+// One share per placed_axes(strategy) axis, in their order.
 inline std::array<std::int64_t, kMaxPlacedAxes> rank_order_shares(const Layout& c, std::int64_t nvs) {
   const PlacedAxes& placed = placed_axes(c.strategy);
   // placed positions, innermost first: all but dp and pp in their order, then dp and pp by the order
@@ -270,9 +271,10 @@ inline std::array<std::int64_t, kMaxPlacedAxes> rank_order_shares(const Layout& 
   std::int64_t room = std::max<std::int64_t>(nvs, 1);
   for (std::size_t k = 0; k < n; ++k) {
     const std::int64_t degree = kAxes[placed.axis[order[k]]].degree(c);
-    const std::int64_t share = std::gcd(degree, room);
-    shares[order[k]] = share;
-    room /= share;
+    std::int64_t share = std::min(degree, room);
+    while (share > 1 && degree % share != 0) --share;
+    shares[order[k]] = std::max<std::int64_t>(share, 1);
+    room /= shares[order[k]];
   }
   return shares;
 }

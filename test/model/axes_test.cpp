@@ -38,8 +38,9 @@ TEST(Axes, TieBreakOrder) {
 // Llama 3 70B on 8-GPU nodes, TP 4 PP 8 DP 2, Megatron-Core's tp-cp-ep-dp-pp: a node holds the
 // tensor group and both data-parallel replicas, every stage its own node (nv_pp 1). With the
 // pipeline inside the replicas (tp-cp-ep-pp-dp) a node holds two stages instead. TP 2 CP 2 on
-// 4-GPU domains: the context group fills the rest (gcd). TP 16 on 8: the tensor group spans two
-// domains, nothing else shares one. TP 3 on 8 (no divisor): 1 of each other axis.
+// 4-GPU domains: the context group fills the rest. TP 16 on 8: the tensor group spans two
+// domains, nothing else shares one. TP 3 on 8: one tensor group and 2 of its replicas, 6 of the
+// 8 GPUs. TP 2 CP 4 DP 64 on an NVL72 rack: 8 replicas, 64 of its 72 GPUs (MLPerf's segments).
 TEST(Axes, RankOrderShares) {
   Layout c;
   c.tensor.tp1 = 4;
@@ -60,7 +61,12 @@ TEST(Axes, RankOrderShares) {
   c.tensor.tp1 = 16;
   EXPECT_EQ(shares(8), (std::vector<std::int64_t>{8, 1, 1, 1}));
   c.tensor.tp1 = 3;
-  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{1, 1, 2, 4}));
+  EXPECT_EQ(shares(8), (std::vector<std::int64_t>{3, 1, 2, 1}));
+  c.tensor.tp1 = 2;
+  c.tensor.cp = 4;
+  c.dp = 64;
+  c.pp = 1;
+  EXPECT_EQ(shares(72), (std::vector<std::int64_t>{2, 4, 8, 1}));
 }
 
 // Each axis reads back the degree and share it writes, into its own field alone.
