@@ -24,8 +24,9 @@ For each `<submitter>/results/<system>/<benchmark>/result_*.txt` the importer re
   - the result logs (MLLOG lines): per-step timings where the logs have them (tracked_stats
     train_step_timing / train_step_time), else training segments between block and eval events
     (time per segment / steps per segment); see step_time().
-The output has one row per result, sorted by id; README.md next to the output describes the
-columns.
+The output has one row per result, sorted by id, with estimate's flags for each row it can express
+(estimate_args; `validate runs validation/mlperf` predicts them); README.md next to the output
+describes the columns.
 """
 import argparse
 import ast
@@ -49,9 +50,10 @@ COLUMNS = ['id', 'round', 'submitter', 'system', 'benchmark', 'perfsweep_model',
            'precision', 'fp8_recipe', 'tp', 'pp', 'vp', 'cp', 'ep', 'dp', 'mbs', 'gbs', 'seq_len',
            'sequence_parallel', 'tp_comm_overlap', 'cuda_graphs', 'activation_recompute', 'step_s',
            'step_s_method', 'samples_per_s', 'n_result_logs', 'time_to_train_min', 'source_files',
-           'expressible', 'reason']
+           'expressible', 'reason', 'args']
 # Accelerators perfsweep has a system file for (systems/<GPU>-calibrated.yaml).
 SUPPORTED_GPUS = ('A100', 'H100', 'H200', 'B200', 'GB200')
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NVL72_GPUS = ('GB200', 'GB300')
 # Variables of a launch configuration the layout columns read.
 LAYOUT_VARS = {'TENSOR_MODEL_PARALLEL', 'TP', 'PIPELINE_MODEL_PARALLEL', 'PP', 'CONTEXT_PARALLEL', 'CP',
@@ -1074,6 +1076,53 @@ def import_round(tree):
     return rows, extras
 
 
+def model_depth(name):
+    """The transformer blocks of models/NAME.yaml (its `depth:` key)."""
+    with open(os.path.join(REPO, 'models', name + '.yaml')) as f:
+        for line in f:
+            if line.startswith('depth:'):
+                return int(line.split(':')[1].split('#')[0])
+    raise SystemExit(f'models/{name}.yaml: no depth')
+
+
+def estimate_args(row):
+    """An expressible row as estimate's flags, as a user would run it (validation/mlperf/set.yaml
+    runs them; README.md next to runs.csv gives the mapping); '' for a row not expressible:
+      --system <gpu>-calibrated (its runtime, nemo), --model perfsweep_model, --seq-len seq_len,
+      --precision precision; --tp --pp --cp --dp --mbs --global-batch-size --interleave (vp);
+      --sp off only where tp > 1 and the config turned sequence parallelism off;
+      --recompute selective|full where the config asks for it;
+      --nvs nvlink_domain on GB200 (the GPUs of one NVL72 rack a run's replicas share);
+      uneven stages where pp does not divide the model's depth: Megatron-Core's
+      account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (the 405B
+      configs' ASYM_PP_EMBED and ASYM_PP_LOSS) count the embedding and the loss as one block each,
+      so with depth + 2 divisible by pp the first and last stages hold (depth + 2) / pp - 1 blocks
+      (126 blocks on pp 8: 15, six stages of 16, 15); else `auto`."""
+    if row['expressible'] != 'yes':
+        return ''
+    tp, pp, cp, vp = int(row['tp']), int(row['pp']), int(row['cp']), int(row['vp'] or 1)
+    args = ['--system', f'{row["gpu"]}-calibrated', '--model', row['perfsweep_model'], '--seq-len', row['seq_len'],
+            '--precision', row['precision'] or 'bf16', '--tp', str(tp), '--pp', str(pp), '--cp', str(cp),
+            '--dp', row['dp'], '--mbs', row['mbs'], '--global-batch-size', row['gbs'], '--interleave', str(vp)]
+    if tp > 1 and row['sequence_parallel'] == 'false':
+        args += ['--sp', 'off']
+    rec = row['activation_recompute']
+    if rec.startswith('selective'):
+        args += ['--recompute', 'selective']
+    elif rec.startswith('full'):
+        args += ['--recompute', 'full']
+    if row['gpu'] == 'GB200' and row['nvlink_domain']:
+        args += ['--nvs', row['nvlink_domain']]
+    depth = model_depth(row['perfsweep_model'])
+    if depth % pp:
+        if (depth + 2) % pp == 0:
+            edge = (depth + 2) // pp - 1
+            args += ['--first-stage-blocks', str(edge), '--last-stage-blocks', str(edge)]
+        else:
+            args += ['--first-stage-blocks', 'auto', '--last-stage-blocks', 'auto']
+    return ' '.join(args)
+
+
 def mark_duplicates_and_dates(rows, extras, days=60):
     """A result whose logs are the same runs (run_start and run_stop of every log) as a result with
     a smaller id is marked not expressible ('same runs as ID'), so that no run counts twice; a
@@ -1120,6 +1169,8 @@ def main():
         extras.update(e)
     rows.sort(key=lambda r: r['id'])
     mark_duplicates_and_dates(rows, extras)
+    for r in rows:
+        r['args'] = estimate_args(r)
     ids = [r['id'] for r in rows]
     if len(set(ids)) != len(ids):
         raise SystemExit('duplicate ids')

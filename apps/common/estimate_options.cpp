@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/cli.hpp"
 #include "common/execution_options.hpp"
 #include "common/model_flags.hpp"
@@ -124,15 +126,16 @@ ParsedEstimateFlags parse_estimate_flags(const std::vector<std::string>& args) {
   try {
     p.app->parse(reversed);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
+    std::string what;
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-      for (const std::string& extra : p.app->remaining()) {
-        if (!extra.starts_with("--")) continue;
-        if (const std::string flag = cli::nearest_flag(*p.app, extra); !flag.empty()) {
-          what += " (did you mean " + flag + " for " + extra + "?)";
-        }
+      for (const std::string& extra : args) {
+        const auto left = p.app->remaining();
+        if (!extra.starts_with("--") || std::find(left.begin(), left.end(), extra) == left.end()) continue;
+        what += (what.empty() ? "" : "; ") + std::string("unknown flag ") + extra;
+        if (const std::string flag = cli::nearest_flag(*p.app, extra); !flag.empty()) what += " (did you mean " + flag + "?)";
       }
     }
+    if (what.empty()) what = e.what();
     throw InputError(what);
   }
   return p;

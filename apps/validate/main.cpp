@@ -44,6 +44,7 @@
 #include "config/runtime_file.hpp"
 #include "common/measurement_tool.hpp"
 #include "core/error.hpp"
+#include "validate/set_runs.hpp"
 
 using namespace perfsweep;
 
@@ -188,7 +189,20 @@ int main(int argc, char** argv) {
   fit_cluster->add_option("--kernels", cluster_kernels, "kernel calibration to scale (default: the system's)");
   fit_cluster->add_option("--out,-o", cluster_out, "kernel calibration YAML to write")->required();
 
+  RunsOptions runs_options;
+  CLI::App* runs_cmd = app.add_subcommand(
+      "runs", "predict every row of a validation set (validation/NAME) through estimate's path; summary on stdout");
+  runs_cmd->add_option("dir", runs_options.dir, "the set's folder: set.yaml, runs.csv (docs/validation.md)")->required();
+  runs_cmd->add_option("-o,--out", runs_options.out,
+                   "CSV of every row: measured, predicted, signed error, fits, the estimate command");
+  runs_cmd->add_flag("--check", runs_options.check, "exit 1 when a target of set.yaml is missed");
+  runs_cmd->add_option("--part", runs_options.part, "the rows predicted: fit, held-out or all (default)")
+      ->check(CLI::IsMember({"fit", "held-out", "all"}));
+  runs_cmd->add_option("--variant", runs_options.variant,
+                   "one variant of set.yaml (default: the rows as given, `default`, and every variant)");
+
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
+    if (runs_cmd->parsed()) return validate_runs(runs_options);
     if (fit_cluster->parsed()) {
       calib::RunSet set = calib::RunSet::Vtrain;
       for (const RunSetCommand& c : run_sets) {

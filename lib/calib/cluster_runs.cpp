@@ -1,5 +1,7 @@
 #include "calib/cluster_runs.hpp"
 
+#include "calib/set_validation.hpp"
+
 #include "config/runtime_file.hpp"
 
 #include <algorithm>
@@ -37,33 +39,9 @@ struct CsvTable {
 };
 
 CsvTable read_csv(const std::filesystem::path& path) {
-  CsvTable t;
-  t.file = path.string();
-  std::ifstream in(path);
-  if (!in) throw InputError(t.file + ": cannot open the measurements file");
-  std::string text;
-  std::size_t line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (line == 1 && text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-    if (trim(text).empty()) continue;
-    const std::string where = t.file + ":" + std::to_string(line);
-    std::vector<std::string> cells = split_csv_line(text, where);
-    if (t.header.empty()) {
-      t.header = std::move(cells);
-      continue;
-    }
-    if (cells.size() != t.header.size()) {
-      throw InputError(where + ": " + std::to_string(cells.size()) + " fields, the header has " +
-                       std::to_string(t.header.size()));
-    }
-    t.rows.push_back(std::move(cells));
-    t.lines.push_back(line);
-  }
-  if (t.header.empty()) throw InputError(t.file + ": empty file, no header line");
-  if (t.rows.empty()) throw InputError(t.file + ": no runs after the header");
-  return t;
+  if (!std::ifstream(path)) throw InputError(path.string() + ": cannot open the measurements file");
+  perfsweep::CsvTable read = read_csv_table(path);
+  return {path.string(), std::move(read.header), std::move(read.rows), std::move(read.lines)};
 }
 
 std::string lower(std::string s) {
@@ -554,11 +532,6 @@ KernelScaleFit fit_kernel_scales(const System& system, const std::vector<Cluster
   fit.mean_abs_after = best;
   fit.calibration = scale_calibration(base, fit.scales);
   return fit;
-}
-
-double megatron_model_flops(const Transformer& m, I global_batch) {
-  const double B = D(global_batch), s = D(m.l), l = D(m.depth), h = D(m.e), V = D(m.vocab_size);
-  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
 ClusterNetwork fit_cluster_network(const std::vector<ClusterRun>& runs) {

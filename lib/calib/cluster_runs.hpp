@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "calib/set_validation.hpp"
 #include "model/kernel_calibration.hpp"
 #include "model/plan.hpp"
 #include "model/runtime.hpp"
@@ -116,10 +117,6 @@ struct RunPrediction {
   bool fits = true;                 // the predicted peak fits the GPU's hbm_capacity
   std::string error;                // why the model could not express the run ("" if it could)
 };
-
-// Megatron's model FLOPs per iteration, as Narayanan et al. (2021) count them with full
-// recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
-double megatron_model_flops(const Transformer& model, std::int64_t global_batch);
 
 // The network of a cluster whose collectives slow down with the job's size, as its own bandwidth
 // measurements show: per job node count, the bus bandwidth of an all-reduce over all the job's

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <fstream>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -78,6 +80,41 @@ std::vector<std::string> split_flag_list(const std::string& text, const std::str
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
+}
+
+CsvTable read_csv_table(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  std::ifstream in(path);
+  if (!in) throw InputError(file + ": cannot open (no such file, or unreadable)");
+  CsvTable t;
+  std::string text;
+  std::size_t line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (line == 1 && text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+    if (trim(text).empty()) continue;
+    const std::string where = file + ":" + std::to_string(line);
+    std::vector<std::string> cells = split_csv_line(text, where);
+    if (t.header.empty()) {
+      t.header = std::move(cells);
+      continue;
+    }
+    if (cells.size() != t.header.size()) {
+      throw InputError(where + ": " + std::to_string(cells.size()) + " fields, the header has " +
+                       std::to_string(t.header.size()));
+    }
+    t.rows.push_back(std::move(cells));
+    t.lines.push_back(line);
+  }
+  if (t.header.empty()) throw InputError(file + ": empty file, no header line");
+  if (t.rows.empty()) throw InputError(file + ": no rows after the header");
+  std::set<std::string> seen;
+  for (const std::string& h : t.header) {
+    if (h.empty()) throw InputError(file + ": an empty column name in the header");
+    if (!seen.insert(h).second) throw InputError(file + ": column '" + h + "' twice in the header");
+  }
+  return t;
 }
 
 }  // namespace perfsweep

@@ -107,6 +107,11 @@ EXPECTED = {
     # H100 has a shipped system, FP8 is estimate's, the layout is 1d tp/pp/vp: expressible
     'expressible': 'yes',
     'reason': '',
+    # estimate's flags: H100's calibrated system (its runtime, nemo), gpt3 at sequence 2048, fp8, the
+    # layout above with --interleave 6; sequence parallelism on (no --sp off), no recompute, an
+    # 8-GPU NVLink domain (no --nvs), and 96 blocks divide by pp 8 (no stage flags)
+    'args': '--system H100-calibrated --model gpt3 --seq-len 2048 --precision fp8 --tp 4 --pp 8 --cp 1 --dp 16 '
+            '--mbs 2 --global-batch-size 2048 --interleave 6',
 }
 NUMERIC = {'step_s': 1e-5, 'samples_per_s': 1e-5, 'time_to_train_min': 1e-5}
 # The header: validation/mlperf/README.md's columns, in the order EXPECTED lists them.
