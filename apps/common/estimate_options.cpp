@@ -69,7 +69,8 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
   }
   count_gpus("--cp", cp);
   // The network as a job of this many GPUs sees it (a system's network_scaling), as the search costs it.
-  r.system = at_scale(r.system, gpus);
+  r.cluster = r.system;
+  r.system = at_scale(r.cluster, gpus);
   check_count(o.mbs, kMaxGlobalBatch, "--mbs");
   layout.mbs = o.mbs;
   layout.tensor.cp = cp;

@@ -13,14 +13,14 @@
 //       first (calib::fit_call_overhead);
 //   validate train --measurements FILE --system NAME|PATH [--only IDS | --except IDS] [--inputs DIR]
 //       whole training steps (h100_train.json format): CSV on stdout, summary on stderr;
-//   validate megatron|vtrain|nanotron --measurements FILE [--system NAME|PATH]
-//       measured training runs against the model's prediction of each: CSV on stdout (one row per
-//       run), a summary on stderr; the system defaults to the set's cluster (selene_a100,
-//       vtrain_a100, hf_h100); --inputs DIR also writes each run's model, system and runtime
-//       files and DIR/commands.tsv, the estimate command of each run (calib/run_inputs.hpp);
-//   validate fit-cluster vtrain --measurements FILE [--system NAME|PATH] [--kernels FILE] --out FILE.yaml
-//       the kernel calibration with its compute and stream-launch scales fitted on the set's fit
-//       runs (docs/validation.md).
+//   validate runs DIR [-o ROWS.csv] [--check] [--part fit|held-out|all] [--variant NAME]
+//       every row of a validation set (validation/NAME: set.yaml, runs.csv) predicted through
+//       estimate's path: the summary by part, GPU, precision and scale and the set's targets on
+//       stdout, the rows as CSV in ROWS.csv; --check exits 1 on a missed target;
+//   validate fit NAME --sets A,B [--held-out C,D] [--kernels FILE] [-o OUT]
+//       a named fitter (kernel_scales, host_floor) over the fit part of the chosen sets, the rest
+//       held out: the fitted values, then each set's fit and held-out errors with them; OUT what
+//       the fitter writes (docs/validation.md, "Validation sets").
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "calib/cluster_runs.hpp"
 #include "calib/layer_measurements.hpp"
 #include "calib/layer_validation.hpp"
 #include "calib/measurement_entry.hpp"
+#include "calib/set_fitters.hpp"
 #include "calib/run_inputs.hpp"
 #include "calib/step_kernels.hpp"
 #include "calib/step_measurements.hpp"
@@ -150,45 +150,6 @@ int main(int argc, char** argv) {
                         "the estimate command (paths relative to DIR) that reproduces its predicted step "
                         "(docs/validation.md)");
 
-  struct RunSetCommand {
-    calib::RunSet set;
-    CLI::App* cmd;
-    std::string file, system, inputs;
-    bool unfitted = false;
-  };
-  std::vector<RunSetCommand> run_sets;
-  for (calib::RunSet set : {calib::RunSet::Megatron, calib::RunSet::Vtrain, calib::RunSet::Nanotron}) {
-    run_sets.push_back({set, nullptr, "", "", "", false});
-  }
-  for (RunSetCommand& c : run_sets) {
-    c.cmd = app.add_subcommand(calib::run_set_name(c.set),
-                               std::string("predict every measured ") + calib::run_set_name(c.set) +
-                                   " run; CSV on stdout, summary on stderr");
-    c.cmd->add_option("--measurements,-m", c.file, "the set's CSV (docs/validation.md)")->required();
-    c.cmd->add_option("--system", c.system,
-                      std::string("system (name or YAML path; default ") + calib::default_system_file(c.set) + ")");
-    c.cmd->add_option("--inputs", c.inputs,
-                      "also write each run's model, system and runtime files into DIR and DIR/commands.tsv: per run "
-                      "the estimate command (paths relative to DIR) that reproduces its predicted step "
-                      "(docs/validation.md)");
-    if (c.set == calib::RunSet::Nanotron) {
-      c.cmd->add_flag("--unfitted", c.unfitted,
-                      "the system as it is (default: the network the cluster measured at each job size and the "
-                      "compute scale, both fitted on the fit runs)");
-    }
-  }
-
-  std::string cluster_set, cluster_file, cluster_system, cluster_kernels, cluster_out;
-  CLI::App* fit_cluster =
-      app.add_subcommand("fit-cluster", "fit the kernel calibration's two scales to a set's fit runs");
-  fit_cluster->add_option("set", cluster_set, "megatron, vtrain or nanotron")
-      ->required()
-      ->check(CLI::IsMember({"megatron", "vtrain", "nanotron"}));
-  fit_cluster->add_option("--measurements,-m", cluster_file, "the set's CSV")->required();
-  fit_cluster->add_option("--system", cluster_system, "system (default: the set's cluster)");
-  fit_cluster->add_option("--kernels", cluster_kernels, "kernel calibration to scale (default: the system's)");
-  fit_cluster->add_option("--out,-o", cluster_out, "kernel calibration YAML to write")->required();
-
   RunsOptions runs_options;
   CLI::App* runs_cmd = app.add_subcommand(
       "runs", "predict every row of a validation set (validation/NAME) through estimate's path; summary on stdout");
@@ -200,66 +161,25 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fit", "held-out", "all"}));
   runs_cmd->add_option("--variant", runs_options.variant,
                    "one variant of set.yaml (default: the rows as given, `default`, and every variant)");
+  FitOptions fit_options;
+  std::string fitter_help = "a named fitter:";
+  for (const calib::Fitter& f : calib::fitters()) fitter_help += std::string("\n  ") + f.name + ": " + f.what;
+  CLI::App* fit_cmd = app.add_subcommand("fit", "fit a named fitter on chosen validation sets, the rest held out");
+  fit_cmd->add_option("fitter", fit_options.fitter, fitter_help)->required();
+  fit_cmd->add_option("--sets", fit_options.sets,
+                      "the sets whose fit part is fitted: names of validation/ or folders, comma-separated")
+      ->required()
+      ->delimiter(',');
+  fit_cmd->add_option("--held-out", fit_options.held_out, "sets predicted with the fitted values, every row held out")
+      ->delimiter(',');
+  fit_cmd->add_option("--kernels", fit_options.kernels, "the kernel calibration the fitter scales (default: the fit rows' system's)");
+  fit_cmd->add_option("-o,--out", fit_options.out,
+                      "what the fitter writes: kernel_scales a kernel calibration YAML, host_floor a folder of systems/ "
+                      "and runtimes/");
 
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (runs_cmd->parsed()) return validate_runs(runs_options);
-    if (fit_cluster->parsed()) {
-      calib::RunSet set = calib::RunSet::Vtrain;
-      for (const RunSetCommand& c : run_sets) {
-        if (cluster_set == calib::run_set_name(c.set)) set = c.set;
-      }
-      System system =
-          load_system_named(cluster_system.empty() ? std::string(calib::default_system_file(set)) : cluster_system);
-      if (!cluster_kernels.empty()) {
-        system.kernel_calibration =
-            std::make_shared<const kernels::Calibration>(kernels::load_calibration(cluster_kernels));
-      }
-      const calib::KernelScaleFit scaled = calib::fit_kernel_scales(system, calib::read_cluster_runs(set, cluster_file));
-      kernels::Calibration out = scaled.calibration;
-      char scales[160];
-      std::snprintf(scales, sizeof scales, "compute x %.2f, stream launch_s x %.2f", scaled.scales.compute,
-                    scaled.scales.stream_launch);
-      out.source = out.source + "; scaled (validate fit-cluster " + cluster_set + ", " + std::to_string(scaled.runs) +
-                   " fit runs of " + cluster_file + "): " + scales;
-      kernels::save_calibration(out, cluster_out);
-      spdlog::info("{} on {} fit runs: mean |relative error| {:.4f} -> {:.4f}; wrote {}", scales, scaled.runs,
-                   scaled.mean_abs_before, scaled.mean_abs_after, cluster_out);
-      return 0;
-    }
-    for (const RunSetCommand& c : run_sets) {
-      if (!c.cmd->parsed()) continue;
-      const System system =
-          load_system_named(c.system.empty() ? std::string(calib::default_system_file(c.set)) : c.system);
-      const auto runs = calib::read_cluster_runs(c.set, c.file);
-      calib::ClusterFit fitted;
-      const auto rows = calib::validate_runs(system, runs, c.unfitted, &fitted);
-      std::cout << calib::runs_csv(c.set, rows);
-      std::cerr << calib::runs_summary(c.set, rows);
-      if (c.set == calib::RunSet::Nanotron && !c.unfitted) {
-        const calib::ClusterNetwork& net = fitted.network;
-        std::string line = "# network: all-reduce bus bandwidth by job nodes (median over fit runs):";
-        for (std::size_t i = 0; i < net.scaling.nodes.size(); ++i) {
-          line += fmt::format(" {}:{:.1f}GB/s({})", net.scaling.nodes[i], net.scaling.allreduce_bus_GBps[i], net.runs[i]);
-        }
-        std::cerr << line << "\n";
-        std::cerr << fmt::format("# compute: kernel efficiencies x {:.2f} (median |rel err| of {} {}fit runs {:.4f} -> {:.4f})\n",
-                                 fitted.compute.compute, fitted.compute.runs, fitted.compute.one_node ? "one-node " : "",
-                                 fitted.compute.median_abs_before, fitted.compute.median_abs_after);
-        const calib::FrameworkOverhead& o = fitted.overhead.overhead;
-        std::cerr << fmt::format(
-            "# overhead: per block and micro-batch {:.2f} ms + tp x {:.3f} ms with pp > 1 + {:.2f} ms per further "
-            "tensor-parallel node; {:.0f} ms per micro-batch slot before the pipeline fix (median |rel err| of {} "
-            "fit runs {:.4f} -> {:.4f})\n",
-            o.layer_s * 1e3, o.pipelined_layer_per_tp_s * 1e3, o.tp_domain_layer_s * 1e3, o.before_fix_slot_s * 1e3,
-            fitted.overhead.runs, fitted.overhead.median_abs_before, fitted.overhead.median_abs_after);
-      }
-      if (!c.inputs.empty()) {
-        const calib::RunInputsWritten w =
-            calib::write_run_inputs(c.inputs, fitted.system, rows);
-        std::cerr << calib::run_inputs_summary(w, c.inputs);
-      }
-      return 0;
-    }
+    if (fit_cmd->parsed()) return validate_fit(fit_options);
     if (layers->parsed()) {
       const System system = load_system_named(layers_system);
       const auto rows = calib::validate_layers(system, layers_in.read());

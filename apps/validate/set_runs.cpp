@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
+#include "calib/set_fitters.hpp"
 #include "calib/set_validation.hpp"
 #include "common/estimate_options.hpp"
 #include "core/error.hpp"
@@ -91,6 +93,109 @@ int validate_runs(const RunsOptions& o) {
     std::fprintf(stderr, "validate: %zu target(s) of %s missed (FAIL lines above)\n", missed, set.name.c_str());
     return 1;
   }
+  return 0;
+}
+
+std::filesystem::path set_folder(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(name, ec)) return name;
+  std::vector<fs::path> candidates{fs::path("validation") / name};
+  if (const char* data = std::getenv("PERFSWEEP_DATA_DIR"); data != nullptr && *data != '\0') {
+    candidates.push_back(fs::path(data) / "validation" / name);
+  }
+  candidates.push_back(fs::path(PERFSWEEP_SOURCE_DIR) / "validation" / name);
+  for (const fs::path& c : candidates) {
+    if (fs::is_directory(c, ec)) return c;
+  }
+  throw InputError("no validation set '" + name + "' (a folder, or a name of validation/)");
+}
+
+namespace {
+
+// One line of a part's figures: rows, count, median and mean |error|, median signed, worst.
+std::string part_line(const std::string& set, const char* part, const calib::Summary& s) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-26s %-9s %5zu %6zu %10.2f%% %10.2f%% %+10.2f%% %10.2f%%  %s\n", set.c_str(), part,
+                s.rows, s.count, 100 * s.median_abs, 100 * s.mean_abs, 100 * s.median_signed, 100 * s.max_abs,
+                s.worst.c_str());
+  return buf;
+}
+
+}  // namespace
+
+int validate_fit(const FitOptions& o) {
+  const calib::Fitter& fitter = calib::find_fitter(o.fitter);
+  // The sets, fitted ones first; every row read (files, flags) before anything is fitted.
+  std::vector<calib::ValidationSet> sets;
+  for (const std::string& name : o.sets) sets.push_back(calib::read_validation_set(set_folder(name)));
+  for (const std::string& name : o.held_out) sets.push_back(calib::read_validation_set(set_folder(name)));
+  std::vector<SetRequests> requests;
+  for (const calib::ValidationSet& set : sets) requests.push_back(read_requests(set, set.variants[0], calib::Part::All));
+  std::vector<calib::FitRow> rows, fit_set_rows;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    const calib::ValidationSet& set = sets[k];
+    for (std::size_t i = 0; i < set.rows.size(); ++i) {
+      if (!requests[k].requests[i]) continue;
+      calib::FitRow r;
+      r.set = &set;
+      r.row = i;
+      r.request = *requests[k].requests[i];
+      r.quantity = set.variants[0].quantity;
+      r.measured = set.variants[0].measured[i];
+      r.fit = k < o.sets.size() && set.rows[i].fit;
+      rows.push_back(r);
+      if (k < o.sets.size()) fit_set_rows.push_back(r);
+    }
+  }
+  std::size_t fit_rows = 0;
+  for (const calib::FitRow& r : rows) fit_rows += r.fit ? 1u : 0u;
+  if (fit_rows == 0) throw InputError("no row of the sets " + o.sets.front() + (o.sets.size() > 1 ? ", ..." : "") +
+                                      " is in a fit part (set.yaml parts)");
+  const calib::FitResult result = fitter.fit(rows, {o.kernels});
+  std::string command = "validate fit " + o.fitter + " --sets";
+  for (std::size_t k = 0; k < o.sets.size(); ++k) command += (k ? "," : " ") + o.sets[k];
+  for (std::size_t k = 0; k < o.held_out.size(); ++k) command += (k ? "," : " --held-out ") + o.held_out[k];
+  if (!o.kernels.empty()) command += " --kernels " + o.kernels;
+  std::string text = command + ": " + std::to_string(fit_rows) + " fit rows\n";
+  for (const std::string& line : result.report) text += line + "\n";
+  // Every set's rows with the fitted values.
+  char head[256];
+  std::snprintf(head, sizeof head, "%-26s %-9s %5s %6s %11s %11s %11s %11s  %s\n", "set", "part", "rows", "count",
+                "median|err|", "mean|err|", "median err", "worst|err|", "worst run");
+  text += head;
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    const calib::ValidationSet& set = sets[k];
+    std::vector<calib::RowPrediction> predictions(set.rows.size());
+    for (std::size_t i = 0; i < set.rows.size(); ++i) {
+      calib::RowPrediction& p = predictions[i];
+      if (requests[k].requests[i]) {
+        const calib::FitRow& r = rows[next++];
+        EstimateRequest q = r.request;
+        result.apply(q, r);
+        p = calib::predict_row(q, r.quantity, set);
+      } else {
+        p.run = true;
+        p.note = requests[k].refusals[i];
+      }
+      p.measured = set.variants[0].measured[i];
+    }
+    // a held-out set's rows are all held out, whatever its parts
+    const bool fitted_set = k < o.sets.size();
+    for (const calib::Part part : {calib::Part::Fit, calib::Part::HeldOut}) {
+      if (!fitted_set && part == calib::Part::Fit) continue;
+      const std::vector<bool> selected =
+          fitted_set ? calib::rows_of_part(set, predictions, part) : calib::rows_of_part(set, predictions, calib::Part::All);
+      const calib::Summary s = calib::summarize_rows(set, set.variants[0], predictions, "all", selected);
+      if (s.rows > 0) text += part_line(set.name, calib::part_name(part), s);
+    }
+  }
+  if (!o.out.empty()) {
+    for (const std::string& file : result.write(o.out, fit_set_rows, command)) text += "wrote " + file + "\n";
+  }
+  std::cout << text;
+  flush_stdout();
   return 0;
 }
 

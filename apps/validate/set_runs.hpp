@@ -3,6 +3,8 @@
 // estimate's own parser (common/estimate_options.hpp), predicted by estimate's evaluation
 // (search/estimate.hpp), summarized and checked (calib/set_validation.hpp), or fitted by a named
 // fitter (calib/set_fitters.hpp). docs/validation.md, "Validation sets".
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,5 +31,18 @@ struct RunsOptions {
 // Prints every variant's summary and target lines on stdout, writes the rows' CSV where asked;
 // returns 1 where --check and a target is missed, else 0.
 int validate_runs(const RunsOptions& o);
+
+struct FitOptions {
+  std::string fitter;
+  std::vector<std::string> sets, held_out;  // names of validation/ or folders
+  std::string kernels, out;
+};
+// The fitter on the fit part of `sets`: its report, then every set's rows predicted with what it
+// fitted, a line per part (fit, held out) and set; what it fitted written to `out` where given.
+int validate_fit(const FitOptions& o);
+
+// A set's folder: DIR as given where it is one, else validation/NAME here, under
+// $PERFSWEEP_DATA_DIR or in the source tree; InputError otherwise.
+std::filesystem::path set_folder(const std::string& name_or_dir);
 
 }  // namespace perfsweep

@@ -58,14 +58,22 @@ class DistinctFiles {
   std::set<std::string> taken_;
 };
 
-// systems/STEM.yaml with its calibrations beside it, named relative to it; the system's default
-// runtime left out (every command names its runtime). Returns the file relative to DIR.
-std::string write_system(const fs::path& dir, const System& system) {
+// A run id as a commands.tsv field: no tabs or line breaks.
+std::string tsv_field(const std::string& text) {
+  std::string out = text;
+  std::replace_if(out.begin(), out.end(), [](char ch) { return ch == '\t' || ch == '\n' || ch == '\r'; }, ' ');
+  return out;
+}
+
+}  // namespace
+
+std::string write_system_file(const fs::path& dir, const System& system, const std::string& header) {
   const std::string stem = file_stem(system.name);
   System out = system;
   out.runtime.clear();
   out.kernels_file.clear();
   out.calibration_file.clear();
+  fs::create_directories(dir / "systems");
   if (system.kernel_calibration) {
     out.kernels_file = stem + ".kernels.yaml";
     kernels::save_calibration(*system.kernel_calibration, dir / "systems" / out.kernels_file, kernels::kExactDigits);
@@ -75,18 +83,9 @@ std::string write_system(const fs::path& dir, const System& system) {
     comm::save_calibration(*system.calibration, dir / "systems" / out.calibration_file);
   }
   const std::string file = "systems/" + stem + ".yaml";
-  write_text_atomically((dir / file).string(), system_to_yaml(out));
+  write_text_atomically((dir / file).string(), header + system_to_yaml(out));
   return file;
 }
-
-// A run id as a commands.tsv field: no tabs or line breaks.
-std::string tsv_field(const std::string& text) {
-  std::string out = text;
-  std::replace_if(out.begin(), out.end(), [](char ch) { return ch == '\t' || ch == '\n' || ch == '\r'; }, ' ');
-  return out;
-}
-
-}  // namespace
 
 std::string estimate_layout_arguments(const Layout& c, std::int64_t global_batch) {
   const StrategyPlan& plan = plan_of(c.strategy);
@@ -127,7 +126,7 @@ Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& lay
 
 RunInputsWritten write_inputs(const fs::path& dir, const System& system, const std::vector<RunInput>& runs) {
   RunInputsWritten written;
-  const std::string system_file = write_system(dir, system);
+  const std::string system_file = write_system_file(dir, system);
   DistinctFiles models(dir, "models"), runtimes(dir, "runtimes");
   std::string tsv;
   for (const RunInput& r : runs) {
@@ -142,29 +141,6 @@ RunInputsWritten write_inputs(const fs::path& dir, const System& system, const s
   write_text_atomically((dir / "commands.tsv").string(), tsv);
   written.models = models.size();
   written.runtimes = runtimes.size();
-  return written;
-}
-
-RunInputsWritten write_run_inputs(const fs::path& dir, const System& system, const std::vector<RunResult>& rows) {
-  std::map<std::string, std::size_t> id_count;
-  for (const RunResult& r : rows) ++id_count[r.run.id];
-  std::vector<RunInput> inputs;
-  std::size_t not_expressed = 0;
-  for (const RunResult& r : rows) {
-    const ClusterRun& run = r.run;
-    if (!r.prediction.error.empty()) {
-      ++not_expressed;
-      continue;
-    }
-    std::string id = run.id;
-    if (id_count[run.id] > 1) {
-      id += '@';
-      id += std::to_string(run.line);
-    }
-    inputs.push_back({std::move(id), &run.model, &run.runtime, run.layout, run.global_batch});
-  }
-  RunInputsWritten written = write_inputs(dir, system, inputs);
-  written.not_expressed = not_expressed;
   return written;
 }
 

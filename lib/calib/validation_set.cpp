@@ -133,15 +133,19 @@ std::vector<std::string> split_args(const std::string& text) {
   return out;
 }
 
-// `measured: {column, quantity, unit}`: the unit must be the quantity's.
+// `measured: {column, quantity, unit}`: the unit is the quantity's, or one it converts from (a step
+// in ms: x 1e-3).
 void read_measured(const YAML::Node& node, const std::string& where, Variant& v) {
   const Keys m(node, where, {"column", "quantity", "unit"});
   v.measured_column = m.text("column", "a column");
   v.quantity = parse_quantity(m.text("quantity", "a quantity"), m.at("quantity"));
   v.unit = m.text("unit", "a unit");
-  if (v.unit != quantity_info(v.quantity).unit) {
-    throw InputError(m.at("unit") + " must be the quantity's unit, '" + quantity_info(v.quantity).unit + "', got '" +
-                     v.unit + "'");
+  v.measured_scale = 1;
+  if (v.quantity == SetQuantity::StepSeconds && v.unit == "ms") {
+    v.measured_scale = 1e-3;
+  } else if (v.unit != quantity_info(v.quantity).unit) {
+    throw InputError(m.at("unit") + " must be the quantity's unit, '" + quantity_info(v.quantity).unit + "'" +
+                     (v.quantity == SetQuantity::StepSeconds ? " or 'ms'" : "") + ", got '" + v.unit + "'");
   }
 }
 
@@ -318,9 +322,12 @@ ValidationSet read_validation_set(const fs::path& dir) {
         if (v.has("args")) x.args = split_args(v.text("args", "estimate's flags"));
         if (v.has("measured")) read_measured(v.get("measured"), v.at("measured"), x);
         if (v.has("quantity")) {
+          // another figure of the prediction in the measured column's quantity's unit
+          const SetQuantity measured = x.quantity;
           x.quantity = parse_quantity(v.text("quantity", "a quantity"), v.at("quantity"));
-          if (std::string(quantity_info(x.quantity).unit) != x.unit) {
-            throw InputError(v.at("quantity") + ": '" + quantity_info(x.quantity).name + "' is not in the measured unit, " + x.unit);
+          if (std::string(quantity_info(x.quantity).unit) != quantity_info(measured).unit) {
+            throw InputError(v.at("quantity") + ": '" + quantity_info(x.quantity).name + "' is not in " +
+                             quantity_info(measured).unit + ", the unit of " + x.measured_column);
           }
         }
         if (v.has("targets")) x.targets = read_targets(v.get("targets"), v.at("targets"));
@@ -395,7 +402,8 @@ ValidationSet read_validation_set(const fs::path& dir) {
       const bool needs_value = row.outcome == Outcome::Trained && !row.args.empty();
       for (Variant& v : set.variants) {
         const std::size_t col = set.column(v.measured_column);
-        v.measured.push_back(needs_value || !row.cells[col].empty() ? positive(col) : kMissing);
+        // in the quantity's unit (a step in ms scaled to s)
+        v.measured.push_back(needs_value || !row.cells[col].empty() ? positive(col) * v.measured_scale : kMissing);
       }
       if (memory_col != kNone && (needs_value || !row.cells[memory_col].empty())) row.measured_memory = positive(memory_col);
       for (const std::string& s : set.summarize_by) {

@@ -91,6 +91,7 @@ struct Variant {
   // The measured column (the set's `measured`, or the variant's own), the quantity of the
   // prediction it is compared with and its unit, and its value by row (NaN where the run has none).
   std::string measured_column, unit;
+  double measured_scale = 1;  // the column's unit to the quantity's (ms to s: 1e-3)
   SetQuantity quantity = SetQuantity::StepSeconds;
   std::vector<double> measured;
   std::vector<Target> targets;

@@ -1,6 +1,6 @@
 #pragma once
 // Text fields of measurement files: CSV records and numbers, shared by the readers of nccl-tests
-// tables (comm/measurements) and of measured training runs (calib/cluster_runs).
+// tables (comm/measurements) and of validation sets' runs (calib/validation_set).
 #include <filesystem>
 #include <optional>
 #include <string>

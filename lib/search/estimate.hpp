@@ -14,7 +14,8 @@ namespace perfsweep {
 
 struct EstimateRequest {
   Transformer model;
-  System system;      // with --nvs applied, at the job's scale (at_scale)
+  System cluster;     // the system as read, with --nvs applied
+  System system;      // the cluster at the job's scale (at_scale): what is evaluated
   Runtime runtime;
   // Degrees, micro-batch, execution options, attention and the NVLink shares given.
   Layout layout;

@@ -1,7 +1,7 @@
 // The inputs of measured runs as files estimate reads (calib/run_inputs.hpp): the flags of a
-// layout, the runtime with a layout's mechanisms, and the folder validate --inputs writes (files
-// once per distinct content, ids unique, no line for a run without a prediction). That estimate
-// reproduces each line's prediction bit for bit is test/python/test_validate_inputs.py.
+// layout, the runtime with a layout's mechanisms, and the folder validate train --inputs writes
+// (files once per distinct content). That estimate reproduces each line's prediction bit for bit
+// is test/python/test_validate_inputs.py.
 #include "calib/run_inputs.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +22,6 @@ namespace perfsweep::calib {
 namespace {
 
 const std::filesystem::path kRoot = PERFSWEEP_SOURCE_DIR;
-const std::filesystem::path kData = std::filesystem::path(PERFSWEEP_TEST_DATA_DIR) / "cluster";
 
 std::vector<std::string> lines_of(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -98,66 +97,61 @@ TEST(RunInputs, FlagDefaultsAreTheReferenceExecution) {
 
 // A mechanism the layout sets moves into the runtime, named after it, and the step is the same.
 TEST(RunInputs, LayoutMechanismsMoveIntoTheRuntime) {
-  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
   const System s = load_system(kRoot / "systems" / "selene_a100.yaml");
-  std::size_t local_ddp = 0;
-  for (const ClusterRun& r : runs) {
-    const Runtime rt = runtime_with_layout_mechanisms(r.runtime, r.layout);
-    Layout bare = r.layout;
-    for (const RuntimeMechanism& m : kRuntimeMechanisms) bare.exec.*m.exec = false;
-    if (r.layout.exec.dp_after_backward) {
-      ++local_ddp;
-      EXPECT_EQ(rt.name, "megatron_dp_after_backward");
-      EXPECT_TRUE(rt.dp_after_backward);
-    } else {
-      EXPECT_EQ(rt.name, "megatron");
-    }
-    EXPECT_EQ(evaluate(s, r.model, rt, bare, r.global_batch).totals.t,
-              evaluate(s, r.model, r.runtime, r.layout, r.global_batch).totals.t)
-        << r.id;
-  }
-  EXPECT_GT(local_ddp, 0u);
+  const Runtime megatron = load_runtime_named("megatron");
+  const Transformer m = load_model(kRoot / "models" / "gpt_1_3b.yaml");
+  Layout local_ddp;
+  local_ddp.tensor.tp1 = 2;
+  local_ddp.tensor.nv1 = 2;
+  local_ddp.dp = 4;
+  local_ddp.nv_dp = 4;
+  local_ddp.exec.dp_after_backward = true;
+  const Runtime rt = runtime_with_layout_mechanisms(megatron, local_ddp);
+  EXPECT_EQ(rt.name, "megatron_dp_after_backward");
+  EXPECT_TRUE(rt.dp_after_backward);
+  Layout bare = local_ddp;
+  bare.exec.dp_after_backward = false;
+  EXPECT_EQ(evaluate(s, m, rt, bare, 64).totals.t, evaluate(s, m, megatron, local_ddp, 64).totals.t);
+  EXPECT_EQ(runtime_with_layout_mechanisms(megatron, bare).name, "megatron");
 }
 
 TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_run_inputs_test";
   std::filesystem::remove_all(dir);
   const System s = load_system(kRoot / "systems" / "selene_a100.yaml");
-  const auto runs = read_cluster_runs(RunSet::Megatron, kData / "megatron_published.csv");
-  std::vector<RunResult> rows = validate_runs(s, runs);
-  ASSERT_EQ(rows.size(), 18u);
-  // The first run twice under one id (another line of the file), and one the model cannot express.
-  RunResult again = rows[0];
-  again.run.line = 99;
-  rows.push_back(again);
-  RunResult unexpressed = rows[1];
-  unexpressed.run.id = "unexpressed";
-  unexpressed.prediction.error = "tp does not divide the heads";
-  rows.push_back(unexpressed);
-
-  const RunInputsWritten w = write_run_inputs(dir, s, rows);
-  EXPECT_EQ(w.lines, 19u);
-  EXPECT_EQ(w.not_expressed, 1u);
-  EXPECT_EQ(w.models, 14u);   // one per model size
-  EXPECT_EQ(w.runtimes, 2u);  // megatron, and with Megatron's local DDP (Narayanan's larger models)
+  const Runtime megatron = load_runtime_named("megatron");
+  Transformer small = load_model(kRoot / "models" / "gpt_1_3b.yaml");
+  Transformer longer = small;
+  longer.l = 4096;  // another content under the same name
+  Layout c;
+  c.tensor.tp1 = 2;
+  c.dp = 4;
+  Layout local_ddp = c;
+  local_ddp.exec.dp_after_backward = true;
+  const std::vector<RunInput> runs{{"a", &small, &megatron, c, 64},
+                                   {"b", &small, &megatron, local_ddp, 64},
+                                   {"c", &longer, &megatron, c, 32}};
+  const RunInputsWritten w = write_inputs(dir, s, runs);
+  EXPECT_EQ(w.lines, 3u);
+  EXPECT_EQ(w.models, 2u);    // gpt_1_3b.yaml and gpt_1_3b-2.yaml
+  EXPECT_EQ(w.runtimes, 2u);  // megatron, and with Megatron's local DDP
   const std::vector<std::string> lines = lines_of(dir / "commands.tsv");
-  ASSERT_EQ(lines.size(), 19u);
-  const std::string first = rows[0].run.id + "@" + std::to_string(rows[0].run.line) +
-                            "\testimate --system systems/selene_a100.yaml --model models/";
-  EXPECT_EQ(lines.front().rfind(first, 0), 0u) << lines.front();
-  EXPECT_EQ(lines.back().rfind(rows[0].run.id + "@99\t", 0), 0u) << lines.back();
-  for (const std::string& line : lines) EXPECT_EQ(line.find("unexpressed"), std::string::npos);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("a\testimate --system systems/selene_a100.yaml --model models/" + small.name + ".yaml "
+                           "--runtime runtimes/megatron.yaml --strat 1d",
+                           0),
+            0u)
+      << lines[0];
+  EXPECT_NE(lines[1].find("--runtime runtimes/megatron_dp_after_backward.yaml"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("--model models/" + small.name + "-2.yaml"), std::string::npos) << lines[2];
 
   // The system reads back with its calibration beside it, every number the same.
   const System back = load_system(dir / "systems" / "selene_a100.yaml");
   EXPECT_EQ(back.kernels_file, "selene_a100.kernels.yaml");
   ASSERT_NE(back.kernel_calibration, nullptr);
-  EXPECT_EQ(back.kernel_calibration->gemm[0][0].efficiency,
-            s.kernel_calibration->gemm[0][0].efficiency);
+  EXPECT_EQ(back.kernel_calibration->gemm[0][0].efficiency, s.kernel_calibration->gemm[0][0].efficiency);
   EXPECT_EQ(back.runtime, "");
   EXPECT_EQ(back.ib_bandwidth, s.ib_bandwidth);
-  const Runtime megatron = load_runtime(dir / "runtimes" / "megatron.yaml");
-  EXPECT_FALSE(megatron.flash_attention);  // the runs' fused softmax
   EXPECT_TRUE(load_runtime(dir / "runtimes" / "megatron_dp_after_backward.yaml").dp_after_backward);
   std::filesystem::remove_all(dir);
 }

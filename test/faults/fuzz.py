@@ -538,13 +538,15 @@ def corpus():
                       '-q'], 'text')], 'yaml')
         for n in ('paper.yaml', 'h100_nvs8.yaml')]
     val = tool('validate')
+    # Validation sets (validation/NAME): runs.csv or set.yaml mutated in a copy of the set's folder.
+    def set_entry(name, which, text, fmt):
+        return (f'validation/{name}/{which}', text, lambda f: [([val, 'runs', f], 'validate')], fmt)
     kinds['measured'] = [
-        ('test/data/cluster/megatron_published.csv', read(p('test/data/cluster/megatron_published.csv')),
-         lambda f: [([val, 'megatron', '-m', f], 'validate')], 'csv'),
-        ('test/data/cluster/vtrain_ground_truth_multi.csv', read(p('test/data/cluster/vtrain_ground_truth_multi.csv')),
-         lambda f: [([val, 'vtrain', '-m', f], 'validate')], 'csv'),
-        ('test/data/cluster/nanotron_bench_h100.csv', first_rows('test/data/cluster/nanotron_bench_h100.csv', 30, 97),
-         lambda f: [([val, 'nanotron', '-m', f], 'validate')], 'csv'),
+        set_entry('megatron_korthikanti2022', 'runs.csv', read(p('validation/megatron_korthikanti2022/runs.csv')), 'csv'),
+        set_entry('vtrain', 'runs.csv', first_rows('validation/vtrain/runs.csv', 30), 'csv'),
+        set_entry('nanotron', 'runs.csv', first_rows('validation/nanotron/runs.csv', 30, 97), 'csv'),
+        set_entry('nvidia_h100', 'set.yaml', read(p('validation/nvidia_h100/set.yaml')), 'yaml'),
+        set_entry('nanotron', 'set.yaml', read(p('validation/nanotron/set.yaml')), 'yaml'),
         ('test/data/nccl_tests_perlmutter.csv', read(p('test/data/nccl_tests_perlmutter.csv')),
          lambda f: [([tool('comm'), 'validate', '-m', f, '--system', 'A100'], 'validate'),
                     ([tool('comm'), 'fit', '-m', f, '-o', '{D}/fit.yaml'], 'validate')], 'csv'),
@@ -606,6 +608,16 @@ def make_cases():
             return {'systems/calibrations/fuzz.yaml': text, 'systems/fuzz.yaml': system}, '{D}/systems/fuzz.yaml'
         if kind == 'system':
             return {f'systems/{base}': text}, '{D}/systems/' + base
+        if seed_name.startswith('validation/'):
+            # the set's folder whole, the mutated file in its place
+            folder = os.path.dirname(seed_name)
+            files = {}
+            for d, _, names in os.walk(os.path.join(REPO, folder)):
+                for n in names:
+                    rel = os.path.relpath(os.path.join(d, n), REPO)
+                    files[rel] = read(os.path.join(d, n))
+            files[seed_name] = text
+            return files, '{D}/' + folder
         return {base: text}, '{D}/' + base
 
     def shared_files(kind):

@@ -36,6 +36,16 @@ def mutated(source, name, old, new, count=1):
     return out
 
 
+def mutated_set(name, folder, old, new):
+    """A copy of the validation set REPO/validation/NAME under WORK/FOLDER whose runs.csv has its first
+    `old` replaced by `new` (which must occur)."""
+    out = path(folder)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(os.path.join(REPO, 'validation', name), out)
+    mutated(os.path.join('validation', name, 'runs.csv'), os.path.join(folder, 'runs.csv'), old, new)
+    return out
+
+
 def system_with_sidecar(system, key, sidecar, name, old, new):
     """A copy of systems/SYSTEM whose `key:` file (systems/calibrations/SIDECAR) has `old` replaced
     by `new`; both copies are named NAME."""
@@ -100,12 +110,14 @@ system = system_with_sidecar('A100-calibrated.yaml', 'calibration', 'perlmutter_
                              'num_nodes: 4611686018427387904\n')
 expect_exit_2('calibration node count 2^62', ['estimate', '--system', system, '--tp', '8'],
               r'nodes\.yaml.*num_nodes must be in \[1, ')
-runs = mutated('test/data/cluster/megatron_published.csv', 'megatron_seq.csv', ',2048,51200,', ',1073741825,51200,')
-expect_exit_2('measured run seq_len', ['validate', 'megatron', '-m', runs],
-              r'megatron_seq\.csv:\d+: .*seq_len')
-runs = mutated('test/data/cluster/megatron_published.csv', 'megatron_seq2.csv', ',2048,51200,', ',16777217,51200,')
-expect_exit_2('measured run seq_len past the model limit', ['validate', 'megatron', '-m', runs],
-              r'megatron_seq2\.csv:\d+: seq_len must be in \[1, 16777216\], got 16777217')
+runs = mutated_set('megatron_korthikanti2022', 'set_seq', '--global-batch-size 4 ',
+                   '--global-batch-size 4 --seq-len 1073741825 ')
+expect_exit_2('validation set row seq_len', ['validate', 'runs', runs],
+              r'set_seq/runs\.csv:2: row .korthikanti-22B-full.: .*seq_len must be in \[1, 16777216\], got 1073741825')
+runs = mutated_set('megatron_korthikanti2022', 'set_gbs', '--global-batch-size 4 ',
+                   '--global-batch-size 9223372036854775807 ')
+expect_exit_2('validation set row global batch 2^63 - 1', ['validate', 'runs', runs],
+              r'set_gbs/runs\.csv:2: row .korthikanti-22B-full.: .*--global-batch-size')
 
 # Tiny positive values where the model divides.
 layers = mutated('test/data/gpu/h100_layers.json', 'layers_denormal.json', '0.0015874559879302979', '5e-324')

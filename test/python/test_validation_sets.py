@@ -37,7 +37,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     sets = sorted(d for d in os.listdir(os.path.join(source, 'validation'))
                   if os.path.isfile(os.path.join(source, 'validation', d, 'set.yaml')))
-    check(len(sets) >= 4, f'{len(sets)} sets in validation/: {", ".join(sets)}')
+    check(len(sets) >= 8, f'{len(sets)} sets in validation/: {", ".join(sets)}')
     for name in sets:
         out = os.path.join(work, name + '.csv')
         p = subprocess.run([validate, '-q', 'runs', os.path.join('validation', name), '-o', out],
