@@ -153,7 +153,9 @@ int main(int argc, char** argv) {
   RunsOptions runs_options;
   CLI::App* runs_cmd = app.add_subcommand(
       "runs", "predict every row of a validation set (validation/NAME) through estimate's path; summary on stdout");
-  runs_cmd->add_option("dir", runs_options.dir, "the set's folder: set.yaml, runs.csv (docs/validation.md)")->required();
+  runs_cmd->add_option("dir", runs_options.dir,
+                       "the set's folder (set.yaml, runs.csv; docs/validation.md), or its name in validation/")
+      ->required();
   runs_cmd->add_option("-o,--out", runs_options.out,
                    "CSV of every row: measured, predicted, signed error, fits, the estimate command");
   runs_cmd->add_flag("--check", runs_options.check, "exit 1 when a target of set.yaml is missed");

@@ -42,7 +42,7 @@ SetRequests read_requests(const calib::ValidationSet& set, const calib::Variant&
 }
 
 int validate_runs(const RunsOptions& o) {
-  const calib::ValidationSet set = calib::read_validation_set(o.dir);
+  const calib::ValidationSet set = calib::read_validation_set(set_folder(o.dir));
   const calib::Part part = o.part == "fit" ? calib::Part::Fit : o.part == "held-out" ? calib::Part::HeldOut : calib::Part::All;
   std::vector<const calib::Variant*> variants;
   for (const calib::Variant& v : set.variants) {
@@ -55,7 +55,7 @@ int validate_runs(const RunsOptions& o) {
   std::string csv, text;
   bool ok = true;
   std::size_t missed = 0;
-  text += "validate runs " + o.dir + ": " + set.name + ", " + std::to_string(set.rows.size()) + " rows\n";
+  text += "validate runs " + set.dir.string() + ": " + set.name + ", " + std::to_string(set.rows.size()) + " rows\n";
   for (std::size_t k = 0; k < variants.size(); ++k) {
     const calib::Variant& v = *variants[k];
     const SetRequests& r = requests[k];
