@@ -362,6 +362,7 @@ int run(const Options& o) {
     r.choices = runnable;
     r.stage_choices = stage_choices;
     r.balance_stages = balance;
+    r.stages_given = stage_blocks_given(o.exec);
     r.runtime = runtime;
     ranges.push_back(std::move(r));
     run_strategies.push_back(strategy);

@@ -183,10 +183,11 @@ inline constexpr std::array kExecutionOptions = [] {
           "first_stage_blocks", "--first-stage-blocks",
           "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the stages not "
           "given share the rest evenly), or auto: the partition that balances the slowest stage (docs/models.md); "
-          "0: not given; configs: a list (each value with every other option)"),
+          "0: an even share; not given: even, or under a framework's runtime balanced where pp does not divide the "
+          "depth; configs: a list (each value with every other option)"),
       d::given<&X::last_stage_blocks>(
           "last_stage_blocks", "--last-stage-blocks",
-          "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given; "
+          "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: an even share; "
           "configs: a list"),
       d::named<&X::precision, &C::precision>(
           "precision", "--precision",

@@ -151,8 +151,9 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   // The rows of one layout: its fastest placement, or each placement.
   auto add_rows = [&](Layout c) {
     c.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked below
+    const bool balance = r.balance_stages || (!r.stages_given && balances_where_uneven(r.runtime, model, c));
     try {
-      if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
+      if (balance) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
       validate_layout(sys, model, c, global_batch);
     } catch (const ConfigError& e) {
       reject(e.what());
@@ -161,11 +162,11 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     if (r.all_placements) {
       const std::size_t before = out.rows.size();
       for_each_placement(sys, model, c, choice, [&](const Layout& given) {
-        const Layout placed = r.balance_stages ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
+        const Layout placed = balance ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
         out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
       });
       if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
-    } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, r.balance_stages)) {
+    } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, balance)) {
       out.rows.push_back(make_row(c, *ev, global_batch));
     } else {
       reject("no NVLink placement of the search matches the given --nv-* values");

@@ -70,6 +70,10 @@ struct ConfigRanges {
   std::vector<AttentionMode> attentions{AttentionMode{}};
   std::vector<Execution> stage_choices{Execution{}};
   bool balance_stages = false;   // each row's partition of the blocks: with_balanced_stages (else exec's)
+  // The end stages' blocks given (stage_choices from --first-stage-blocks, --last-stage-blocks):
+  // else a row whose pp does not split the depth evenly is balanced where the runtime runs uneven
+  // stages (balances_where_uneven), as the search's leaf balances it.
+  bool stages_given = false;
   Runtime runtime;               // how the framework executes them (the reference's by default)
 };
 

@@ -109,6 +109,49 @@ TEST(configs, FrameworkPlacementsFollowItsRankOrder) {
   EXPECT_TRUE(split_tensor_group);
 }
 
+// With nothing given, `configs` searches what the search does under a framework's runtime too,
+// where pipelines that do not divide the depth run with their stages balanced: the same best at
+// depths 126 (Llama 3.1 405B), 61 (DeepSeek-V3's), 80 (Llama 3 70B) and 27 (DeepSeek-V2-Lite's).
+TEST(configs, SameBestAsTheSearchAtEveryDepth) {
+  struct DepthCase {
+    const char* model;
+    std::int64_t depth;
+    std::int64_t gpus[2];
+  };
+  for (const DepthCase& d : {DepthCase{"llama3_405b", 126, {128, 512}}, DepthCase{"llama3_8b", 61, {16, 64}},
+                             DepthCase{"llama3_70b", 80, {32, 128}}, DepthCase{"llama3_8b", 27, {16, 64}}}) {
+    SearchProblem p;
+    p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(d.model) + ".yaml");
+    p.model.depth = d.depth;
+    p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+    p.runtime = load_runtime_named("megatron");
+    p.global_batch = 256;
+    p.top_n = 1;
+    fill_runtime_defaults(p.runtime, p.exec);
+    check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
+    Searcher searcher(p);
+    ConfigRanges r;
+    r.runtime = p.runtime;
+    r.choices = p.exec;
+    for (const std::int64_t n : d.gpus) {
+      SearchCounters counters;
+      const TopN top = searcher.run_all(n, counters);
+      const ConfigSweep sweep = sweep_configs(p.system, p.model, p.strategy, n, p.global_batch, r);
+      const ConfigRow* best = nullptr;
+      for (const ConfigRow& row : sweep.rows) {
+        if (row.fits && (!best || row.throughput > best->throughput)) best = &row;
+      }
+      ASSERT_FALSE(top.items().empty()) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      ASSERT_NE(best, nullptr) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      const Candidate& s = top.items().front();
+      EXPECT_EQ(best->throughput, s.throughput) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      EXPECT_EQ(best->layout.pp, s.layout.pp) << d.model << " depth " << d.depth;
+      EXPECT_EQ(best->layout.exec.first_stage_blocks, s.layout.exec.first_stage_blocks) << d.model << " " << d.depth;
+      EXPECT_EQ(best->layout.exec.last_stage_blocks, s.layout.exec.last_stage_blocks) << d.model << " " << d.depth;
+    }
+  }
+}
+
 // The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
 // The notebook's system: B200 in NVLink domains of 8.
 System b200_nvs8() {
