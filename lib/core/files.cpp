@@ -50,6 +50,42 @@ void require_regular_or_absent(const std::string& path, std::string_view role) {
   }
 }
 
+std::string read_input_file(const std::string& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw InputError(path + ": no such file");
+    throw InputError(path + ": cannot read: " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t m = st.st_mode;
+    ::close(fd);
+    throw InputError(path + ": is " + kind_of(m) + "; an input must be a regular file");
+  }
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw InputError(path + ": " + std::to_string(st.st_size) + " bytes; an input of this kind is at most " +
+                     std::to_string(max_bytes) + " bytes");
+  }
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || data.size() + static_cast<std::size_t>(n) > max_bytes) {
+      const int err = n < 0 ? errno : EFBIG;
+      ::close(fd);
+      throw InputError(path + ": cannot read: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
 int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode) {
   const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {

@@ -5,6 +5,7 @@
 // Failures throw IoError naming the file and the operating system's reason.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -17,6 +18,12 @@ namespace perfsweep {
 // InputError unless `path` is absent or a regular file (not a symlink, directory, FIFO, socket or
 // device). `role` names it in the message ("output", "journal").
 void require_regular_or_absent(const std::string& path, std::string_view role);
+
+// The whole of an input file (a model, a system, a runtime, a sweep): InputError "PATH: no such
+// file", "PATH: is a FIFO; an input must be a regular file" (a FIFO is never read: it would block),
+// "PATH: N bytes; an input of this kind is at most MAX bytes", or one with the operating system's
+// reason. Symlinks are followed (a Hugging Face cache links config.json to its blob).
+std::string read_input_file(const std::string& path, std::size_t max_bytes);
 
 // open(2) that neither follows a final symlink nor blocks on a FIFO, and refuses (InputError)
 // anything but a regular file. Returns a blocking descriptor.
