@@ -139,18 +139,29 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   }
   // Published numbers: finite and non-negative (times, memory, FLOPs, fractions), throughput > 0.
   if (!(std::isfinite(c.throughput) && c.throughput > 0 && std::isfinite(c.mem) && c.mem >= 0)) return false;
-  for (const TotalsField& f : kTotalsFields) {
+  for (const TotalsField& f : kAllTotalsFields) {
     const double v = c.totals.*(f.member);
     if (!(std::isfinite(v) && v >= 0)) return false;
   }
   return true;
 }
 
+// Counts the search could have made: none negative, no more infeasible configurations than
+// evaluated ones.
+bool counters_possible(const SearchCounters& k) {
+  for (const std::int64_t v : {k.tensor_splits, k.tensor_splits_too_thin, k.pipelines_rejected_dp, k.candidates,
+                               k.infeasible_memory, k.module_evaluations}) {
+    if (v < 0) return false;
+  }
+  return k.infeasible_memory <= k.candidates;
+}
+
 bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size_t top_n, std::size_t& target,
                    TargetResult& r) {
   std::size_t q = 0;
   std::uint64_t id = 0, n_tops = 0;
-  if (!get(payload, q, id) || !get(payload, q, r.counters) || !get(payload, q, n_tops) || n_tops != n_gpu_counts) {
+  if (!get(payload, q, id) || !get(payload, q, r.counters) || !counters_possible(r.counters) || !get(payload, q, n_tops) ||
+      n_tops != n_gpu_counts) {
     return false;
   }
   for (std::uint64_t i = 0; i < n_tops; ++i) {

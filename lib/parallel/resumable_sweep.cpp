@@ -151,6 +151,10 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   AttentionMode attention = p.attention;
   apply_runtime(p.runtime, base, attention);
   if (attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) return false;
+  // what the search never sets, and the cost does not read (block_split derives the expert
+  // group from exec.ep; one SUMMA block outside 2d)
+  if (l.tensor.ep != 1 || l.tensor.nv_ep != 1) return false;
+  if (!has_summa_blocks(plan_of(l.strategy)) && l.tensor.nb != 1) return false;
   Execution x = l.exec;
   x.first_stage_blocks = 0;
   x.last_stage_blocks = 0;
@@ -173,8 +177,17 @@ bool searchable(const SearchProblem& p, const Layout& l) {
 bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, const TargetResult& r) {
   const SearchProblem& p = searcher.problem();
   if (r.tops.size() != n_gpus.size()) return false;
+  // every kept configuration is a feasible one the search counted
+  std::int64_t kept = 0;
+  for (const TopN& top : r.tops) kept += static_cast<std::int64_t>(top.items().size());
+  if (kept > r.counters.candidates - r.counters.infeasible_memory) return false;
   for (std::size_t k = 0; k < n_gpus.size(); ++k) {
-    for (const Candidate& c : r.tops[k].items()) {
+    const std::vector<Candidate>& items = r.tops[k].items();
+    for (std::size_t i = 1; i < items.size(); ++i) {
+      // the search keeps each configuration once: the list strictly ordered
+      if (!ranks_before(items[i - 1], items[i])) return false;
+    }
+    for (const Candidate& c : items) {
       const Layout& l = c.layout;
       // the journal's decoding bounds each degree and their product by 2^30, mbs by 2^32
       if (l.strategy != p.strategy || l.n_gpus() != n_gpus[k] ||
@@ -190,7 +203,7 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
             again.layout.exec.last_stage_blocks != l.exec.last_stage_blocks) {
           return false;
         }
-        for (const TotalsField& f : kTotalsFields) {
+        for (const TotalsField& f : kAllTotalsFields) {
           if (!same_bits(again.totals.*(f.member), c.totals.*(f.member))) return false;
         }
       } catch (const std::exception&) {
@@ -201,7 +214,8 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
   return true;
 }
 
-// Drops the resumed targets whose record does not reproduce; returns how many.
+}  // namespace
+
 std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, TargetResult>& done) {
   std::size_t dropped = 0;
   std::unique_ptr<Searcher> searcher;
@@ -221,8 +235,6 @@ std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, Targe
   }
   return dropped;
 }
-
-}  // namespace
 
 SweepPlan plan_sweep(const SweepOptions& o) {
   SweepPlan plan;

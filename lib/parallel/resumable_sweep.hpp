@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "config/execution_flags.hpp"
@@ -77,6 +78,13 @@ SweepPlan plan_sweep(const SweepOptions& options);
 // run): software version, a hash of the output and journal schema, strategy, model, batch,
 // top-n, GPU counts, every system and the content of every calibration.
 std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& options);
+
+// Drops the resumed targets (journal records, by target index) whose record the plan's search could
+// not have written: every field of every kept configuration is costed again for its target and must
+// come out bit for bit (the layout one the search builds, every totals field, throughput and
+// memory), each list strictly ordered and no longer than its target's feasible count. Returns how
+// many were dropped.
+std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, TargetResult>& done);
 
 // Collective over comm: the whole run. Returns on every rank; only rank 0 writes. Rank 0 gets each
 // target's best configuration (targets with none left out), the others nothing.
