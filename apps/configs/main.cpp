@@ -328,6 +328,9 @@ int run(const Options& o) {
   const std::vector<Execution> stage_choices = parse_stage_block_choices(o.exec);
   const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
+  if (!o.output.empty()) {
+    refuse_output_over_input(o.output, {model_file(o.model).string(), resolve_input(o.system, "systems").string(), runtime.file});
+  }
 
   // Each strategy's rows (its degrees, attention modes and execution options; --tp and --nv-tp
   // are 1d's, --tp1, --tp2, --nv-tp1 and --nv-tp2 the 2d strategies', --nb 2d's), checked before

@@ -525,15 +525,17 @@ System load_system_named(const std::string& name_or_path) { return load_system(r
 
 Transformer load_model_named(const std::string& name_or_path) { return read_model(name_or_path).model; }
 
-ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
+fs::path model_file(const std::string& name_or_path) {
   std::error_code ec;
   fs::path file(name_or_path);
-  if (fs::is_directory(file, ec)) {
-    file /= "config.json";
-    if (!fs::is_regular_file(file, ec)) throw InputError(name_or_path + ": a folder without config.json");
-  } else {
-    file = resolve_input(name_or_path, "models");
-  }
+  if (!fs::is_directory(file, ec)) return resolve_input(name_or_path, "models");
+  file /= "config.json";
+  if (!fs::exists(file, ec)) throw InputError(name_or_path + ": a folder without config.json");
+  return file;
+}
+
+ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
+  const fs::path file = model_file(name_or_path);
   ModelInput in;
   if (is_hf_config(file)) {
     HfModel hf = load_hf_config(file);

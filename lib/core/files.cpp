@@ -86,6 +86,18 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes) {
   return data;
 }
 
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // a new file is none of the inputs
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      throw InputError(output + " is the input " + input +
+                       "; an output never replaces an input: choose another name for the output");
+    }
+  }
+}
+
 int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode) {
   const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -227,7 +239,16 @@ void publish_pair(const std::string& tmp, const std::string& path, const std::st
   if (kept) ::unlink(previous.c_str());
 }
 
-std::string begin_partial(const std::string& path) {
+std::string partial_path_for(const std::string& path, Temporary kind) {
+  std::string tmp = path + ".partial";
+  if (kind == Temporary::kUnique) {
+    tmp += '.';
+    tmp += std::to_string(::getpid());
+  }
+  return tmp;
+}
+
+std::string begin_partial(const std::string& path, Temporary kind) {
   require_regular_or_absent(path, "output");
   const std::filesystem::path target(path);
   if (target.has_parent_path()) {
@@ -235,14 +256,15 @@ std::string begin_partial(const std::string& path) {
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) throw IoError("cannot create directory " + target.parent_path().string() + ": " + ec.message());
   }
-  const std::string tmp = path + ".partial";
+  const std::string tmp = partial_path_for(path, kind);
   require_regular_or_absent(tmp, "temporary file");
   if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove stale", tmp);
   return tmp;
 }
 
-void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
-  const std::string tmp = begin_partial(path);
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx,
+                           Temporary kind) {
+  const std::string tmp = begin_partial(path, kind);
   track_partial(tmp, 0);
   try {
     fill(tmp, ctx);

@@ -95,6 +95,22 @@ std::string quoted_text(std::string_view s, char quote) {
   return out;
 }
 
+std::string xml_escaped(std::string_view text) {
+  std::string o;
+  o.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
 std::string utf8_error(std::string_view s) {
   const std::size_t at = utf8_invalid_at(s);
   if (at == std::string::npos) return "";

@@ -28,6 +28,9 @@ std::string shown_text(std::string_view s, std::size_t max_bytes = kShownBytes);
 // shown_text(s) between two `quote` characters: 'value'.
 std::string quoted_text(std::string_view s, char quote = '\'');
 
+// `&`, `<`, `>`, `"` and `'` as XML's (and HTML's) entities: for text and attribute values alike.
+std::string xml_escaped(std::string_view text);
+
 // "at byte N (0xNN)": where `s` stops being UTF-8, for messages; "" when it is UTF-8.
 std::string utf8_error(std::string_view s);
 

@@ -127,11 +127,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   // every execution option within what its flag takes (model/execution_options.hpp): zero, interleave
   // and ep within their bounds, a stage's blocks 0 (an even share) or a count within the degrees'
   for (const ExecutionOption& o : kExecutionOptions) {
-    const std::int64_t v = o.get(l.exec);
-    const bool ok = o.values == OptionValues::Integer ? v >= o.lo && v <= o.hi
-                    : o.values == OptionValues::OnOff  ? v == 0 || v == 1
-                                                       : v >= 0 && static_cast<std::size_t>(v) < o.names.size();
-    if (!ok) return false;
+    if (!option_code_possible(o, o.get(l.exec))) return false;
   }
   std::int64_t gpus = 1;
   for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.cp}) {
@@ -354,9 +350,7 @@ Journal::Journal(const std::string& path, const std::string& fingerprint, Journa
   done = std::move(found);
   if (scan_.dropped_bytes > 0) {
     // Keep only the accepted records, so later appends follow an intact one.
-    write_atomically(path, [&](const std::string& tmp) {
-      write_new_file(tmp, kept_bytes);
-    });
+    write_atomically(path, [&](const std::string& tmp) { write_new_file(tmp, kept_bytes); }, Temporary::kLockHeld);
   }
   fd_ = open_regular(path, O_WRONLY | O_APPEND, "journal");
 }

@@ -108,17 +108,29 @@ void check_size(const SweepOptions& o, std::size_t n_targets, std::size_t n_coun
   }
 }
 
-// Outputs, their temporaries, the journal and its lock must be regular files or absent.
+// The runtime files the targets read (the built-in reference reads none).
+void add_runtime_files(SweepPlan& plan) {
+  for (const SweepTarget& t : plan.targets) {
+    if (!t.problem.runtime.file.empty()) plan.input_files.push_back(t.problem.runtime.file);
+  }
+}
+
+// Outputs, their temporaries, the journal and its lock must be regular files or absent, and none
+// of them an input.
 void check_output_paths(const SweepPlan& plan) {
   const std::pair<const char*, const char*> files[] = {{"", "output"},
                                                        {".partial", "temporary file"},
                                                        {".journal", "journal"},
                                                        {".journal.lock", "lock file"},
                                                        {".journal.partial", "temporary file"}};
-  for (const auto& [suffix, role] : files) require_regular_or_absent(plan.output + suffix, role);
+  for (const auto& [suffix, role] : files) {
+    require_regular_or_absent(plan.output + suffix, role);
+    refuse_output_over_input(plan.output + suffix, plan.input_files);
+  }
   if (plan.hardware_sweep) {
     const std::string xmf = xdmf_path_for(plan.output);
     require_regular_or_absent(xmf, "output");
+    refuse_output_over_input(xmf, plan.input_files);
     require_regular_or_absent(xmf + ".partial", "temporary file");
     require_regular_or_absent(previous_path_for(plan.output), "temporary file");
   }
@@ -247,6 +259,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
   ModelInput model = read_model(o.model, o.seq_len);
   for (const std::string& w : model.warnings) spdlog::warn("{}", w);
   plan.model = std::move(model.model);
+  plan.input_files.push_back(model_file(o.model).string());
   plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);
   const std::string model_part = file_name_part(plan.model.name);
   const std::string strat_part(strategy_name(plan.strategy));
@@ -256,6 +269,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       throw InputError("--sweep takes its base system from the sweep file; drop --system/--systems/--nvs");
     }
     const auto path = resolve_input(o.sweep_file, "sweeps");
+    plan.input_files.push_back(path.string());
     plan.hardware_sweep = true;
     plan.sweep = load_hardware_sweep(path);
     plan.sweep_yaml = read_text(path);
@@ -266,6 +280,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     }
     plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.base, "base", plan.dropped));
     for (const SweepTarget& t : plan.targets) plan.system_yaml.push_back(system_to_yaml(t.problem.system));
+    add_runtime_files(plan);
     plan.output = !o.output.empty() ? o.output
                                     : o.out_dir + "/sweep_" + file_name_part(plan.sweep.name) + "_" + strat_part + "_" +
                                           model_part + ".h5";
@@ -284,13 +299,16 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     choices.push_back(c);
   } else {
     if (!o.nvs.empty()) throw InputError("--nvs goes with --system");
-    choices = load_system_list(resolve_input(o.systems_file.empty() ? "paper" : o.systems_file, "sweeps"));
+    const auto list = resolve_input(o.systems_file.empty() ? "paper" : o.systems_file, "sweeps");
+    plan.input_files.push_back(list.string());
+    choices = load_system_list(list);
   }
   std::size_t n_targets = 0;
   for (const SystemChoice& c : choices) n_targets += c.nvs.size();
   check_size(o, n_targets, plan.n_gpus.size(), plan);
   for (const SystemChoice& c : choices) {
     const System base = load_system_named(c.system);
+    plan.input_files.push_back(resolve_input(c.system, "systems").string());
     for (std::int64_t nvs : c.nvs) {
       System sys = base;
       sys.nvlink_size = nvs;
@@ -303,6 +321,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       plan.targets.push_back(std::move(t));
     }
   }
+  add_runtime_files(plan);
   // With --system, the system's name is part of the default name: runs on different systems do not collide.
   const std::string system_part =
       o.system.empty() ? "" : "_" + file_name_part(std::filesystem::path(o.system).stem().string());

@@ -61,6 +61,7 @@ struct SweepPlan {
   std::int64_t searches = 0;         // targets x GPU counts
   double estimated_output_bytes = 0;  // of the HDF5 file
   std::vector<std::string> dropped;  // option values the strategy or runtime cannot run (logged)
+  std::vector<std::string> input_files;  // the model, system, list, sweep and runtime files read
 };
 
 // A target's best configuration at the largest GPU count where it has one.
