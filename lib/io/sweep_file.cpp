@@ -73,6 +73,12 @@ class Reader {
     std::vector<TextField> out;
     for (const std::string& name : at(where, [&] { return h5::attr_names(obj); })) {
       if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+      // what a sweep writes, as it checks it when it writes: UTF-8 text, finite non-negative numbers
+      if (!at(where + name, [&] { return h5::attr_is_text(obj, name); })) {
+        for (const double v : at(where + name, [&] { return h5::read_numeric_attr(obj, name); })) {
+          if (!publishable(v)) impossible(where + name, v, "not a finite, non-negative number");
+        }
+      }
       out.emplace_back(name, utf8(where + name, at(where + name, [&] { return h5::attr_text(obj, name); })));
     }
     return out;
@@ -301,11 +307,12 @@ SweepFile read_sweep_file(const std::string& path) {
       if (r.at("/provenance/" + name, [&] { return h5::is_group(prov.id(), name); })) {
         h5::Handle sub = r.group(prov.id(), "/provenance/", name);
         for (const std::string& inner : r.at("/provenance/" + name, [&] { return h5::member_names(sub.id()); })) {
-          f.provenance.emplace_back(name + "/" + inner,
-                                    r.at("/provenance/" + name + "/" + inner, [&] { return h5::read_text(sub.id(), inner); }));
+          const std::string field = "/provenance/" + name + "/" + inner;
+          f.provenance.emplace_back(name + "/" + inner, r.utf8(field, r.at(field, [&] { return h5::read_text(sub.id(), inner); })));
         }
       } else {
-        f.provenance.emplace_back(name, r.at("/provenance/" + name, [&] { return h5::read_text(prov.id(), name); }));
+        const std::string field = "/provenance/" + name;
+        f.provenance.emplace_back(name, r.utf8(field, r.at(field, [&] { return h5::read_text(prov.id(), name); })));
       }
     }
   }
