@@ -196,20 +196,27 @@ std::string edited(const std::string& folder, const std::string& from, const std
 // last, a YAML reader the first), text where a number belongs, a probability past 1, a value of
 // 20 MB echoed whole into a warning; and what JSON allows that a YAML reader refused.
 TEST(HfConfig, HostileValues) {
-  expect_input_error(edited("Mixtral-8x7B-v0.1", "\"num_local_experts\": 8,", "\"num_local_experts\": 8, \"num_local_experts\": 64,"),
-                     "config.json: duplicate key 'num_local_experts' (line 18, column 27)");
-  expect_input_error(edited("Meta-Llama-3-8B", "\"hidden_size\": 4096", "\"hidden_size\": \"4096\""),
-                     "config.json: hidden_size must be a positive integer, got \"4096\"");
-  expect_input_error(edited("gpt2", "\"resid_pdrop\": 0.1", "\"resid_pdrop\": 2.0"),
-                     "config.json: resid_pdrop must be a probability (a number in [0, 1]), got 2.0");
-  expect_input_error(edited("gpt2", "\"resid_pdrop\": 0.1", "\"resid_pdrop\": 1"),
-                     "config.json: dropout=1 must be a probability in [0, 1)");
-  expect_input_error(edited("Mixtral-8x7B-v0.1", "\"attention_dropout\": 0.0", "\"attention_dropout\": -0.5"),
-                     "config.json: attention_dropout must be a probability");
-  expect_input_error(edited("Mixtral-8x7B-v0.1", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": \"false\""),
-                     "config.json: tie_word_embeddings must be true or false, got \"false\"");
-  expect_input_error(edited("Mixtral-8x7B-v0.1", "\"hidden_act\": \"silu\"", "\"hidden_act\": [\"silu\"]"),
-                     "config.json: hidden_act must be a string, got 1 values");
+  const struct {
+    const char* folder;
+    const char* from;
+    const char* to;
+    const char* message;
+  } refused[] = {
+      {"Mixtral-8x7B-v0.1", R"("num_local_experts": 8,)", R"("num_local_experts": 8, "num_local_experts": 64,)",
+       "config.json: duplicate key 'num_local_experts' (line 18, column 27)"},
+      {"Meta-Llama-3-8B", R"("hidden_size": 4096)", R"("hidden_size": "4096")",
+       R"(config.json: hidden_size must be a positive integer, got "4096")"},
+      {"gpt2", R"("resid_pdrop": 0.1)", R"("resid_pdrop": 2.0)",
+       "config.json: resid_pdrop must be a probability (a number in [0, 1]), got 2.0"},
+      {"gpt2", R"("resid_pdrop": 0.1)", R"("resid_pdrop": 1)", "config.json: dropout=1 must be a probability in [0, 1)"},
+      {"Mixtral-8x7B-v0.1", R"("attention_dropout": 0.0)", R"("attention_dropout": -0.5)",
+       "config.json: attention_dropout must be a probability"},
+      {"Mixtral-8x7B-v0.1", R"("tie_word_embeddings": false)", R"("tie_word_embeddings": "false")",
+       R"(config.json: tie_word_embeddings must be true or false, got "false")"},
+      {"Mixtral-8x7B-v0.1", R"("hidden_act": "silu")", R"("hidden_act": ["silu"])",
+       "config.json: hidden_act must be a string, got 1 values"},
+  };
+  for (const auto& r : refused) expect_input_error(edited(r.folder, r.from, r.to), r.message);
   const ModelInput big = read_model(edited("Mixtral-8x7B-v0.1", "\"use_cache\": true", "\"tokenizer_blob\": \"" + std::string(20'000'000, 'x') + "\""));
   ASSERT_EQ(big.warnings.size(), 1u);
   EXPECT_LT(big.warnings.front().size(), 1000u) << "a 20 MB value echoed whole";
