@@ -26,6 +26,10 @@ void require_regular_or_absent(const std::string& path, std::string_view role);
 // reason. Symlinks are followed (a Hugging Face cache links config.json to its blob).
 std::string read_input_file(const std::string& path, std::size_t max_bytes);
 
+// The checks of read_input_file without the reading, for readers that stream a file (measurement
+// tables): InputError unless `path` names a regular file (following symlinks).
+void require_input_file(const std::string& path);
+
 // InputError "OUTPUT is the input INPUT; an output never replaces an input: choose another name"
 // when `output` exists and is one of `inputs` (the same file by device and inode, whatever the
 // paths that name it: a link, "./x", "../d/x"). Inputs that do not exist are skipped.

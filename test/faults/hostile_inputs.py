@@ -198,6 +198,14 @@ if not ok:
 fifo = path('fifo_model.yaml')
 os.mkfifo(fifo)
 expect_exit_2('a FIFO as --model', ['estimate', '--model', fifo], r'fifo_model\.yaml: is a FIFO; an input must be a regular file')
+table = path('fifo_runs.csv')
+os.mkfifo(table)
+for what, args in (('--system', ['estimate', '--system', fifo]), ('--runtime', ['estimate', '--runtime', fifo]),
+                  ('--sweep', ['sweep', '--sweep', fifo, '-o', path('f.h5')]),
+                  ('measured runs', ['validate', 'megatron', '-m', table]),
+                  ('nccl-tests rows', ['comm', 'validate', '-m', table, '--system', 'A100'])):
+    expect_exit_2(f'a FIFO as {what} ({args[0]})', args,
+                  r'fifo_(model\.yaml|runs\.csv): is a FIFO; an input must be a regular file')
 # Text that is not UTF-8 in a model's name (estimate --json emitted invalid JSON).
 model = path('bad_utf8.yaml')
 with open(model, 'wb') as f:
