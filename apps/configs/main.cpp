@@ -354,7 +354,8 @@ int run(const Options& o) {
   const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
   if (!o.output.empty()) {
-    refuse_output_over_input(o.output, {model_file(o.model).string(), resolve_input(o.system, "systems").string(), runtime.file});
+    refuse_output_over_input(o.output,
+                             {model_file(o.model).string(), resolve_input(o.system, "systems").string(), runtime.file});
   }
 
   // Each strategy's rows (its degrees, attention modes and execution options; --tp and --nv-tp

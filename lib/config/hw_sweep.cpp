@@ -11,6 +11,7 @@
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep {
 
@@ -70,10 +71,11 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     if (!l.IsSequence() || l.size() != 3) throw InputError(where + ".linspace must be [start, stop, num]");
     const double num = number(l[2], where + ".linspace num");
     if (num < 1 || num != std::floor(num)) {
-      throw InputError(where + ".linspace num must be a positive integer, got " + l[2].Scalar());
+      throw InputError(where + ".linspace num must be a positive integer, got " + shown_text(l[2].Scalar()));
     }
     if (num > static_cast<double>(kMaxAxisValues)) {
-      throw InputError(where + ".linspace num must be at most " + std::to_string(kMaxAxisValues) + ", got " + l[2].Scalar());
+      throw InputError(where + ".linspace num must be at most " + std::to_string(kMaxAxisValues) + ", got " +
+                       shown_text(l[2].Scalar()));
     }
     values = linspace(number(l[0], where + ".linspace start"), number(l[1], where + ".linspace stop"),
                       static_cast<std::int64_t>(num));
@@ -167,9 +169,12 @@ HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
   sw.base = system_for(base["system"], f + ": base.system", file.parent_path());
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
-    if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());
+    if (nvs < 1 || nvs != std::floor(nvs)) {
+      throw InputError(f + ": base.nvs must be a positive integer, got " + shown_text(base["nvs"].Scalar()));
+    }
     if (nvs > static_cast<double>(kMaxNvlinkDomain)) {
-      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + base["nvs"].Scalar());
+      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " +
+                       shown_text(base["nvs"].Scalar()));
     }
     sw.base.nvlink_size = static_cast<std::int64_t>(nvs);
   }

@@ -111,7 +111,8 @@ class Mapping {
         return q->number * u.factor;
       }
     }
-    throw InputError(file_ + ": " + key + ": unknown unit '" + q->unit + "' in '" + n.Scalar() + "' (known: " +
+    throw InputError(file_ + ": " + key + ": unknown unit " + quoted_text(q->unit) + " in " + quoted_text(n.Scalar()) +
+                     " (known: " +
                      unit_names(units) + "; a bare number is " + units.front().name + ")");
   }
 
@@ -257,7 +258,9 @@ std::shared_ptr<const NetworkScaling> load_network_scaling(const Mapping& m, con
     }
     if (v < 2 || v > kMaxGpuCount) throw InputError(at + ".nodes: must be in [2, " + std::to_string(kMaxGpuCount) + "], got " + std::to_string(v));
     if (!net->nodes.empty() && v <= net->nodes.back()) throw InputError(at + ".nodes: must ascend, got " + std::to_string(v) + " after " + std::to_string(net->nodes.back()));
-    if (!(b >= 1e-3 && b <= 1e9)) throw InputError(at + ".allreduce_bus_GBps: must be in [0.001, 1e+09] GB/s, got " + bus[i].Scalar());
+    if (!(b >= 1e-3 && b <= 1e9)) {
+      throw InputError(at + ".allreduce_bus_GBps: must be in [0.001, 1e+09] GB/s, got " + Mapping::shown(bus[i]));
+    }
     net->nodes.push_back(v);
     net->allreduce_bus_GBps.push_back(b);
   }
@@ -499,7 +502,7 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
   if (name_or_path.find('/') != std::string::npos || has_input_extension(name_or_path)) {
     // a FIFO, a device or a folder is read as given, and its reader names what it is
     if (fs::exists(status)) return as_path;
-    throw InputError(name_or_path + ": no such file");
+    throw InputError(shown_text(name_or_path) + ": no such file");
   }
   std::vector<fs::path> dirs;
   if (const char* data_dir = std::getenv("PERFSWEEP_DATA_DIR"); data_dir && *data_dir) {
@@ -517,7 +520,7 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
   for (const fs::path& dir : dirs) add_available_names(dir, names);
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw InputError("unknown " + singular(kind) + " '" + name_or_path + "'; available: " +
+  throw InputError("unknown " + singular(kind) + " " + quoted_text(name_or_path) + "; available: " +
                    (list.empty() ? std::string("(none)") : list));
 }
 
@@ -530,7 +533,7 @@ fs::path model_file(const std::string& name_or_path) {
   fs::path file(name_or_path);
   if (!fs::is_directory(file, ec)) return resolve_input(name_or_path, "models");
   file /= "config.json";
-  if (!fs::exists(file, ec)) throw InputError(name_or_path + ": a folder without config.json");
+  if (!fs::exists(file, ec)) throw InputError(shown_text(name_or_path) + ": a folder without config.json");
   return file;
 }
 

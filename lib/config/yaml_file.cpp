@@ -75,8 +75,8 @@ class DocumentCheck {
       const std::string key = yaml_scalar(kv.first, at(path) + "a key", "a plain name");
       text(key, path, kv.first);
       // a key is a name every message may echo: no control characters, no pages of text
-      const bool plain = key.size() <= kMaxNameBytes &&
-                         std::none_of(key.begin(), key.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+      const auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; };
+      const bool plain = key.size() <= kMaxNameBytes && std::none_of(key.begin(), key.end(), control);
       if (!plain) {
         throw InputError(at(path) + "a key must be a plain name (at most " + std::to_string(kMaxNameBytes) +
                          " bytes, no control characters), got '" + shown_text(key) + "'" + yaml_line(kv.first));

@@ -26,8 +26,9 @@ void require_regular_or_absent(const std::string& path, std::string_view role);
 // reason. Symlinks are followed (a Hugging Face cache links config.json to its blob).
 std::string read_input_file(const std::string& path, std::size_t max_bytes);
 
-// The checks of read_input_file without the reading, for readers that stream a file (measurement
-// tables): InputError unless `path` names a regular file (following symlinks).
+// For readers that stream a file (measurement tables), which report a missing one themselves:
+// InputError "PATH: is a FIFO; an input must be a regular file" when `path` names something other
+// than a regular file (following symlinks), which a stream would block on or misread.
 void require_input_file(const std::string& path);
 
 // InputError "OUTPUT is the input INPUT; an output never replaces an input: choose another name"
