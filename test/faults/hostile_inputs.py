@@ -158,34 +158,41 @@ def written(name, text):
     return out
 
 
+def refused_everywhere(name, inputs, pattern):
+    """`inputs` (--model FILE, --system FILE, ...) refused by estimate, and by sweep before any search."""
+    expect_exit_2(name + ' (estimate)', ['estimate', *inputs, '--dp', '8'], pattern)
+    slug = re.sub(r'\W+', '_', name)
+    expect_exit_2_before_work(name + ' (sweep)', ['sweep', *inputs, '--n-gpus', '8', '-o', path(slug + '.h5')], pattern)
+
+
 # A key twice inside a {...} mapping: Mixtral's experts, costed as 362 B parameters.
 model = mutated('models/mixtral_8x7b.yaml', 'mixtral_dup.yaml', 'moe: {experts: 8,', 'moe: {experts: 8, experts: 64,')
-expect_exit_2('model, a key twice in a flow mapping', ['estimate', '--model', model, '--dp', '8'],
+refused_everywhere('model, a key twice in a flow mapping', ['--model', model, '--system', 'A100'],
               r"mixtral_dup\.yaml: moe: duplicate key 'experts' \(line \d+\)")
 runtime = mutated('runtimes/megatron.yaml', 'runtimes/dup_state.yaml', 'moments: 8}', 'moments: 8, moments: 0}')
-expect_exit_2('runtime, a key twice in states', ['estimate', '--runtime', runtime, '--model', 'llama3_8b', '--dp', '8'],
+refused_everywhere('runtime, a key twice in states', ['--runtime', runtime, '--model', 'llama3_8b', '--system', 'H100'],
               r"dup_state\.yaml: states: duplicate key 'moments'")
 hf = json.loads(read_text('test/data/hf/Mixtral-8x7B-v0.1/config.json'))
 text = json.dumps(hf, indent=1).replace('"num_local_experts": 8', '"num_local_experts": 8, "num_local_experts": 64')
 dup_config = written('hf_dup/config.json', text)
-expect_exit_2('config.json, a key twice', ['estimate', '--model', os.path.dirname(dup_config), '--dp', '8'],
+refused_everywhere('config.json, a key twice', ['--model', os.path.dirname(dup_config), '--system', 'H100'],
               r"hf_dup/config\.json: duplicate key 'num_local_experts' \(line \d+, column \d+\)")
 # A state left out would be costed at 0 bytes (Adam's moments: 4 GB of states instead of 12).
 runtime = mutated('runtimes/megatron.yaml', 'runtimes/no_moments.yaml', ', moments: 8}', '}')
-expect_exit_2('runtime states without moments', ['estimate', '--runtime', runtime, '--model', 'llama3_8b', '--dp', '8'],
+refused_everywhere('runtime states without moments', ['--runtime', runtime, '--model', 'llama3_8b', '--system', 'H100'],
               r"no_moments\.yaml: states: missing key 'moments'")
 # Physical bounds and kinds.
 system = mutated('systems/H100.yaml', 'systems/host_tiny.yaml', 'host_bandwidth: 63', 'host_bandwidth: 1e-300')
-expect_exit_2('host_bandwidth 1e-300', ['estimate', '--system', system, '--model', 'llama3_8b', '--dp', '8'],
+refused_everywhere('host_bandwidth 1e-300', ['--system', system, '--model', 'llama3_8b'],
               r'host_tiny\.yaml: host_bandwidth must be in 0 or \[0\.001, 1e\+06\] GB/s, got 1e-300')
 gpt2 = json.loads(read_text('test/data/hf/gpt2/config.json'))
 gpt2['resid_pdrop'] = 2.0
 config = written('gpt2_pdrop/config.json', json.dumps(gpt2))
-expect_exit_2('resid_pdrop 2.0', ['estimate', '--model', os.path.dirname(config)],
+refused_everywhere('resid_pdrop 2.0', ['--model', os.path.dirname(config), '--system', 'H100'],
               r'gpt2_pdrop/config\.json: resid_pdrop must be a probability \(a number in \[0, 1\]\), got 2\.0')
 llama = json.loads(read_text('test/data/hf/Meta-Llama-3-8B/config.json'))
 config = written('llama_text/config.json', json.dumps(dict(llama, hidden_size='4096')))
-expect_exit_2('hidden_size as text', ['estimate', '--model', os.path.dirname(config), '--dp', '8'],
+refused_everywhere('hidden_size as text', ['--model', os.path.dirname(config), '--system', 'H100'],
               r'llama_text/config\.json: hidden_size must be a positive integer, got "4096"')
 # JSON as JSON: json.dump's surrogate pair for an emoji is valid; a FIFO is named as one.
 config = written('llama_emoji/config.json', json.dumps(dict(llama, torch_dtype='\U0001F600')))
@@ -210,7 +217,7 @@ for what, args in (('--system', ['estimate', '--system', fifo]), ('--runtime', [
 model = path('bad_utf8.yaml')
 with open(model, 'wb') as f:
     f.write(read_text('models/gpt3.yaml').encode().replace(b'name: gpt3', b'name: gpt3\xff'))
-expect_exit_2('a model name not UTF-8', ['estimate', '--model', model, '--json'],
+refused_everywhere('a model name not UTF-8', ['--model', model, '--system', 'A100'],
               r'bad_utf8\.yaml: name: not UTF-8 text, at byte 4 \(0xff\)')
 # A 20 MB value of an unknown config.json key is echoed at most a few hundred bytes.
 config = written('llama_big/config.json', json.dumps(dict(llama, tokenizer_blob='x' * 20_000_000)))
