@@ -56,6 +56,12 @@ class Reader {
     message += what;
     fail(field, message + altered());
   }
+  // The names of an object's attributes or members (h5::attr_names, h5::member_names): names the
+  // page shows, so UTF-8 as the text is.
+  std::vector<std::string> names(const std::string& where, std::vector<std::string> found) const {
+    for (const std::string& n : found) utf8(where + " (a name in it)", n);
+    return found;
+  }
   static const char* altered() { return " (a sweep writes none: the file was altered, or is not a sweep's)"; }
   double number_attr(hid_t obj, const std::string& where, const std::string& name) const {
     if (!at(where + name, [&] { return h5::has_attr(obj, name); })) fail(where + name, "attribute missing");
@@ -71,7 +77,7 @@ class Reader {
   }
   std::vector<TextField> all_attrs(hid_t obj, const std::string& where, const std::vector<std::string>& skip = {}) const {
     std::vector<TextField> out;
-    for (const std::string& name : at(where, [&] { return h5::attr_names(obj); })) {
+    for (const std::string& name : names(where, at(where, [&] { return h5::attr_names(obj); }))) {
       if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
       // what a sweep writes, as it checks it when it writes: UTF-8 text, finite non-negative numbers
       if (!at(where + name, [&] { return h5::attr_is_text(obj, name); })) {
@@ -157,7 +163,7 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
   t.config_keys = split_keys(r.text_attr(top.id(), top_where, "config_keys"));
   t.placement_keys = split_keys(r.text_attr(top.id(), top_where, "placement_keys"));
   t.execution_keys = split_keys(r.text_attr(top.id(), top_where, "execution_keys"));
-  for (const std::string& name : r.at(top_where, [&] { return h5::member_names(top.id()); })) {
+  for (const std::string& name : r.names(top_where, r.at(top_where, [&] { return h5::member_names(top.id()); }))) {
     if (name == "count") continue;
     ResultColumn c;
     c.name = name;
@@ -203,7 +209,7 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
   g.base_system = root("base_system");
   h5::Handle grid = r.group(file, "/", "grid");
   const std::string where = "/grid/";
-  const std::vector<std::string> names = r.at(where, [&] { return h5::member_names(grid.id()); });
+  const std::vector<std::string> names = r.names(where, r.at(where, [&] { return h5::member_names(grid.id()); }));
   const std::vector<std::string> axis_names = split_keys(root("sweep_axes"));
   g.axes.resize(axis_names.size());
   if (g.axes.empty() || g.axes.size() > 2) r.fail("/sweep_axes", "expected one or two axes");
@@ -239,15 +245,6 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
   }
   g.best_throughput = r.doubles(grid.id(), where, "best_throughput");
   g.speedup = r.doubles(grid.id(), where, "speedup");
-  // NaN: nothing fits (the grid's documented marker); any other value a throughput or a ratio
-  for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{"best_throughput", &g.best_throughput},
-                                     {"speedup", &g.speedup}}) {
-    for (std::size_t i = 0; i < values->size(); ++i) {
-      if (!publishable((*values)[i], NanMeans::NothingFits)) {
-        r.impossible(where + name + "[" + std::to_string(i) + "]", (*values)[i], "not a throughput or a speed-up");
-      }
-    }
-  }
   for (const GridAxis& a : g.axes) {
     for (std::size_t p = 0; p < a.names.size(); ++p) {
       for (const double v : a.values[p]) {
@@ -262,6 +259,12 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
     if (values->size() != cells) {
       r.fail(where + name, std::to_string(values->size()) + " values where the axes and n_gpus make " +
                                std::to_string(cells));
+    }
+    // NaN: nothing fits (the grid's documented marker); any other value a throughput or a ratio
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      if (!publishable((*values)[i], NanMeans::NothingFits)) {
+        r.impossible(where + name + "[" + std::to_string(i) + "]", (*values)[i], "not a throughput or a speed-up");
+      }
     }
   }
   return g;
@@ -303,12 +306,16 @@ SweepFile read_sweep_file(const std::string& path) {
   }
   {
     h5::Handle prov = r.group(file.id(), "/", "provenance");
-    for (const std::string& name : r.at("/provenance/", [&] { return h5::member_names(prov.id()); })) {
+    const auto members = [&](const std::string& where, hid_t group) {
+      return r.names(where, r.at(where, [&] { return h5::member_names(group); }));
+    };
+    for (const std::string& name : members("/provenance/", prov.id())) {
       if (r.at("/provenance/" + name, [&] { return h5::is_group(prov.id(), name); })) {
         h5::Handle sub = r.group(prov.id(), "/provenance/", name);
-        for (const std::string& inner : r.at("/provenance/" + name, [&] { return h5::member_names(sub.id()); })) {
+        for (const std::string& inner : members("/provenance/" + name, sub.id())) {
           const std::string field = "/provenance/" + name + "/" + inner;
-          f.provenance.emplace_back(name + "/" + inner, r.utf8(field, r.at(field, [&] { return h5::read_text(sub.id(), inner); })));
+          f.provenance.emplace_back(name + "/" + inner,
+                                    r.utf8(field, r.at(field, [&] { return h5::read_text(sub.id(), inner); })));
         }
       } else {
         const std::string field = "/provenance/" + name;
@@ -348,7 +355,7 @@ SweepFile read_sweep_file(const std::string& path) {
     }
     f.targets.push_back(read_target(r, file.id(), "base"));
   } else {
-    for (const std::string& name : r.at("/", [&] { return h5::member_names(file.id()); })) {
+    for (const std::string& name : r.names("/", r.at("/", [&] { return h5::member_names(file.id()); }))) {
       if (name == "model" || name == "provenance") continue;
       if (!r.at("/" + name, [&] { return h5::is_group(file.id(), name); })) continue;
       f.targets.push_back(read_target(r, file.id(), name));
