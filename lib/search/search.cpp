@@ -498,6 +498,9 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
         ++counters[i].infeasible_memory;
         continue;
       }
+      // the one totals field a capacity changes: each capacity's configuration carries its own
+      // limit, as evaluating it on that capacity's system gives (and --resume checks)
+      cand.totals.mem_limit = limits[i];
       if (!tops[i].push(cand)) break;
     }
   };
