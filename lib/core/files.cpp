@@ -70,25 +70,35 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes) {
   }
   std::string data;
   data.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || data.size() + static_cast<std::size_t>(n) > max_bytes) {
-      const int err = n < 0 ? errno : EFBIG;
-      ::close(fd);
-      throw InputError(path + ": cannot read: " + std::strerror(err));
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
+  if (!read_all(fd, data, max_bytes)) {
+    const int err = errno;
+    ::close(fd);
+    throw InputError(path + ": cannot read: " + std::strerror(err));
   }
   ::close(fd);
   return data;
 }
 
+bool read_all(int fd, std::string& data, std::size_t max_bytes) {
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
+      errno = EFBIG;
+      return false;
+    }
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
 void require_input_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw InputError(path + ": is " + kind_of(st.st_mode) + "; an input must be a regular file");
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw InputError(path + ": is " + kind_of(st.st_mode) + "; an input must be a regular file");
+  }
 }
 
 void refuse_output_over_input(const std::string& output, const std::vector<std::string>& inputs) {

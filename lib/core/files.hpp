@@ -40,6 +40,10 @@ void refuse_output_over_input(const std::string& output, const std::vector<std::
 // anything but a regular file. Returns a blocking descriptor.
 int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode = 0644);
 
+// Appends what is left to read of fd to `data`, retrying interrupted reads; false with errno set
+// when a read fails, or EFBIG once `data` would pass max_bytes.
+bool read_all(int fd, std::string& data, std::size_t max_bytes);
+
 // Writes all of `bytes` to fd (retrying short writes); IoError naming `path` on failure.
 void write_all(int fd, std::string_view bytes, const std::string& path);
 

@@ -181,18 +181,11 @@ bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size
 std::string read_regular(const std::string& path) {
   const int fd = open_regular(path, O_RDONLY, "journal");
   std::string data;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      errno = err;
-      throw_errno("cannot read journal", path);
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
+  if (!read_all(fd, data, std::string().max_size())) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    throw_errno("cannot read journal", path);
   }
   ::close(fd);
   return data;
