@@ -263,6 +263,9 @@ const ExecutionOption* find_execution_option(std::string_view key);
 
 // A value as flags and texts spell it: the name of a code, "on"/"off", or the integer.
 std::string option_value_name(const ExecutionOption& o, std::int64_t code);
+// Whether `code` is one the option can have (a flag's range, on/off, one of its names): what a
+// journal record or a sweep's file may hold.
+bool option_code_possible(const ExecutionOption& o, std::int64_t code);
 // The code of a flag's value; InputError naming `flag` and the value otherwise ("--zero must be an
 // integer from 0 to 3, got '5'"; "--recompute must be none, selective or full, got 'x'").
 std::int64_t parse_option_value(const ExecutionOption& o, const std::string& text, const std::string& flag);

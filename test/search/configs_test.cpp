@@ -283,5 +283,56 @@ TEST(configs, ChoicesAStrategyCannotTake) {
   EXPECT_THROW(check_runtime_choices(sys, load_runtime_named("megatron"), Strategy::TwoD, any), StrategyNotRunError);
 }
 
+// The work counted before configs starts is the work it does, and counting stops past its limit;
+// the rows kept with --top are the first of the whole sweep's, whatever the order, while memory
+// holds only those.
+TEST(configs, CountedWorkAndRowsKeptByTop) {
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/llama3_8b.yaml");
+  ConfigRanges r;
+  r.runtime = load_runtime_named("megatron");
+  r.choices.recompute = {Recompute::None, Recompute::Full};
+  r.choices.zero = {0, 1};
+  r.all_placements = true;
+  check_runtime_choices(sys, r.runtime, Strategy::OneD, r.choices);
+  const std::int64_t n = 256, batch = 512;
+  std::int64_t evaluated = 0;
+  r.on_points = [&](std::int64_t points) { evaluated += points; };
+  const ConfigSweep all = sweep_configs(sys, model, Strategy::OneD, n, batch, r);
+  const std::int64_t counted = count_configs(sys, model, Strategy::OneD, n, batch, r, std::int64_t{1} << 40);
+  EXPECT_EQ(counted, evaluated);
+  EXPECT_GE(counted, static_cast<std::int64_t>(all.rows.size()));
+  ASSERT_GT(all.rows.size(), 20u);
+  // past the limit, counting stops: more than the limit, far less than the whole
+  const std::int64_t stopped = count_configs(sys, model, Strategy::OneD, n, batch, r, 10);
+  EXPECT_GT(stopped, 10);
+  EXPECT_LT(stopped, counted);
+
+  for (const bool by_throughput : {false, true}) {
+    for (const bool fits_only : {false, true}) {
+      std::vector<ConfigRow> expected = all.rows;
+      if (fits_only) std::erase_if(expected, [](const ConfigRow& row) { return !row.fits; });
+      if (by_throughput) {
+        std::stable_sort(expected.begin(), expected.end(), [](const ConfigRow& a, const ConfigRow& b) {
+          return a.fits != b.fits ? a.fits : a.throughput > b.throughput;
+        });
+      }
+      expected.resize(std::min<std::size_t>(expected.size(), 7));
+      ConfigRanges kept = r;
+      kept.keep = 7;
+      kept.by_throughput = by_throughput;
+      kept.fits_only = fits_only;
+      const ConfigSweep top = sweep_configs(sys, model, Strategy::OneD, n, batch, kept);
+      ASSERT_EQ(top.rows.size(), expected.size()) << by_throughput << fits_only;
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(top.rows[i].throughput, expected[i].throughput) << i;
+        EXPECT_EQ(top.rows[i].layout.dp, expected[i].layout.dp) << i;
+        EXPECT_EQ(top.rows[i].layout.exec.recompute, expected[i].layout.exec.recompute) << i;
+        EXPECT_EQ(top.rows[i].layout.tensor.nv1, expected[i].layout.tensor.nv1) << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perfsweep
