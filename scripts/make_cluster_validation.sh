@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The training-run validation of docs/validation.md: the named fitters on the sets they fitted
 # (kernel_scales on vTrain's fit part, checked against the shipped systems/calibrations/
-# a100_kernels.yaml; host_floor on nanotron's, checked against validation/nanotron/fitted), then
+# a100_kernels.yaml; host_floor on nanotron's, checked against validation/nanotron/fitted;
+# carried_efficiency on the Blackwell set's, MLPerf held out, checked against the shipped
+# b200_ and gb200_kernels_from_h100.yaml but for their comments and source), then
 # `validate runs` on every validation set (rows CSVs in OUTDIR, summaries on stdout) and one figure
 # per set in docs/figures/.
 # Usage: scripts/make_cluster_validation.sh [OUTDIR]      (after the build: build/bin/validate)
@@ -25,6 +27,16 @@ else
   echo "== the fit differs from validation/nanotron/fitted" >&2
   exit 1
 fi
+$V -q fit carried_efficiency --sets nvidia_blackwell --held-out mlperf --kernels systems/calibrations/h100_kernels.yaml \
+  -o "$OUT/carried"
+for f in b200_kernels_from_h100.yaml gb200_kernels_from_h100.yaml; do
+  if diff <(grep -v -e '^#' -e '^source:' "$OUT/carried/$f") <(grep -v -e '^#' -e '^source:' "systems/calibrations/$f") > /dev/null; then
+    echo "== the fit reproduces systems/calibrations/$f"
+  else
+    echo "== the fit differs from systems/calibrations/$f" >&2
+    exit 1
+  fi
+done
 for set in validation/*/; do
   name=$(basename "$set")
   echo "== $name"

@@ -13,6 +13,7 @@
 #include "core/limits.hpp"
 #include "io/report.hpp"
 #include "model/step.hpp"
+#include "search/dimensions.hpp"
 
 namespace perfsweep {
 
@@ -91,7 +92,6 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
     }
     layout.exec.zero = 0;
   }
-  r.balance_stages = balances_stages(o.exec);
   // Every placed axis's share given (an axis beyond the reference's needs none at its reference
   // degree): the placement is the user's; else the fastest of those the search tries that keep the given.
   const PlacedAxes& placed = placed_axes(layout.strategy);
@@ -103,6 +103,15 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
     r.all_placed = r.all_placed && (nv || a.degree(layout) == a.omitted_at);
   }
   layout.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked on evaluation
+  // --first-stage-blocks auto, or neither given where pp does not split the depth evenly under a
+  // framework's runtime (as the search): balanced on evaluation for a given placement, else for each one tried.
+  r.balance_stages = balances_stages(o.exec) ||
+                     (!stage_blocks_given(o.exec) && balances_where_uneven(r.runtime, r.model, layout));
+  if (r.balance_stages && !balances_stages(o.exec)) {
+    spdlog::info("pp={} does not divide depth {}: the stages balanced (--first-stage-blocks and "
+                 "--last-stage-blocks choose others)",
+                 layout.pp, r.model.depth);
+  }
   r.placement.nv = o.axes.nv;
   // Under a framework's runtime, with no share given, the placement its rank order makes.
   bool any_given = false;

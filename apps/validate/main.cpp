@@ -18,7 +18,7 @@
 //       estimate's path: the summary by part, GPU, precision and scale and the set's targets on
 //       stdout, the rows as CSV in ROWS.csv; --check exits 1 on a missed target;
 //   validate fit NAME --sets A,B [--held-out C,D] [--kernels FILE] [-o OUT]
-//       a named fitter (kernel_scales, host_floor) over the fit part of the chosen sets, the rest
+//       a named fitter (kernel_scales, host_floor, carried_efficiency) over the fit part of the chosen sets, the rest
 //       held out: the fitted values, then each set's fit and held-out errors with them; OUT what
 //       the fitter writes (docs/validation.md, "Validation sets").
 #include <spdlog/spdlog.h>
@@ -42,6 +42,7 @@
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
 #include "config/runtime_file.hpp"
+#include "core/files.hpp"
 #include "common/measurement_tool.hpp"
 #include "core/error.hpp"
 #include "validate/set_runs.hpp"
@@ -174,10 +175,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   fit_cmd->add_option("--held-out", fit_options.held_out, "sets predicted with the fitted values, every row held out")
       ->delimiter(',');
-  fit_cmd->add_option("--kernels", fit_options.kernels, "the kernel calibration the fitter scales (default: the fit rows' system's)");
+  fit_cmd->add_option("--kernels", fit_options.kernels, "the kernel calibration the fitter scales (default: the fit rows' system's) or carries "
+                      "(carried_efficiency)");
   fit_cmd->add_option("-o,--out", fit_options.out,
                       "what the fitter writes: kernel_scales a kernel calibration YAML, host_floor a folder of systems/ "
-                      "and runtimes/");
+                      "and runtimes/, carried_efficiency a folder of the carried calibrations");
 
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (runs_cmd->parsed()) return validate_runs(runs_options);
@@ -224,6 +226,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    refuse_output_over_input(out_file, {fit_in.file, kernel_file, train_file});
     const System system = load_system_named(fit_system);
     const auto configs = fit_in.read();
     kernels::Calibration cal = calib::fit_kernels(system, configs, sm_count);

@@ -43,6 +43,7 @@ SetRequests read_requests(const calib::ValidationSet& set, const calib::Variant&
 
 int validate_runs(const RunsOptions& o) {
   const calib::ValidationSet set = calib::read_validation_set(set_folder(o.dir));
+  if (!o.out.empty()) refuse_output_over_input(o.out, {(set.dir / "set.yaml").string(), (set.dir / "runs.csv").string()});
   const calib::Part part = o.part == "fit" ? calib::Part::Fit : o.part == "held-out" ? calib::Part::HeldOut : calib::Part::All;
   std::vector<const calib::Variant*> variants;
   for (const calib::Variant& v : set.variants) {
@@ -126,6 +127,7 @@ std::string part_line(const std::string& set, const char* part, const calib::Sum
 
 int validate_fit(const FitOptions& o) {
   const calib::Fitter& fitter = calib::find_fitter(o.fitter);
+  if (!o.out.empty() && !o.kernels.empty()) refuse_output_over_input(o.out, {o.kernels});
   // The sets, fitted ones first; every row read (files, flags) before anything is fitted.
   std::vector<calib::ValidationSet> sets;
   for (const std::string& name : o.sets) sets.push_back(calib::read_validation_set(set_folder(name)));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -399,6 +400,130 @@ FitResult fit_host_floor(const std::vector<FitRow>& rows, const FitterOptions& o
   return out;
 }
 
+// ---- carried_efficiency --------------------------------------------------------------------------
+
+// A number as carry_calibration.py writes it ("%.9g") and a reader reads it back, so the carried
+// calibration in memory is the one its file holds.
+double as_written(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// `base` (another GPU's calibration) carried to a GPU of `sm_count` SMs with its tensor-core
+// efficiencies (each fitted data type's GEMM passes, the attention's) times `factor`, as
+// scripts/carry_calibration.py --efficiency-scale writes it.
+kernels::Calibration carried(const kernels::Calibration& base, std::int64_t sm_count, double factor) {
+  kernels::Calibration c = base;
+  c.sm_count = sm_count;
+  for (std::size_t t = 0; t < c.gemm.size(); ++t) {
+    if (!c.gemm_fitted[t]) continue;
+    for (kernels::GemmModel& g : c.gemm[t]) g.efficiency = as_written(g.efficiency * factor);
+  }
+  for (kernels::AttentionModel& a : c.attention) a.efficiency = as_written(a.efficiency * factor);
+  return c;
+}
+
+FitResult fit_carried_efficiency(const std::vector<FitRow>& rows, const FitterOptions& o) {
+  if (o.kernels.empty()) {
+    throw InputError("carried_efficiency needs --kernels: the calibration carried (systems/calibrations/h100_kernels.yaml)");
+  }
+  const kernels::Calibration base = kernels::load_calibration(o.kernels);
+  // The fit rows by the system they run on (one factor per GPU's system), in the rows' order.
+  std::vector<std::string> systems;
+  std::map<std::string, std::vector<const FitRow*>> fit_rows;
+  std::map<std::string, std::int64_t> sm_counts;
+  for (const FitRow& r : rows) {
+    if (!r.fit || !std::isfinite(r.measured)) continue;
+    const System& cluster = r.request.cluster;
+    if (cluster.kernel_calibration == nullptr) {
+      throw InputError("row '" + r.set_row().id + "' of " + r.set->name + ": its system " + cluster.name +
+                       " has no kernel calibration (`kernels:`) whose SM count the carry takes");
+    }
+    if (!fit_rows.contains(cluster.name)) systems.push_back(cluster.name);
+    fit_rows[cluster.name].push_back(&r);
+    sm_counts[cluster.name] = cluster.kernel_calibration->sm_count;
+  }
+  // Mean |log(predicted / measured)| of a system's fit rows on `cal` (least absolute deviations in
+  // log space: a row the table misstates moves the factor less), and their median |error|.
+  struct Score {
+    double mean_abs_log = 0, median_abs = 0;
+    std::size_t rows = 0;
+  };
+  const auto score = [&](const std::string& name, const std::shared_ptr<const kernels::Calibration>& cal) {
+    std::vector<double> logs, errs;
+    for (const FitRow* r : fit_rows[name]) {
+      System cluster = r->request.cluster;
+      cluster.kernel_calibration = cal;
+      const double v = evaluate_on(*r, cluster, r->request.runtime).value;
+      if (!std::isfinite(v)) continue;
+      logs.push_back(std::abs(std::log(v / r->measured)));
+      errs.push_back(std::abs(v / r->measured - 1));
+    }
+    Score s;
+    s.rows = logs.size();
+    for (const double l : logs) s.mean_abs_log += l / D(static_cast<I>(logs.size()));
+    s.median_abs = median(errs);
+    return s;
+  };
+  FitResult out;
+  auto fitted = std::make_shared<std::map<std::string, std::shared_ptr<const kernels::Calibration>>>();
+  auto factors = std::make_shared<std::map<std::string, double>>();
+  for (const std::string& name : systems) {
+    // The grid 0.700, 0.705, ..., 1.000 (each factor the double of its decimal, as
+    // carry_calibration.py reads it); ties to the smaller factor.
+    double best_factor = 1, best = std::numeric_limits<double>::infinity();
+    std::shared_ptr<const kernels::Calibration> best_cal;
+    for (int step = 0; step <= 60; ++step) {
+      const double factor = (700 + 5 * step) / 1000.0;
+      auto cal = std::make_shared<const kernels::Calibration>(carried(base, sm_counts[name], factor));
+      const Score s = score(name, cal);
+      if (s.rows > 0 && s.mean_abs_log < best) {
+        best = s.mean_abs_log;
+        best_factor = factor;
+        best_cal = cal;
+      }
+    }
+    if (!best_cal) throw InputError("none of the fit rows on " + name + " can be predicted");
+    const Score before = score(name, std::make_shared<const kernels::Calibration>(carried(base, sm_counts[name], 1)));
+    const Score after = score(name, best_cal);
+    out.report.push_back("carried_efficiency: " + name + " tensor-core efficiencies x " + format("%g", best_factor) +
+                         " (" + std::to_string(after.rows) + " fit rows; carried x 1 -> x " + format("%g", best_factor) +
+                         format(": mean |log error| %.3f -> %.3f, median |error| %.2f%% -> %.2f%%)", before.mean_abs_log,
+                                after.mean_abs_log, 100 * before.median_abs, 100 * after.median_abs));
+    (*fitted)[name] = best_cal;
+    (*factors)[name] = best_factor;
+  }
+  out.apply = [fitted](EstimateRequest& q, const FitRow&) {
+    const auto it = fitted->find(q.cluster.name);
+    if (it == fitted->end()) return;  // a GPU no factor was fitted for keeps its system
+    q.cluster.kernel_calibration = it->second;
+    q.system = at_scale(q.cluster, q.layout.n_gpus());
+  };
+  const std::string base_file = o.kernels;
+  out.write = [fitted, factors, base_file](const fs::path& dir, const std::vector<FitRow>& all,
+                                           const std::string& command) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(dir.string() + ": cannot create the folder: " + ec.message());
+    for (const auto& [name, cal] : *fitted) {
+      for (const FitRow& r : all) {
+        if (r.request.cluster.name != name) continue;
+        kernels::Calibration c = *cal;
+        c.source = base_file + " carried to " + name + " (" + std::to_string(c.sm_count) +
+                   " SMs), its tensor-core efficiencies x " + format("%g", factors->at(name)) + " (" + command + ")";
+        const fs::path file = dir / fs::path(r.request.cluster.kernels_file).filename();
+        kernels::save_calibration(c, file);
+        files.push_back(file.string());
+        break;
+      }
+    }
+    return files;
+  };
+  return out;
+}
+
 }  // namespace
 
 std::string FitRow::input(const std::string& name) const {
@@ -463,6 +588,12 @@ const std::vector<Fitter>& fitters() {
        "micro-batch slot before nanotron's pipeline fix: after_pipeline_fix), minimising the fit rows' median |error| "
        "(--kernels: the calibration scaled; -o: a folder of the fitted systems/ and runtimes/)",
        &fit_host_floor},
+      {"carried_efficiency",
+       "one factor per GPU's system on a calibration carried to it by the spec sheet (--kernels: the calibration "
+       "carried, as scripts/carry_calibration.py carries it with the system's SM count): the tensor-core "
+       "efficiencies (GEMM passes, attention) times 0.700 to 1.000, minimising the fit rows' mean |log error| (-o: a "
+       "folder of the carried calibrations, named as the systems' kernels files)",
+       &fit_carried_efficiency},
   };
   return kFitters;
 }

@@ -7,7 +7,10 @@
 //     framework: the A100 calibration's fit on vTrain's runs), minimising the mean |error|;
 //   host_floor: a cluster's network from the all-reduce bandwidth its jobs measured, the kernels'
 //     compute scale on its one-node runs and the framework's host floor per block and
-//     micro-batch (nanotron's eager host and pipeline engine), minimising the median |error|.
+//     micro-batch (nanotron's eager host and pipeline engine), minimising the median |error|;
+//   carried_efficiency: per GPU's system, one factor on the tensor-core efficiencies of a
+//     calibration carried to it by the spec sheet (the H100's on Blackwell), minimising the mean
+//     |log error|.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -37,7 +40,7 @@ struct FitRow {
 
 struct FitterOptions {
   // kernel_scales, host_floor: the kernel calibration the scales multiply (default: the fit rows'
-  // system's own; they must share one).
+  // system's own; they must share one); carried_efficiency: the calibration carried (required).
   std::string kernels;
 };
 

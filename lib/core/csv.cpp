@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace perfsweep {
 
@@ -84,6 +85,7 @@ std::vector<std::string> split_flag_list(const std::string& text, const std::str
 
 CsvTable read_csv_table(const std::filesystem::path& path) {
   const std::string file = path.string();
+  require_input_file(file);  // a FIFO would block the read, a folder read as empty
   std::ifstream in(path);
   if (!in) throw InputError(file + ": cannot open (no such file, or unreadable)");
   CsvTable t;

@@ -5,7 +5,13 @@ run from the source tree as the set files say they were made, written to WORK_DI
       every file of validation/nanotron/fitted (the system and runtimes nanotron's rows name) byte
       for byte, and fits 1,368 rows (every third by file order);
   kernel_scales on vTrain's fit part (--kernels systems/calibrations/a100_kernels_from_h100.yaml)
-      writes systems/calibrations/a100_kernels.yaml byte for byte, from 37 rows.
+      writes systems/calibrations/a100_kernels.yaml byte for byte, from 37 rows;
+  carried_efficiency on the Blackwell set's fit part (containers 25.09 and 25.11; --kernels
+      systems/calibrations/h100_kernels.yaml), MLPerf held out, fits B200's factor 0.875 on 8 rows and
+      GB200's 0.795 on 10 and writes b200_ and gb200_kernels_from_h100.yaml as the shipped files hold
+      them but for the comment lines and the source (carry_calibration.py writes those); the held-out
+      figures it prints are those of the shipped files (NVIDIA's GB200 26.x rows 2.82% median
+      |error|, MLPerf 4.38%).
 Either differing means the shipped files are no longer what the fit on today's model gives.
 
 usage: test_validation_fitters.py VALIDATE SOURCE_DIR WORK_DIR
@@ -55,6 +61,24 @@ def main():
     check(': 37 fit rows' in text, 'kernel_scales: 37 fit rows')
     check(filecmp.cmp(out, os.path.join(source, 'systems', 'calibrations', 'a100_kernels.yaml'), shallow=False),
           'kernel_scales: systems/calibrations/a100_kernels.yaml byte for byte')
+    out = os.path.join(work, 'carried')
+    text = fit(validate, source, 'carried_efficiency', '--sets', 'nvidia_blackwell', '--held-out', 'mlperf', '--kernels',
+               'systems/calibrations/h100_kernels.yaml', '-o', out)
+    check(': 18 fit rows' in text, 'carried_efficiency: 18 fit rows')
+    check('GB200-calibrated tensor-core efficiencies x 0.795 (10 fit rows' in text, 'carried_efficiency: GB200 x 0.795')
+    check('B200-calibrated tensor-core efficiencies x 0.875 (8 fit rows' in text, 'carried_efficiency: B200 x 0.875')
+    check(any(line.split()[:2] == ['nvidia_blackwell', 'held-out'] and line.split()[4] == '2.82%'
+              for line in text.splitlines()), 'carried_efficiency: held-out Blackwell rows 2.82% median |error|')
+    check(any(line.split()[:2] == ['mlperf', 'held-out'] and line.split()[4] == '4.38%' for line in text.splitlines()),
+          'carried_efficiency: MLPerf held out 4.38% median |error|')
+
+    def values(path):
+        with open(path) as f:
+            return [line for line in f if not line.startswith('#') and not line.startswith('source:')]
+    for name in ('b200_kernels_from_h100.yaml', 'gb200_kernels_from_h100.yaml'):
+        written = os.path.join(out, name)
+        check(os.path.exists(written) and values(written) == values(os.path.join(source, 'systems', 'calibrations', name)),
+              f'carried_efficiency: {name} as shipped but for comments and source')
     if FAILURES:
         sys.exit(f'{len(FAILURES)} check(s) failed')
 
