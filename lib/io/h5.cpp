@@ -356,12 +356,14 @@ std::vector<double> read_numeric_attr(hid_t obj, const std::string& name) {
   return out;
 }
 
+bool attr_is_text(hid_t obj, const std::string& name) {
+  Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
+  Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
+  return H5Tget_class(type.id()) == H5T_STRING;
+}
+
 std::string attr_text(hid_t obj, const std::string& name) {
-  {
-    Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
-    Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
-    if (H5Tget_class(type.id()) == H5T_STRING) return read_string_attr(obj, name);
-  }
+  if (attr_is_text(obj, name)) return read_string_attr(obj, name);
   std::string out;
   for (const double v : read_numeric_attr(obj, name)) {
     char buf[32];
