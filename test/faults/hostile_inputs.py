@@ -220,12 +220,18 @@ os.mkfifo(fifo)
 expect_exit_2('a FIFO as --model', ['estimate', '--model', fifo], r'fifo_model\.yaml: is a FIFO; an input must be a regular file')
 table = path('fifo_runs.csv')
 os.mkfifo(table)
+# A validation set whose runs.csv is a FIFO.
+fifo_set = path('fifo_set')
+shutil.rmtree(fifo_set, ignore_errors=True)
+shutil.copytree(os.path.join(REPO, 'validation', 'megatron_korthikanti2022'), fifo_set)
+os.remove(os.path.join(fifo_set, 'runs.csv'))
+os.mkfifo(os.path.join(fifo_set, 'runs.csv'))
 for what, args in (('--system', ['estimate', '--system', fifo]), ('--runtime', ['estimate', '--runtime', fifo]),
                   ('--sweep', ['sweep', '--sweep', fifo, '-o', path('f.h5')]),
-                  ('measured runs', ['validate', 'megatron', '-m', table]),
+                  ('measured runs', ['validate', 'runs', fifo_set]),
                   ('nccl-tests rows', ['comm', 'validate', '-m', table, '--system', 'A100'])):
     expect_exit_2(f'a FIFO as {what} ({args[0]})', args,
-                  r'fifo_(model\.yaml|runs\.csv): is a FIFO; an input must be a regular file')
+                  r'fifo_(model\.yaml|runs\.csv|set/runs\.csv): is a FIFO; an input must be a regular file')
 # Text that is not UTF-8 in a model's name (estimate --json emitted invalid JSON).
 model = path('bad_utf8.yaml')
 with open(model, 'wb') as f:
