@@ -465,11 +465,11 @@ bool activation_offload_runs(const Layout& c) {
 // torch fsdp2, megatron fsdp"), and with the optimizer on the host only under delayed scaling.
 bool fp8_param_gather(const LaunchInput& in) {
   const Execution& x = in.layout.exec;
-  return fp8(in) && in.runtime.fp8.weight_gather && x.zero >= 1 &&
+  return fp8(in) && x.fp8_params && x.zero >= 1 &&
          !(x.offload == Offload::Optimizer && in.runtime.fp8.recipe != Fp8Recipe::Delayed);
 }
 void note_fp8_param_gather(Builder& b, const LaunchInput& in) {
-  if (!fp8(in) || !in.runtime.fp8.weight_gather || fp8_param_gather(in)) return;
+  if (!fp8(in) || !in.layout.exec.fp8_params || fp8_param_gather(in)) return;
   b.note(in.layout.exec.zero == 0
              ? "the runtime gathers weights in FP8, which needs ZeRO's gathers: none at ZeRO 0"
              : "the runtime gathers weights in FP8, which Megatron-LM allows with the optimizer on the host only "
@@ -855,7 +855,7 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     if (in.runtime.fp8.recipe != Fp8Recipe::Current) {
       b.note("torchtitan's float8 scales per tensor from each tensor (the estimate's runtime gives another fp8_recipe)");
     }
-    if (in.runtime.fp8.weight_gather) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
+    if (in.layout.exec.fp8_params) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
   }
   // FSDP2's CPUOffloadPolicy: parameters, gradients and optimizer states on the host
   if (x.offload == Offload::Weights) b.add("--training.enable_cpu_offload");

@@ -153,7 +153,8 @@ struct Fp8Policy {
   // Weights cast to FP8 once per step and kept for the other micro-batches (TE's
   // is_first_microbatch); else cast for every micro-batch.
   bool weight_cache = false;
-  // ZeRO-3/FSDP gathers the weights in FP8 (1 byte per parameter).
+  // The weights kept and gathered in FP8 (1 byte per parameter): the default of
+  // Execution::fp8_params, which the step reads (runtime_defaults).
   bool weight_gather = false;
   bool lm_head = false;       // the LM head's GEMM in FP8 too
   bool saved_inputs = true;   // the GEMMs' inputs kept for the backward in FP8 (1 byte)
@@ -211,6 +212,11 @@ struct Execution {
   // FP8 (set from the runtime by apply_runtime; not searched).
   Precision precision = Precision::Bf16;
   Fp8Policy fp8;
+  // FP8 parameters (Megatron-LM's --fp8-param-gather, NeMo's fp8_params, MLPerf's FP8_PARAMS):
+  // the FP8 GEMMs' weights kept in FP8 (the value and its transposed copy) in place of the bf16
+  // weights and their cached FP8 copies, and gathered by the distributed optimizer in FP8.
+  // With --precision fp8 only; the runtime's fp8_weight_gather unless --fp8-params says.
+  bool fp8_params = false;
   // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
   // `--cp-comm p2p,all-gather`).
   CpComm cp_comm = CpComm::P2P;

@@ -117,7 +117,7 @@ DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& x,
   }
   // FP8 weights gathered in FP8 (torchao's float8 all-gather with FSDP2, Megatron's
   // --fp8-param-gather): 1 byte per parameter
-  if (x.precision != Precision::Bf16 && x.fp8.weight_gather) t.gather_scale = 0.5;
+  if (x.precision != Precision::Bf16 && x.fp8_params) t.gather_scale = 0.5;
   if (x.zero >= 3 && rt.zero_gather == Cadence::PerMicroBatch) t.gather_repeats = micro_batches;
   if (x.zero >= 2 && rt.zero_reduce == Cadence::PerMicroBatch) t.reduce_repeats = micro_batches;
   return t;
@@ -878,6 +878,13 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     const double t = quantization_seconds(s, weights);
     (c.exec.fp8.weight_cache ? step : micro_batch) += t;
     if (c.exec.fp8.weight_cache) fp8_cache_gb = cached_weight_bytes(c.exec.fp8.recipe) * fp8_params * kGB;
+    // FP8 parameters (Megatron-LM's --fp8-param-gather, which needs the distributed optimizer's
+    // gathers): the FP8 value and its transposed copy are the FP8 GEMMs' weights, whole on each
+    // GPU below ZeRO 3, and their bf16 weights are not kept.
+    if (c.exec.fp8_params && c.exec.zero >= 1 && c.exec.zero < 3) {
+      const double bf16_weight_bytes = (r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params)).weights;
+      fp8_cache_gb = (cached_weight_bytes(c.exec.fp8.recipe) - bf16_weight_bytes) * fp8_params * kGB;
+    }
   }
   if (rt.zero_grad_bytes > 0) {
     step += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
@@ -895,7 +902,7 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     offload_runtime(s, c, block, r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params), layers, opt_params,
                     shards, t_gpu_optimizer, r);
   }
-  if (fp8_cache_gb > 0) r.transient_gb += fp8_cache_gb;
+  if (fp8_cache_gb != 0) r.transient_gb += fp8_cache_gb;
   if (rt.activations == ActivationAccounting::Autocast) {
     r.transient_gb += autocast_peak_transient_gb(m, c, gemm_gb, block_gemm_gb, extra.gemm_weights_mem, last_stage);
   }

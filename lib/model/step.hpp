@@ -215,7 +215,9 @@ struct StageRuntime {
   double floor_per_micro_batch_s = 0;
   double per_micro_batch_s = 0;  // the runtime's kernels of each micro-batch (casts, accumulation)
   double t_optimizer = 0;        // the runtime's kernels of the step, every micro-batch's included
-  double transient_gb = 0;       // memory beyond states and activations at the peak
+  // memory beyond states and activations at the peak (less than 0 where FP8 parameters take the
+  // place of bf16 weights the states count)
+  double transient_gb = 0;
   // Offload: host-link transfers the compute does not hide, of each micro-batch (streamed weights,
   // activations) and of the step (the optimizer's gradients and weights), and the host's
   // optimizer step.
