@@ -15,11 +15,14 @@ struct ParameterCount {
   std::int64_t per_block = 0;  // one dense block (MoE blocks are counted in total and active)
 };
 
-// Blocks: qkv e x (h + 2 kv) e/h and the output projection e x e; the MLP e x f and f x e (gated:
-// e x 2f); biases of those when the model has them; two norms (scale, and a LayerNorm's shift
-// with biases). MoE blocks (every `every`-th, the last of each group): a router e x experts, the
-// routed and shared experts, each an MLP of moe.ffn_dim. With a vocabulary: the embedding V x e
-// (plus seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
+// Blocks: qkv e x (h + 2 kv) head_dim and the output projection h head_dim x e (MLA: its down-
+// and up-projections, latent norms and output projection); per-head query and key norms and
+// attention sinks when the model has them; the MLP e x f and f x e (gated: e x 2f); biases of
+// those when the model has them; two norms (four with post_norms; scale, and a LayerNorm's shift
+// with biases). MoE blocks (every `every`-th past the first moe.first_dense, the last of each
+// group): a router e x experts (and its bias), the routed and shared experts, each an MLP of
+// moe.ffn_dim (with biases under moe.expert_bias). With a vocabulary: the embedding V x e (plus
+// seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
 ParameterCount count_parameters(const Transformer& model);
 
 }  // namespace perfsweep
