@@ -581,6 +581,7 @@ Transformer load_model_named(const std::string& name_or_path) { return read_mode
 fs::path model_file(const std::string& name_or_path) {
   std::error_code ec;
   fs::path file(name_or_path);
+  if (const std::optional<fs::path> hub = hub_config(name_or_path)) return *hub;
   if (!fs::is_directory(file, ec)) return resolve_input(name_or_path, "models");
   file /= "config.json";
   if (!fs::exists(file, ec)) throw InputError(shown_text(name_or_path) + ": a folder without config.json");

@@ -1,5 +1,7 @@
 #include "model/parameters.hpp"
 
+#include <cstdio>
+
 namespace perfsweep {
 namespace {
 using I = std::int64_t;
@@ -66,6 +68,17 @@ ParameterCount count_parameters(const Transformer& m) {
     p.active += ends;
   }
   return p;
+}
+
+std::string parameters_text(const ParameterCount& count, bool moe) {
+  const auto billions = [](I n) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%lld (%.2f B)", static_cast<long long>(n), static_cast<double>(n) / 1e9);
+    return std::string(b);
+  };
+  std::string out = billions(count.total) + " parameters";
+  if (moe) out += ", " + billions(count.active) + " active per token";
+  return out;
 }
 
 }  // namespace perfsweep

@@ -2,6 +2,7 @@
 // Parameter counts of a model, from its shape alone (no parallelism): what a model card
 // publishes, and what the cost model's weights add up to on one GPU of a parallel layout.
 #include <cstdint>
+#include <string>
 
 #include "model/transformer.hpp"
 
@@ -24,5 +25,9 @@ struct ParameterCount {
 // moe.ffn_dim (with biases under moe.expert_bias). With a vocabulary: the embedding V x e (plus
 // seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
 ParameterCount count_parameters(const Transformer& model);
+
+// "N parameters (X B), A active per token (Y B)" (active only for a MoE model), as the tools'
+// headers print it.
+std::string parameters_text(const ParameterCount& count, bool moe);
 
 }  // namespace perfsweep
