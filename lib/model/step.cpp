@@ -44,8 +44,10 @@ BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& bu
 }
 
 namespace {
-// The mean of a group of `every` blocks, one of them MoE.
-double mix(double moe, double dense, I every) { return (moe + D(every - 1) * dense) / D(every); }
+// The mean of `blocks` blocks, `moe_blocks` of them MoE and the others dense.
+double mix(double moe, double dense, I moe_blocks, I blocks) {
+  return (D(moe_blocks) * moe + D(blocks - moe_blocks) * dense) / D(blocks);
+}
 
 constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
@@ -53,42 +55,33 @@ constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer,
     &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms,
     &ModuleSums::t_bwd_weight};
+
+// The blocks a model's mean block is taken over: a group of `every` with one MoE block, or with
+// first dense blocks the whole depth.
+struct BlockMix {
+  I moe_blocks = 1, blocks = 1;
+};
+BlockMix block_mix(const Transformer& m) {
+  if (m.moe.first_dense > 0) return {m.moe_blocks(), m.depth};
+  return {1, m.moe.every};
+}
+bool mixes_blocks(const Transformer& m) { return m.is_moe() && (m.moe.every > 1 || m.moe.first_dense > 0); }
 }  // namespace
 
-BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I moe_blocks, I blocks) {
   BlockSummary b = moe;
-  for (double ModuleSums::*f : kSumFields) b.mlp.*f = mix(moe.mlp.*f, dense.mlp.*f, every);
-  b.expert_weights_gb = moe.expert_weights_gb / D(every);
+  for (double ModuleSums::*f : kSumFields) b.mlp.*f = mix(moe.mlp.*f, dense.mlp.*f, moe_blocks, blocks);
+  b.expert_weights_gb = moe.expert_weights_gb * D(moe_blocks) / D(blocks);
   b.whole_block_weights_gb =
       std::max(moe.mlp.weights_mem + moe.sa.weights_mem, dense.mlp.weights_mem + dense.sa.weights_mem);
   return b;
 }
 
-BlockSummary mix_dense_first(const BlockSummary& moe, const BlockSummary& dense, const Transformer& m) {
-  const double moe_blocks = D(m.moe_blocks()), dense_blocks = D(m.depth - m.moe_blocks()), depth = D(m.depth);
-  BlockSummary b = moe;
-  for (double ModuleSums::*f : kSumFields) b.mlp.*f = (moe_blocks * (moe.mlp.*f) + dense_blocks * (dense.mlp.*f)) / depth;
-  b.expert_weights_gb = moe.expert_weights_gb * moe_blocks / depth;
-  b.whole_block_weights_gb =
-      std::max(moe.mlp.weights_mem + moe.sa.weights_mem, dense.mlp.weights_mem + dense.sa.weights_mem);
-  return b;
-}
-
-BlockMemory mix_dense_first_memory(const BlockMemory& moe, const BlockMemory& dense, const Transformer& m) {
-  const double moe_blocks = D(m.moe_blocks()), dense_blocks = D(m.depth - m.moe_blocks()), depth = D(m.depth);
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I moe_blocks, I blocks) {
   BlockMemory b = moe;
-  b.mlp_weights = (moe_blocks * moe.mlp_weights + dense_blocks * dense.mlp_weights) / depth;
-  b.mlp_activations = (moe_blocks * moe.mlp_activations + dense_blocks * dense.mlp_activations) / depth;
-  b.expert_weights = moe.expert_weights * moe_blocks / depth;
-  b.whole_block_weights = std::max(moe.weights(), dense.weights());
-  return b;
-}
-
-BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I every) {
-  BlockMemory b = moe;
-  b.mlp_weights = mix(moe.mlp_weights, dense.mlp_weights, every);
-  b.mlp_activations = mix(moe.mlp_activations, dense.mlp_activations, every);
-  b.expert_weights = moe.expert_weights / D(every);
+  b.mlp_weights = mix(moe.mlp_weights, dense.mlp_weights, moe_blocks, blocks);
+  b.mlp_activations = mix(moe.mlp_activations, dense.mlp_activations, moe_blocks, blocks);
+  b.expert_weights = moe.expert_weights * D(moe_blocks) / D(blocks);
   b.whole_block_weights = std::max(moe.weights(), dense.weights());
   return b;
 }
@@ -98,24 +91,22 @@ BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, 
   const TensorSplit split = block_split(c);
   const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec);
   const BlockSummary summary = summarize(mlp, sa, built);
-  if (!m.is_moe() || (m.moe.every == 1 && m.moe.first_dense == 0)) return summary;
+  if (!mixes_blocks(m)) return summary;
   Module dense_mlp, dense_sa;
   const BuiltBlock dense =
       build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec);
-  if (m.moe.first_dense > 0) return mix_dense_first(summary, summarize(dense_mlp, dense_sa, dense), m);
-  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), m.moe.every);
+  const BlockMix mix_of = block_mix(m);
+  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), mix_of.moe_blocks, mix_of.blocks);
 }
 
 BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c,
                               const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block) {
   const TensorSplit split = block_split(c);
   const BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
-  if (!m.is_moe() || (m.moe.every == 1 && m.moe.first_dense == 0)) return mem;
-  if (m.moe.first_dense > 0) {
-    return mix_dense_first_memory(mem, block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec), m);
-  }
+  if (!mixes_blocks(m)) return mem;
+  const BlockMix mix_of = block_mix(m);
   return mix_block_memory(mem, block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec),
-                          m.moe.every);
+                          mix_of.moe_blocks, mix_of.blocks);
 }
 
 DataParallelTraffic data_parallel_traffic(const Execution& x) {
