@@ -303,16 +303,20 @@ TEST(HfConfig, NameFolderFileAndSeqLen) {
   EXPECT_EQ(hf("Llama-3.1-8B", 4096).model.l, 4096);
   // The override applies to perfsweep's own models too.
   EXPECT_EQ(read_model("llama3_8b", 2048).model.l, 2048);
-  // What the sweep stores (model_to_yaml) reads back as the same model.
+  // What the sweep stores (model_to_yaml) reads back as the same model, every option with it.
   const fs::path yaml = fs::temp_directory_path() / "perfsweep_qwen_roundtrip.yaml";
-  {
-    std::FILE* f = std::fopen(yaml.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    const std::string text = model_to_yaml(hf("Qwen2.5-7B").model);
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
+  for (const char* repo : {"Qwen2.5-7B", "gemma-3-27b-pt", "gpt-oss-20b", "DeepSeek-V3", "DeepSeek-V2-Lite"}) {
+    {
+      std::FILE* f = std::fopen(yaml.c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      const std::string text = model_to_yaml(hf(repo).model);
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+    }
+    const Transformer back = load_model(yaml);
+    EXPECT_EQ(model_to_yaml(back), model_to_yaml(hf(repo).model)) << repo;
+    EXPECT_EQ(count_parameters(back).total, total(repo)) << repo;
   }
-  EXPECT_EQ(model_to_yaml(load_model(yaml)), model_to_yaml(hf("Qwen2.5-7B").model));
   fs::remove(yaml);
 }
 
