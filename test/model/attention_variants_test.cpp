@@ -23,19 +23,8 @@ using test::round_system;
 
 // e = 16, 2 heads, SwiGLU of 32, RMSNorm, no biases or dropout, one block, no vocabulary.
 Transformer tiny() {
-  Transformer m;
-  m.name = "tiny";
-  m.e = 16;
-  m.h = 2;
-  m.f = 32;
-  m.l = 8;
-  m.depth = 1;
-  m.mlp = MlpKind::SwiGlu;
-  m.norm = NormKind::RmsNorm;
-  m.bias = false;
-  m.dropout = 0;
-  m.causal = true;
-  return m;
+  return {.name = "tiny", .l = 8, .e = 16, .h = 2, .depth = 1, .f = 32, .mlp = MlpKind::SwiGlu,
+          .norm = NormKind::RmsNorm, .bias = false, .dropout = 0, .causal = true, .moe = {}};
 }
 
 const BlockLayer& layer_named(const std::vector<BlockLayer>& block, const std::string& name) {
