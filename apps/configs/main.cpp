@@ -196,7 +196,8 @@ std::vector<std::pair<const char*, std::string>> option_values(const ConfigRow& 
 // names) or differing between rows in an options column, and with several strategies
 // (several_strategies) each row's in a column.
 std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies, const std::vector<std::string>& listed,
-                     const System& sys, const Transformer& model, const std::vector<RowTraining>& training) {
+                     const System& sys, const Transformer& model, const Runtime& runtime,
+                     const std::vector<RowTraining>& training) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
   const bool all_1d =
       std::all_of(rows.begin(), rows.end(), [](const ConfigRow& r) { return r.layout.strategy == Strategy::OneD; });
@@ -225,7 +226,9 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
     Execution shared = rows.front().layout.exec;
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
     if (varying.empty()) {
-      if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
+      if (!(shared == Execution{})) {
+        out << "execution: " << execution_text(shared, param_layout_text(runtime, shared.params)) << "\n";
+      }
     } else {
       std::string common, differ;
       for (std::size_t k = 1; k < first.size(); ++k) {  // attention is in the title unless it varies
@@ -234,7 +237,10 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
         const ExecutionOption& o = kExecutionOptions[k - 1];
         if (o.applies != nullptr && !o.applies(rows.front().layout)) continue;
-        common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
+        // the layout as the runtime keeps it (its own bytes per parameter where its file gives them)
+        const std::string value =
+            key == "layout" ? param_layout_text(runtime, rows.front().layout.exec.params) : first[k].second;
+        common += (common.empty() ? "" : " ") + std::string(key) + "=" + value;
       }
       for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
       out << "execution: " << common << "; per row (options): " << differ << "\n";
@@ -478,7 +484,7 @@ int run(const Options& o) {
     for (const ExecutionOption& eo : kExecutionOptions) {
       if (eo.searched()) several(eo.key, eo.count(choices));
     }
-    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, training);
+    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, runtime, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }

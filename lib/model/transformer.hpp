@@ -91,6 +91,15 @@ struct Transformer {
   bool post_norms = false;       // a norm on each sub-layer's output before the residual add (Gemma 2, 3)
   LatentAttention mla{};
 
+  // Numerics that change no cost but that a framework must be given to train this model (the
+  // launch lines, io/launch.hpp); 0: not given (the framework's default applies). rope_theta: the
+  // rotary positions' base; rope_scaling_factor: Llama 3.1's rotary frequency scaling ("llama3"
+  // rope_scaling: low and high frequency factors 1 and 4 over 8192 original positions, as
+  // Megatron-Core's --use-rope-scaling applies it); norm_epsilon: the LayerNorm's or RMSNorm's.
+  double rope_theta = 0;
+  double rope_scaling_factor = 0;
+  double norm_epsilon = 0;
+
   std::int64_t kv() const { return is_mla() ? h : (kv_heads > 0 ? kv_heads : h); }
   std::int64_t head_dim() const { return head_dim_given > 0 ? head_dim_given : e / h; }
   bool is_mla() const { return mla.kv_lora_rank > 0; }
