@@ -238,6 +238,17 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
       {"add_bias_linear", m.bias ? yes : no},
   };
   if (m.qkv_bias) v.push_back({"add_qkv_bias", yes});
+  if (m.head_dim_given > 0) v.push_back({"kv_channels", num(m.head_dim())});
+  if (m.qk_norm) v.push_back({"qk_layernorm", yes});
+  if (m.is_mla()) {
+    // Megatron-Core's MLATransformerConfig (q_lora_rank None: the queries projected directly)
+    v.push_back({"multi_latent_attention", yes});
+    if (m.mla.q_lora_rank > 0) v.push_back({"q_lora_rank", num(m.mla.q_lora_rank)});
+    v.push_back({"kv_lora_rank", num(m.mla.kv_lora_rank)});
+    v.push_back({"qk_head_dim", num(m.mla.qk_nope_head_dim)});
+    v.push_back({"qk_pos_emb_head_dim", num(m.mla.qk_rope_head_dim)});
+    v.push_back({"v_head_dim", num(m.mla.v_head_dim)});
+  }
   v.push_back({"hidden_dropout", real(m.dropout)});
   v.push_back({"attention_dropout", real(m.dropout)});
   if (m.norm_epsilon > 0) v.push_back({"layernorm_epsilon", real(m.norm_epsilon)});
@@ -256,6 +267,10 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
     // an integer N: one MoE block in every N (Megatron-Core puts it first in each group, the
     // estimate last; every stage holds whole groups, so each stage's blocks are the same)
     if (m.moe.every > 1) v.push_back({"moe_layer_freq", num(m.moe.every)});
+    // dense first blocks: the per-block pattern Megatron-LM evaluates, 0 dense and 1 MoE
+    if (m.moe.first_dense > 0) {
+      v.push_back({"moe_layer_freq", "([0]*" + num(m.moe.first_dense) + "+[1]*" + num(m.moe_blocks()) + ")"});
+    }
     if (m.moe.shared_experts > 0) {
       v.push_back({"moe_shared_expert_intermediate_size", num(m.moe.shared_experts * m.moe.ffn_dim)});
     }
@@ -289,6 +304,8 @@ constexpr MegatronSpelling kMegatronSwitches[] = {
     {"gated_linear_unit", "--swiglu", nullptr},  // --swiglu also sets activation_func to SiLU
     {"add_bias_linear", nullptr, "--disable-bias-linear"},
     {"add_qkv_bias", "--add-qkv-bias", nullptr},
+    {"qk_layernorm", "--qk-layernorm", nullptr},
+    {"multi_latent_attention", "--multi-latent-attention", nullptr},
     {"share_embeddings_and_output_weights", nullptr, "--untie-embeddings-and-output-weights"},
     {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", nullptr},
 };

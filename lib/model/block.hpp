@@ -36,6 +36,11 @@ enum class Role : std::uint8_t {
   Router,            // MoE router GEMM e -> experts on every token (weights replicated)
   Dispatch,          // MoE all-to-all of the routed tokens to their experts' GPUs (expert parallelism)
   Combine,           // MoE all-to-all of the experts' outputs back to their tokens' GPUs
+  HeadNorm,          // RMSNorm of each query or key head (QK-norm): `in` heads of `out` features, no collective
+  // GEMM on the residual stream's rows as the GPU holds them, its weights whole on every GPU of
+  // the tensor group and nothing communicated (MLA's down-projections, Megatron-Core's
+  // "duplicated" TELinear)
+  LatentProjection,
 };
 
 // What an elementwise layer (bias, dropout) acts on, which decides how it is sharded.
@@ -59,6 +64,15 @@ struct BlockLayer {
   // The LM head of a model with tied embeddings on a one-stage pipeline: its weights are the
   // embedding's, counted there.
   bool shares_weights = false;
+  // A norm that stays on the rows the GPU holds, gathering nothing for a next GEMM (post-norms;
+  // MLA's first norm, whose down-projections take the sequence-parallel rows).
+  bool local_rows = false;
+  // The attention core's sliding window (tokens; 0: the whole sequence).
+  std::int64_t window = 0;
+  // The share of the model's blocks this layer runs in (1: all). A layer of some blocks only (the
+  // windowed and the global attention of alternating local and global layers) is costed once,
+  // timed, and its counts and times scaled by its share, so the block is the model's mean block.
+  double share = 1.0;
 };
 
 // How attention runs: the reference's two modes (modules.py sa_*: flash_attention,

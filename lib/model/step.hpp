@@ -32,8 +32,13 @@ BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& bu
 // of every blocks (validate_layout), so its sums are depth / pp times the group's mean block:
 // (moe + (every - 1) dense) / every, field by field. The attention is the same in both; ZeRO-3
 // gathers the larger block whole.
-BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, std::int64_t every);
-BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, std::int64_t every);
+// With the first moe.first_dense blocks dense (DeepSeek's first_k_dense_replace) the mean is the
+// model's, moe_blocks of depth blocks MoE, every stage costed with it (a stage's own mix of the
+// two is not followed; docs/models.md).
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, std::int64_t moe_blocks,
+                        std::int64_t blocks);
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, std::int64_t moe_blocks,
+                             std::int64_t blocks);
 
 // The block a step is composed from, for one micro-batch on one GPU: the model's block (`block`:
 // describe_block) timed into `mlp` and `sa`, and with MoE every `moe.every` > 1 blocks the dense
