@@ -19,6 +19,7 @@
 #include "core/files.hpp"
 #include "core/limits.hpp"
 #include "io/report.hpp"
+#include "model/guards.hpp"
 #include "model/step.hpp"
 #include "search/configs.hpp"
 #include "search/dimensions.hpp"
@@ -49,6 +50,7 @@ int run(const Options& o) {
   const std::optional<LaunchFramework> launch = o.launch.parse();
   Transformer model = cli::read_model_logged(o.model, o.seq_len);
   System sys = load_system_named(o.system);
+  o.budget.check_systems({sys.name});
   if (o.nvs) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     sys.nvlink_size = *o.nvs;
@@ -143,8 +145,12 @@ int run(const Options& o) {
     }
     ev = std::move(*best);
   }
+  for (const std::string& w :
+       prediction_caveats("the configuration", sys, runtime, layout.n_gpus(), ev.efficiency, layout.exec.precision)) {
+    spdlog::warn("{}", w);
+  }
   ev.budget =
-      training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.budget.tokens, o.budget.gpu_hour_cost);
+      training_budget(ev.efficiency, layout.n_gpus(), o.global_batch, model.l, o.budget.tokens, o.budget.price_for(sys));
   std::optional<LaunchLine> line;
   if (launch) line = launch_line(*launch, {model, layout, runtime, o.global_batch, sys.nvlink_size});
   if (o.json) {
