@@ -334,10 +334,14 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
         }
       }
     }
+    // the first row's system's runtime (several systems: each its own, named in the system lines)
+    const Runtime& runtime = systems[rows.front().system].runtime;
     Execution shared = rows.front().config.layout.exec;
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
     if (varying.empty()) {
-      if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
+      if (!(shared == Execution{})) {
+        out << "execution: " << execution_text(shared, param_layout_text(runtime, shared.params)) << "\n";
+      }
     } else {
       std::string common, differ;
       for (std::size_t k = 1; k < first.size(); ++k) {  // attention is in the title unless it varies
@@ -346,7 +350,10 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
         const ExecutionOption& o = kExecutionOptions[k - 1];
         if (o.applies != nullptr && !o.applies(rows.front().config.layout)) continue;
-        common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
+        // the layout as the runtime keeps it (its own bytes per parameter where its file gives them)
+        const std::string value =
+            key == "layout" ? param_layout_text(runtime, rows.front().config.layout.exec.params) : first[k].second;
+        common += (common.empty() ? "" : " ") + std::string(key) + "=" + value;
       }
       for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
       out << "execution: " << common << "; per row (options): " << differ << "\n";

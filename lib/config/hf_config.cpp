@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -70,9 +71,19 @@ class HfKeys {
     const std::optional<YAML::Node> n = find(key);
     if (!n) return fallback;
     double v = 0;
-    if (yaml_is_text(*n) || !YAML::convert<double>::decode(*n, v) || !(v >= 0 && v <= 1)) {
+    if (!json_number(*n, v) || !(v >= 0 && v <= 1)) {
       throw InputError(file_ + ": " + key + " must be a probability (a number in [0, 1]), got " + text(*n));
     }
+    return v;
+  }
+  // A finite JSON number (not text).
+  double number_or(const std::string& key, double fallback) {
+    const std::optional<YAML::Node> n = find(key);
+    return n ? number(key, *n) : fallback;
+  }
+  double number(const std::string& key, const YAML::Node& n) const {
+    double v = 0;
+    if (!json_number(n, v) || !std::isfinite(v)) throw InputError(file_ + ": " + key + " must be a number, got " + text(n));
     return v;
   }
   bool flag_or(const std::string& key, bool fallback) {
@@ -136,11 +147,38 @@ class HfKeys {
     throw InputError(file_ + ": " + key + " must be a positive integer, got " + text(n));
   }
 
+  static bool json_number(const YAML::Node& n, double& v) {
+    return n.IsScalar() && !yaml_is_text(n) && YAML::convert<double>::decode(n, v);
+  }
+
   std::string file_;
   YAML::Node root_;
   std::set<std::string> read_;
   std::vector<std::string> warnings_;
 };
+
+// The launch-line numerics (model/transformer.hpp: rope_theta, rope_scaling_factor, norm_epsilon)
+// under the config class's key names; a key absent leaves the value unknown (0), since each
+// class has its own default. Only Llama 3.1's "llama3" rope_scaling has a factor the launch lines
+// can carry; another kind costs nothing either and stays a free key.
+void read_numerics(HfKeys& k, Transformer& t, const char* theta_key, const char* epsilon_key) {
+  if (theta_key != nullptr) t.rope_theta = k.number_or(theta_key, 0.0);
+  t.norm_epsilon = k.number_or(epsilon_key, 0.0);
+  if (const std::optional<YAML::Node> scaling = k.find("rope_scaling"); scaling && scaling->IsMap()) {
+    const YAML::Node kind = (*scaling)["rope_type"] ? (*scaling)["rope_type"] : (*scaling)["type"];
+    const YAML::Node factor = (*scaling)["factor"];
+    if (kind && kind.IsScalar() && kind.Scalar() == "llama3" && factor && !factor.IsNull()) {
+      t.rope_scaling_factor = k.number("rope_scaling.factor", factor);
+    }
+  }
+  const auto out_of_range = [&](const char* key, double v, bool ok) {
+    if (!ok) throw InputError(k.file() + ": " + key + " out of range, got " + std::to_string(v));
+  };
+  out_of_range(theta_key != nullptr ? theta_key : "rope_theta", t.rope_theta, t.rope_theta >= 0 && t.rope_theta < 1e12);
+  out_of_range(epsilon_key, t.norm_epsilon, t.norm_epsilon >= 0 && t.norm_epsilon < 1);
+  out_of_range("rope_scaling.factor", t.rope_scaling_factor,
+               t.rope_scaling_factor == 0 || (t.rope_scaling_factor >= 1 && t.rope_scaling_factor <= 1024));
+}
 
 // The names of one config class's shape keys, and transformers' defaults (0: the key is required).
 struct ShapeKeys {
@@ -180,6 +218,7 @@ void read_llama_like(HfKeys& k, Transformer& t, bool tie_default, bool windowed 
   t.norm = NormKind::RmsNorm;
   t.bias = false;
   t.dropout = k.probability_or("attention_dropout", 0.0);
+  read_numerics(k, t, "rope_theta", "rms_norm_eps");
   // Gemma's GeGLU has the shapes and nearly the flops of SwiGLU (a tanh GELU for the SiLU).
   for (const char* key : {"hidden_act", "hidden_activation"}) {
     const std::string act = k.text_or(key, "silu");
@@ -265,6 +304,7 @@ void read_gpt2(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"n_embd", "n_head", "n_layer", "n_inner", 4, "n_positions", 1024, true});
   k.find("n_ctx");  // the older name of n_positions
   t.learned_positions = true;
+  read_numerics(k, t, nullptr, "layer_norm_epsilon");
   t.dropout = k.probability_or("resid_pdrop", 0.1);
   k.probability_or("embd_pdrop", 0);
   k.probability_or("attn_pdrop", 0);
@@ -277,6 +317,7 @@ void read_gpt_neox(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", 0,
                     "max_position_embeddings", 0, false});
   t.bias = k.flag_or("attention_bias", true);
+  read_numerics(k, t, "rotary_emb_base", "layer_norm_eps");
   // hidden_dropout_prob and attention_probs_dropout_prob: the names of configs before transformers 4.23.
   t.dropout = k.probability_or("hidden_dropout", k.probability_or("hidden_dropout_prob", 0.0));
   k.probability_or("attention_dropout", 0);
@@ -293,6 +334,7 @@ void read_falcon(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"hidden_size", "num_attention_heads", "num_hidden_layers", "ffn_hidden_size", 4,
                     "max_position_embeddings", 2048, true});
   t.bias = k.flag_or("bias", false);
+  read_numerics(k, t, "rope_theta", "layer_norm_epsilon");
   t.dropout = k.probability_or("hidden_dropout", 0.0);
   k.probability_or("attention_dropout", 0);
   k.find("activation");

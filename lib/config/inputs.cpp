@@ -434,6 +434,25 @@ void load_model_options(const Mapping& m, Transformer& t) {
       }
     }
   }
+  // Launch-line numerics (model/transformer.hpp), no cost: each a positive number in its range.
+  if (auto n = m.find("rope_theta")) {
+    t.rope_theta = m.number("rope_theta", *n);
+    if (!(t.rope_theta > 0 && t.rope_theta < 1e12)) {
+      throw InputError(m.file() + ": rope_theta must be > 0 and < 1e12, got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("rope_scaling_factor")) {
+    t.rope_scaling_factor = m.number("rope_scaling_factor", *n);
+    if (!(t.rope_scaling_factor >= 1 && t.rope_scaling_factor <= 1024)) {
+      throw InputError(m.file() + ": rope_scaling_factor must be in [1, 1024], got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("norm_epsilon")) {
+    t.norm_epsilon = m.number("norm_epsilon", *n);
+    if (!(t.norm_epsilon > 0 && t.norm_epsilon < 1)) {
+      throw InputError(m.file() + ": norm_epsilon must be in (0, 1), got " + Mapping::shown(*n));
+    }
+  }
   if (auto n = m.find("moe")) {
     if (!n->IsMap()) throw InputError(m.file() + ": moe must be a mapping (experts, top_k, ffn_dim, ...), got " +
                                       Mapping::shown(*n));
@@ -464,7 +483,8 @@ void load_model_options(const Mapping& m, Transformer& t) {
 Transformer load_model(const fs::path& file) {
   const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples",
                          "num_kv_heads", "mlp", "norm", "bias", "qkv_bias", "dropout", "causal", "vocab_size", "tie_embeddings",
-                         "learned_positions", "logits_dtype", "moe"});
+                         "learned_positions", "logits_dtype", "moe", "rope_theta", "rope_scaling_factor",
+                         "norm_epsilon"});
   Transformer t;
   t.name = default_name(file);
   if (auto n = m.find("name")) t.name = m.text("name", *n);
@@ -658,6 +678,9 @@ std::string model_to_yaml(const Transformer& model) {
     out += std::string("learned_positions: ") + (model.learned_positions ? "true" : "false") + "\n";
     out += std::string("logits_dtype: ") + (model.logits_dtype == LogitsDtype::Fp32 ? "fp32" : "bf16") + "\n";
   }
+  if (model.rope_theta > 0) out += "rope_theta: " + yaml_double(model.rope_theta) + "\n";
+  if (model.rope_scaling_factor > 0) out += "rope_scaling_factor: " + yaml_double(model.rope_scaling_factor) + "\n";
+  if (model.norm_epsilon > 0) out += "norm_epsilon: " + yaml_double(model.norm_epsilon) + "\n";
   if (model.is_moe()) {
     const MoeOptions& o = model.moe;
     out += "moe: {experts: " + std::to_string(o.experts) + ", top_k: " + std::to_string(o.top_k) +

@@ -1268,6 +1268,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit) && fits_host(s, ev.totals);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
+  ev.param_layout = param_layout_text(rt, c.exec.params);
   ev.capacity_in_gib = rt.capacity_in_gib && !s.hbm_capacity_exact;
   ev.capacity_gb = ev.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;
   return ev;

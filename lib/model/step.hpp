@@ -345,6 +345,9 @@ struct Evaluation {
   // The runtime it was composed under, for reports (reference: the built-in, hash 0).
   std::string runtime = "reference";
   std::uint64_t runtime_hash = 0;
+  // The parameter layout it was composed with, as reports name it (runtime.hpp: param_layout_text:
+  // the --layout choice, or the runtime's own bytes per parameter).
+  std::string param_layout;
   // The GPU's memory in GB as the runtime reads hbm_capacity (GiB where it says so, else the
   // number as given), before the driver's and the allocator's shares (totals.mem_limit is after).
   double capacity_gb = 0;

@@ -52,6 +52,27 @@ TEST(HfConfig, LlamaMatchesPublishedTotals) {
   EXPECT_EQ(llama32 / 10000000, 123);
 }
 
+// The launch lines' numerics: the rotary base, a llama3 rope_scaling's factor and the norm's
+// epsilon under each config class's key; absent keys and other scalings stay not given (0).
+TEST(HfConfig, LaunchNumerics) {
+  const Transformer llama31 = hf("Llama-3.1-8B").model;
+  EXPECT_EQ(llama31.rope_theta, 500000);
+  EXPECT_EQ(llama31.rope_scaling_factor, 8);
+  EXPECT_EQ(llama31.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("Meta-Llama-3-70B").model.rope_scaling_factor, 0);  // rope_scaling null
+  EXPECT_EQ(hf("Llama-3.2-1B").model.rope_scaling_factor, 32);
+  EXPECT_EQ(hf("Mixtral-8x7B-v0.1").model.rope_theta, 1e6);
+  EXPECT_EQ(hf("Qwen2.5-7B").model.norm_epsilon, 1e-6);
+  const Transformer deepseek = hf("DeepSeek-V3").model;  // yarn scaling: not a llama3 factor
+  EXPECT_EQ(deepseek.rope_theta, 10000);
+  EXPECT_EQ(deepseek.rope_scaling_factor, 0);
+  const Transformer gpt2 = hf("gpt2").model;
+  EXPECT_EQ(gpt2.rope_theta, 0);
+  EXPECT_EQ(gpt2.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("gpt-neox-20b").model.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("falcon-7b").model.rope_theta, 0);  // not in its file: FalconConfig's default applies
+}
+
 TEST(HfConfig, MistralAndMixtral) {
   // Mistral 7B: Llama 3 8B's block (218,112,000) with a 32000 vocabulary; the Hugging Face Hub's
   // count of mistralai/Mistral-7B-v0.1 is 7.24B.

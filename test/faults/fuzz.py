@@ -396,6 +396,10 @@ def mutate_h5(rng, data, work):
                 name = rng.choice(datasets)
                 del f[name]
                 what.append(f'{name} deleted')
+                # A second operation never names what the first deleted.
+                datasets.remove(name)
+                numeric = [d for d in numeric if d != name]
+                attrs = [(obj, key) for obj, key in attrs if obj != name]
     data = read(tmp, 'rb')
     os.remove(tmp)
     return data, '; '.join(what) or 'unchanged'
@@ -723,7 +727,8 @@ def make_cases():
                      'h100_kernels.yaml': ('H100-calibrated.yaml', 'kernels'),
                      'a100_kernels.yaml': ('selene_a100.yaml', 'kernels'),
                      'a100_kernels_from_h100.yaml': ('vtrain_a100.yaml', 'kernels'),
-                     'blackwell_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels')}[base]
+                     'b200_kernels_from_h100.yaml': ('B200-calibrated.yaml', 'kernels'),
+                     'gb200_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels')}[base]
             system = read(os.path.join(REPO, 'systems', owner[0]))
             system = re.sub(rf'^{owner[1]}:\s*\S+', f'{owner[1]}: calibrations/fuzz.yaml', system, flags=re.M)
             return {'systems/calibrations/fuzz.yaml': text, 'systems/fuzz.yaml': system}, '{D}/systems/fuzz.yaml'
