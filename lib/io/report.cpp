@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/human.hpp"
 #include "io/json_writer.hpp"
 #include "model/comm_calibration.hpp"
 #include "model/kernel_calibration.hpp"
@@ -764,9 +765,12 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 }
 
 std::string training_budget_text(const TrainingBudget& b) {
-  std::string out = "training on " + fmt("%.4g", b.tokens) + " tokens: " + fmt("%.4g", b.steps) + " steps, " +
-                    fmt("%.4g", b.days) + " days, " + fmt("%.4g", b.gpu_hours) + " GPU-hours";
-  if (b.gpu_hour_cost > 0) out += ", cost " + fmt("%.4g", b.cost) + " at " + fmt("%g", b.gpu_hour_cost) + " per GPU-hour";
+  // for people: "training on 15T tokens: 1.79M steps, 314.7 days, 3.87M GPU-hours, cost 9.67M at 2.5 per GPU-hour"
+  std::string out = "training on " + human_number(b.tokens) + " tokens: " + human_number(b.steps) + " steps, " +
+                    human_number(b.days) + " days, " + human_number(b.gpu_hours) + " GPU-hours";
+  if (b.gpu_hour_cost > 0) {
+    out += ", cost " + human_number(b.cost) + " at " + human_number(b.gpu_hour_cost) + " per GPU-hour";
+  }
   return out;
 }
 

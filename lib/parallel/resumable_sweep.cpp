@@ -467,11 +467,11 @@ std::vector<SweepBest> log_summary(const SweepPlan& plan, const SweepRun& sweep,
       spdlog::info("{}: no feasible configuration", plan.targets[t].group);
       continue;
     }
-    spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
-                 plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
-                 plan.n_gpus.back());
     std::size_t last = tops.size() - 1;
     while (tops[last].items().empty()) --last;
+    // the best at the largest GPU count with a feasible configuration (never "0 samples/s" at one without)
+    spdlog::info("{}: feasible from {} GPUs; best {} samples/s at {} GPUs", plan.targets[t].group, plan.n_gpus[first],
+                 human_number(tops[last].items().front().throughput), plan.n_gpus[last]);
     SweepBest b{plan.targets[t].group, plan.n_gpus[last], tops[last].items().front(), plan.targets[t].problem};
     spdlog::info("{}: best at {} GPUs: {}", b.group, b.n_gpus, best_summary(b, o));
     {
