@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/human.hpp"
+
 namespace perfsweep::svg {
 namespace {
 
@@ -82,6 +84,9 @@ Scale log_scale(double min, double max) {
   }
   return s;
 }
+// A tick's label: a log axis's powers of ten for people ("1M" rather than 1e+06), a linear one's as written.
+std::string tick_text(const Scale& scale, double t) { return scale.log ? human_number(t) : number(t, 6); }
+
 // Whether positive values spread over enough of a range (largest / smallest past `ratio`) that a
 // linear axis would flatten the small ones.
 bool spans_decades(double min, double max, double ratio = 30) { return min > 0 && std::isfinite(max) && max / min > ratio; }
@@ -111,7 +116,7 @@ std::string axes(const Scale& scale, const std::vector<std::string>& x, XAt x_at
     const double y = kTop + kPlotHeight * (1 - scale.at(t));
     o += "<line class=\"grid\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" + px(y) +
          "\" y2=\"" + px(y) + "\"/>";
-    o += "<text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" + number(t, 6) +
+    o += "<text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" + tick_text(scale, t) +
          "</text>\n";
   }
   // At most about 16 labels: every k-th category.
@@ -249,12 +254,12 @@ std::string scatter(const Scatter& c) {
   for (const double t : ys.ticks) {
     o += "<line class=\"grid\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" + px(y_at(t)) +
          "\" y2=\"" + px(y_at(t)) + "\"/><text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y_at(t) + 4) +
-         "\" text-anchor=\"end\">" + number(t, 6) + "</text>\n";
+         "\" text-anchor=\"end\">" + tick_text(ys, t) + "</text>\n";
   }
   for (const double t : xs.ticks) {
     o += "<line class=\"grid\" x1=\"" + px(x_at(t)) + "\" x2=\"" + px(x_at(t)) + "\" y1=\"" + px(kTop) + "\" y2=\"" +
          px(kTop + kPlotHeight) + "\"/><text class=\"tick\" x=\"" + px(x_at(t)) + "\" y=\"" +
-         px(kTop + kPlotHeight + 16) + "\" text-anchor=\"middle\">" + number(t, 6) + "</text>\n";
+         px(kTop + kPlotHeight + 16) + "\" text-anchor=\"middle\">" + tick_text(xs, t) + "</text>\n";
   }
   o += "<line class=\"axis\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" +
        px(kTop + kPlotHeight) + "\" y2=\"" + px(kTop + kPlotHeight) + "\"/><line class=\"axis\" x1=\"" + px(kLeft) +
