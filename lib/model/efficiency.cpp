@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/human.hpp"
 #include "core/text.hpp"
+#include "model/kernel_calibration.hpp"
 #include "model/parameters.hpp"
 
 namespace perfsweep {
@@ -16,7 +17,12 @@ double model_flops_per_token(const Transformer& m) {
   const ParameterCount p = count_parameters(m);
   double n = D(p.active - p.embedding);
   if (m.vocab_size > 0 && p.head == 0) n += D(m.vocab_size) * D(m.e);  // a tied head multiplies by the table
-  return 6 * n + 12 * D(m.depth) * D(m.h * m.head_dim()) * D(m.l);
+  if (m.window == 0 && !m.is_mla()) return 6 * n + 12 * D(m.depth) * D(m.h * m.head_dim()) * D(m.l);
+  // The score terms per block, 6 h (qk + v) l as PaLM counts them (12 h head_dim l), a windowed
+  // block's by its window's share of causal attention.
+  const double blocks = D(m.depth - m.windowed_blocks()) +
+                        D(m.windowed_blocks()) * window_share_of_causal(m.l, m.window);
+  return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }
 
 double precision_peak_tflops(const System& s, const Execution& x) {

@@ -79,7 +79,7 @@ OPTION_VALUES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on']
                  'layout': ['reference', 'megatron', 'amp'], 'precision': ['bf16', 'fp8', 'mxfp8'],
                  'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
                  'offload': ['none', 'optimizer', 'weights', 'activations'],
-                 'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'attention': ['flash', 'unfused',
+                 'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'fp8_params': ['off', 'on'], 'attention': ['flash', 'unfused',
                                                                                     'unfused-recompute']}
 # The units of configs' CSV columns (apps/configs/main.cpp to_csv), as the sweep's HDF5 columns of
 # the same names give them (test_package.py checks that they agree).

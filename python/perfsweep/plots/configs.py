@@ -38,7 +38,7 @@ OPTION_NAMES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'],
                 'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8'],
                 'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
                 'offload': ['none', 'optimizer', 'weights', 'activations'], 'offload_percent': None,
-                'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp']}
+                'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'fp8_params': ['off', 'on']}
 TEXT_COLUMNS = ['system', 'strategy', 'attention', 'launch'] + [k for k, v in OPTION_NAMES.items() if v]
 
 
