@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/build_info.hpp"
+#include "core/human.hpp"
 
 namespace perfsweep::cli {
 
@@ -42,22 +43,6 @@ inline void use_stderr_log(const char* tool, const Verbosity& v) {
   spdlog::set_level(v.quiet ? spdlog::level::warn : v.verbose ? spdlog::level::debug : spdlog::level::info);
 }
 
-// Edit distance (insertions, deletions, substitutions) between two flags.
-inline std::size_t flag_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // The flag of `app` (or of its subcommands) nearest to `unknown`: one it begins, else one within
 // a third of its length in edits; empty when none is near.
 inline std::string nearest_flag(const CLI::App& app, const std::string& unknown) {
@@ -68,7 +53,7 @@ inline std::string nearest_flag(const CLI::App& app, const std::string& unknown)
     for (const CLI::Option* o : a.get_options()) {
       for (const std::string& name : o->get_lnames()) {
         const std::string flag = "--" + name;
-        const std::size_t d = flag.starts_with(given) ? 0 : flag_distance(given, flag);
+        const std::size_t d = flag.starts_with(given) ? 0 : edit_distance(given, flag);
         if (d < best_distance) {
           best_distance = d;
           best = flag;

@@ -43,6 +43,7 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
   EstimateRequest r;
   r.model = cli::read_model_logged(o.model, o.seq_len);
   r.system = load_system_named(o.system);
+  o.budget.check_systems({r.system.name});
   if (o.nvs) {
     check_count(*o.nvs, kMaxNvlinkDomain, "--nvs");
     r.system.nvlink_size = *o.nvs;
@@ -122,7 +123,7 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
                                          : "NVLink placements not all given: choosing the fastest");
   }
   r.tokens = o.budget.tokens;
-  r.gpu_hour_cost = o.budget.gpu_hour_cost;
+  r.gpu_hour_cost = o.budget.price_for(r.cluster);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "core/files.hpp"
 #include "io/report.hpp"
 #include "model/axes.hpp"
+#include "model/guards.hpp"
 #include "search/estimate.hpp"
 #include "search/pipeline_advice.hpp"
 
@@ -34,6 +35,10 @@ int run(const Options& o) {
   const Layout& layout = request.layout;
   const System& sys = request.system;
   const Transformer& model = request.model;
+  for (const std::string& w :
+       prediction_caveats("the configuration", sys, request.runtime, layout.n_gpus(), ev.efficiency, layout.exec.precision)) {
+    spdlog::warn("{}", w);
+  }
   std::optional<LaunchLine> line;
   if (launch) line = launch_line(*launch, {model, layout, request.runtime, request.global_batch, sys.nvlink_size});
   if (o.json) {

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     budget.check();
     o.tokens = budget.tokens;
-    o.gpu_hour_cost = budget.gpu_hour_cost;
+    o.prices = budget.prices;
     spdlog::set_pattern(rank == 0 ? "[%Y-%m-%d %H:%M:%S] [%l] %v" : "[%Y-%m-%d %H:%M:%S] [rank " + std::to_string(rank) + "] [%l] %v");
     o.quiet = verbosity.quiet;
     o.verbose = verbosity.verbose;

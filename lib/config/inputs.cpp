@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "config/calibration_file.hpp"
 #include "config/hf_config.hpp"
@@ -23,6 +24,7 @@
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/human.hpp"
 #include "core/limits.hpp"
 #include "core/text.hpp"
 #include "core/units.hpp"
@@ -341,7 +343,8 @@ System load_system(const fs::path& file) {
       "ib_eff",         "ib_latency",        "nvlink_size",       "nic_factor",        "empirical",
       "summa_nb",       "element_size",      "mask_element_size", "flops_units",       "calibration",
       "kernels",        "runtime",           "network_scaling",   "matrix_flops_fp8",  "matrix_flops_mxfp8",
-      "matrix_flops_fp4", "network_tiers",     "host_bandwidth",    "host_memory",       "host_cpu_bandwidth"};
+      "matrix_flops_fp4", "network_tiers",     "host_bandwidth",    "host_memory",       "host_cpu_bandwidth",
+      "gpu_hour_cost",  "caveat"};
   const Mapping m(file, allowed);
   System s;
   s.name = default_name(file);
@@ -380,6 +383,17 @@ System load_system(const fs::path& file) {
                                         *n, s.kernels_file, kernels::load_calibration);
   }
   if (auto n = m.find("runtime")) s.runtime = m.text("runtime", *n);
+  if (auto n = m.find("gpu_hour_cost")) {
+    s.gpu_hour_cost = m.number("gpu_hour_cost", *n);
+    if (!(s.gpu_hour_cost >= 0 && s.gpu_hour_cost <= kMaxGpuHourCost)) {
+      throw InputError(m.file() + ": gpu_hour_cost must be a price per GPU-hour from 0 to " +
+                       yaml_double(kMaxGpuHourCost) + ", got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("caveat")) {
+    s.caveat = m.text("caveat", *n);
+    check_name(m.file() + ": caveat", s.caveat, NameUse::kLabel);
+  }
   if (auto n = m.find("network_scaling")) s.network_scaling = load_network_scaling(m, *n);
   if (auto n = m.find("network_tiers")) s.network_tiers = load_network_tiers(m, *n, s.ib_latency);
   return s;
@@ -590,7 +604,9 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
   for (const fs::path& dir : dirs) add_available_names(dir, names);
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw InputError("unknown " + singular(kind) + " " + quoted_text(name_or_path) + "; available: " +
+  const std::string near = nearest_name(name_or_path, std::vector<std::string>(names.begin(), names.end()));
+  throw InputError("unknown " + singular(kind) + " " + quoted_text(name_or_path) +
+                   (near.empty() ? "" : "; did you mean " + quoted_text(near) + "?") + "; available: " +
                    (list.empty() ? std::string("(none)") : list));
 }
 
@@ -660,6 +676,8 @@ std::string system_to_yaml(const System& system) {
     line("kernels", yaml_quoted(system.kernels_file), "fitted kernel times, relative to this file");
   }
   if (!system.runtime.empty()) line("runtime", yaml_quoted(system.runtime), "the runtime used when none is given");
+  if (system.gpu_hour_cost > 0) line("gpu_hour_cost", yaml_double(system.gpu_hour_cost), "price per GPU-hour");
+  if (!system.caveat.empty()) line("caveat", yaml_quoted(system.caveat), "");
   if (const NetworkScaling* net = system.network_scaling.get()) {
     std::string nodes, bus;
     for (std::size_t i = 0; i < net->nodes.size(); ++i) {

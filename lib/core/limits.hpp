@@ -23,6 +23,11 @@ inline constexpr std::int64_t kMaxConfigPoints = std::int64_t{1} << 40;
 // SUMMA blocks of a 2d layout: the blocks split a GPU's shard of e or f (at most 2^22).
 inline constexpr std::int64_t kMaxSummaBlocks = std::int64_t{1} << 22;
 
+// A token budget (--tokens) and a price per GPU-hour (--gpu-hour-cost, gpu_hour_cost:): past
+// these the days and costs are no plan (a quintillion tokens; a million a GPU-hour).
+inline constexpr double kMaxTokens = 1e18;
+inline constexpr double kMaxGpuHourCost = 1e6;
+
 // The smallest efficiency or bandwidth fraction (of a peak) a file may give: the model divides by
 // them, and below this the quotient is physically meaningless (a kernel a million times slower
 // than its roofline) while near the denormals it becomes inf.

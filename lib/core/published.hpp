@@ -50,6 +50,12 @@ inline void check_published(double value, std::string_view field, NanMeans nan =
   refuse_published(field, text, "negative (an overflow, or an input that cancels what it should add to)");
 }
 
+// A difference (a memory headroom, negative where a configuration does not fit): finite, of any sign.
+inline void check_published_difference(double value, std::string_view field) {
+  if (std::isfinite(value)) return;
+  check_published(value, field);  // refused as NaN or infinite
+}
+
 inline void check_published(std::int64_t value, std::string_view field, NanMeans = NanMeans::Nonsense) {
   if (publishable(value)) return;
   refuse_published(field, std::to_string(value), "negative (an integer overflow)");

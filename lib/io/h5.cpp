@@ -294,6 +294,25 @@ Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int
   return numeric_dataset(parent, name, H5T_NATIVE_INT64, values, units);
 }
 
+Handle dataset(hid_t parent, const std::string& name, const std::vector<std::string>& values,
+               std::string_view units) {
+  std::size_t width = 1;
+  for (const std::string& v : values) width = std::max(width, v.size() + 1);
+  std::string buf(width * values.size(), '\0');
+  for (std::size_t i = 0; i < values.size(); ++i) buf.replace(i * width, values[i].size(), values[i]);
+  Handle type = string_type(width);
+  const hsize_t n = values.size();
+  Handle space = simple_space(n);
+  Handle dcpl = untimed(H5P_DATASET_CREATE);
+  if (buf.size() <= 16384) check_status(H5Pset_layout(dcpl.id(), H5D_COMPACT), "set compact layout");
+  Handle d(check(H5Dcreate2(parent, name.c_str(), type.id(), space.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT),
+                 "create dataset " + name),
+           H5Dclose);
+  if (n > 0) check_status(H5Dwrite(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "write dataset " + name);
+  if (!units.empty()) attr(d.id(), "units", units);
+  return d;
+}
+
 void check_values(hid_t parent, const std::string& name, const std::vector<double>& values, NanMeans nan) {
   check_numbers(parent, name, values.data(), values.size(), nan, '/');
 }
@@ -328,6 +347,44 @@ std::string read_text(hid_t parent, const std::string& name) {
   std::string out(H5Tget_size(type.id()), '\0');
   check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
+  return out;
+}
+
+bool is_text_dataset(hid_t parent, const std::string& name) {
+  Handle d(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
+  Handle type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
+  return H5Tget_class(type.id()) == H5T_STRING;
+}
+
+std::vector<std::string> read_strings(hid_t parent, const std::string& name) {
+  Handle d(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
+  Handle type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
+  if (H5Tget_class(type.id()) != H5T_STRING) throw H5Error("HDF5: dataset " + name + " does not hold strings");
+  Handle space(check(H5Dget_space(d.id()), "get dataspace of " + name), H5Sclose);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+  check_status(n < 0 ? -1 : 0, "count elements of " + name);
+  std::vector<std::string> out;
+  if (n <= 0) return out;
+  const auto count = static_cast<std::size_t>(n);
+  if (H5Tis_variable_str(type.id()) > 0) {
+    std::vector<char*> data(count, nullptr);
+    check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "read dataset " + name);
+    for (char* p : data) out.emplace_back(p == nullptr ? "" : p);
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(type.id(), space.id(), H5P_DEFAULT, data.data());
+#else
+    H5Dvlen_reclaim(type.id(), space.id(), H5P_DEFAULT, data.data());
+#endif
+    return out;
+  }
+  const std::size_t width = H5Tget_size(type.id());
+  std::string buf(width * count, '\0');
+  check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "read dataset " + name);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string v = buf.substr(i * width, width);
+    v.resize(v.find('\0') == std::string::npos ? v.size() : v.find('\0'));
+    out.push_back(std::move(v));
+  }
   return out;
 }
 

@@ -70,6 +70,10 @@ void attr(hid_t obj, const std::string& name, const std::vector<double>& values)
 Handle dataset(hid_t parent, const std::string& name, const std::vector<double>& values, std::string_view units = {});
 Handle dataset(hid_t parent, const std::string& name, const std::vector<std::int64_t>& values,
                std::string_view units = {});
+// A 1-D dataset of names (fixed-length UTF-8 strings as wide as the longest; h5py reads bytes,
+// `.asstr()` str): a category per row, such as an execution option's value.
+Handle dataset(hid_t parent, const std::string& name, const std::vector<std::string>& values,
+               std::string_view units = {});
 // The check every numeric attribute and dataset passes, for callers that write with the C API
 // (grid_h5.cpp's 2-D and 3-D datasets, where NaN marks "nothing fits").
 void check_values(hid_t parent, const std::string& name, const std::vector<double>& values,
@@ -80,6 +84,10 @@ void text(hid_t parent, const std::string& name, std::string_view value);
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<std::int64_t> read_ints(hid_t parent, const std::string& name);
 std::string read_text(hid_t parent, const std::string& name);
+// A 1-D dataset of strings (fixed- or variable-length), each cut at its first NUL.
+std::vector<std::string> read_strings(hid_t parent, const std::string& name);
+// Whether the dataset `name` holds strings.
+bool is_text_dataset(hid_t parent, const std::string& name);
 // A string attribute, fixed-length or variable-length (text_attr).
 std::string read_string_attr(hid_t obj, const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);

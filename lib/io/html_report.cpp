@@ -7,8 +7,10 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/human.hpp"
 #include "io/svg_chart.hpp"
 
 namespace perfsweep {
@@ -192,8 +194,9 @@ std::string inputs_section(const std::vector<SweepFile>& files, const Summary& s
   std::string o = "<section id=\"inputs\"><h2>Inputs</h2>\n<h3>Runs</h3>\n" + run_table(files);
   o += "<h3>Model</h3>\n" + fields_table(files.front().model_parameters);
   o += "<h3>Systems</h3>\n<table class=\"sortable\"><thead><tr><th class=\"t\">system</th><th>GPUs per NVLink "
-       "domain</th><th>HBM capacity (GB)</th><th class=\"t\">runtime</th><th class=\"t\">runtime FNV-1a</th>"
-       "<th class=\"t\">collectives</th><th class=\"t\">parameters</th></tr></thead><tbody>\n";
+       "domain</th><th>HBM capacity (GB)</th><th class=\"t\">calibration</th><th class=\"t\">runtime</th>"
+       "<th class=\"t\">runtime FNV-1a</th><th class=\"t\">collectives</th><th class=\"t\">parameters</th></tr></thead>"
+       "<tbody>\n";
   std::set<std::string> seen;
   for (const SweepFile& f : files) {
     for (const ResultTarget* t : shown_targets(f)) {
@@ -205,7 +208,11 @@ std::string inputs_section(const std::vector<SweepFile>& files, const Summary& s
         parameters += (parameters.empty() ? "" : ", ") + name + "=" + text;
       }
       o += "<tr>" + td(escape(label), kNaN, "t") + td_number(static_cast<double>(t->nvs)) +
-           td_number(t->hbm_capacity_gb) + td(escape(t->runtime), kNaN, "t") +
+           td_number(t->hbm_capacity_gb) +
+           td(escape((t->calibration_status.empty() ? "-" : t->calibration_status) +
+                     (t->caveat.empty() ? "" : "; " + t->caveat)),
+              kNaN, "t") +
+           td(escape(t->runtime), kNaN, "t") +
            td(escape(t->runtime_fnv1a.empty() ? "-" : t->runtime_fnv1a), kNaN, "t") +
            td(escape(t->comm_model), kNaN, "t") + td("<details><summary>" + std::to_string(t->parameters.size()) +
                                                           " attributes</summary>" + escape(parameters) + "</details>",
@@ -257,6 +264,37 @@ std::map<std::string, std::string> constant_options(const Summary& s) {
   return out;
 }
 
+std::string figure(const std::string& svg_text);
+
+// "tp 8 pp 4 dp 16 mbs 1": a row's degrees (the strategy's config keys), and its NVLink shares "8/1/1".
+std::string degrees_text(const ResultTarget& t, std::size_t row) {
+  std::string o;
+  for (const std::string& k : t.config_keys) {
+    if ((k == "cp" || k == "ep") && integer(t, k, row) == 1) continue;
+    o += (o.empty() ? "" : " ") + k + " " + std::to_string(integer(t, k, row));
+  }
+  return o;
+}
+std::string shares_text(const ResultTarget& t, std::size_t row) {
+  std::string o;
+  for (const std::string& k : t.placement_keys) {
+    if (k == "nv_cp" && integer(t, k, row) == 1) continue;
+    o += (o.empty() ? "" : "/") + std::to_string(integer(t, k, row));
+  }
+  return o;
+}
+std::string shares_header(const Summary& s) {
+  std::string o;
+  for (const std::string& k : s.placement_keys) {
+    if (k == "nv_cp") continue;
+    o += (o.empty() ? "" : "/") + k.substr(3);
+  }
+  return "NVLink " + o;
+}
+
+// Money, days and large counts for people ("6.39M", "1,665"), the exact value kept for sorting.
+std::string td_human(double v, int digits = 4) { return td(human_number(v, digits), v); }
+
 std::string best_section(const Summary& s) {
   const std::map<std::string, std::string> constant = constant_options(s);
   std::string same;
@@ -264,20 +302,21 @@ std::string best_section(const Summary& s) {
     if (constant.count(k) == 0 || (k.ends_with("_stage_blocks") && constant.at(k) == "0")) continue;
     same += (same.empty() ? "" : ", ") + k + " " + constant.at(k);
   }
+  bool varying = false;
+  for (const std::string& k : s.execution_keys) varying = varying || constant.count(k) == 0;
   std::string o =
       "<section id=\"best\"><h2>Best configuration per GPU count and system</h2>\n<p>The fastest configuration "
       "that fits at each GPU count" +
       std::string(s.several_strategies ? ", over every strategy" : "") +
-      ". Click a column to sort; hover a row for its whole configuration." +
+      ". Click a column to sort; hover a row for its whole configuration. Memory is per GPU against the runtime's "
+      "limit (what it can allocate of the HBM: the number a fit is judged by; under the reference runtime the HBM "
+      "capacity); headroom is what is left of it." +
       (same.empty() ? std::string() : " In every row: " + escape(same) + ".") +
       "</p>\n<div class=\"wide\"><table class=\"sortable\" id=\"best-table\"><thead><tr><th class=\"t\">system</th>"
       "<th>GPUs</th>";
   if (s.several_strategies) o += "<th class=\"t\">strategy</th>";
-  for (const auto* keys : {&s.config_keys, &s.placement_keys, &s.execution_keys}) {
-    for (const std::string& k : *keys) {
-      if (constant.count(k) == 0) o += "<th>" + escape(k) + "</th>";
-    }
-  }
+  o += "<th class=\"t\">degrees</th><th class=\"t\">" + escape(shares_header(s)) + "</th>";
+  if (varying) o += "<th class=\"t\">options</th>";
   // MFU, GPU-hours and cost: columns only where some configuration has them.
   auto any_has = [&](const char* column) {
     for (const auto& [system, by_count] : s.best) {
@@ -291,7 +330,8 @@ std::string best_section(const Summary& s) {
   o += std::string("<th>time per step (s)</th><th>samples/s</th><th>tokens/s per GPU</th>") +
        (mfu ? "<th>MFU</th>" : "") + "<th>days</th>" + (gpu_hours ? "<th>GPU-hours</th>" : "") +
        (cost ? "<th>cost</th>" : "") +
-       "<th>memory (GB)</th><th>limit (GB)</th><th class=\"t\">memory / limit</th></tr></thead><tbody>\n";
+       "<th>memory (GB)</th><th>limit (GB)</th><th>headroom (GB)</th><th class=\"t\">memory / limit</th></tr></thead>"
+       "<tbody>\n";
   for (const std::string& system : s.systems) {
     for (const auto& [n, b] : s.best.at(system)) {
       const ResultTarget& t = *b.target;
@@ -299,27 +339,24 @@ std::string best_section(const Summary& s) {
       o += "<tr title=\"" + escape(configuration_text(*b.file, t, r)) + "\">" + td(escape(system), kNaN, "t nw") +
            td_number(static_cast<double>(n), 10);
       if (s.several_strategies) o += td(escape(b.file->strategy), kNaN, "t");
-      for (const auto* keys : {&s.config_keys, &s.placement_keys}) {
-        for (const std::string& k : *keys) o += t.column(k) ? td_number(value(t, k, r), 10) : td("-");
-      }
-      for (const std::string& k : s.execution_keys) {
-        if (constant.count(k) != 0) continue;
-        if (t.column(k) == nullptr) {
-          o += td("-");
-          continue;
+      o += td(escape(degrees_text(t, r)), kNaN, "t nw") + td(escape(shares_text(t, r)), kNaN, "t");
+      if (varying) {
+        std::string options;
+        for (const std::string& k : s.execution_keys) {
+          if (constant.count(k) != 0 || t.column(k) == nullptr || !shows_key(t, k, r)) continue;
+          options += (options.empty() ? "" : " ") + k + "=" + execution_value_name(k, integer(t, k, r));
         }
-        const std::int64_t code = integer(t, k, r);
-        o += td(escape(execution_value_name(k, code)), static_cast<double>(code));
+        o += td(escape(options), kNaN, "t");
       }
       const double mem = value(t, "mem", r), limit = memory_limit(t, r), share = mem / limit;
-      o += td_number(value(t, "t", r)) + td_number(value(t, "throughput", r)) + td_number(tokens_per_gpu(*b.file, t, r));
+      o += td_number(value(t, "t", r)) + td_number(value(t, "throughput", r)) + td_human(tokens_per_gpu(*b.file, t, r));
       if (mfu) {
         o += td(std::isfinite(value(t, "mfu", r)) ? number(100 * value(t, "mfu", r), 3) + "%" : "-", value(t, "mfu", r));
       }
-      o += td_number(train_days(*b.file, t, r));
-      if (gpu_hours) o += td_number(value(t, "gpu_hours", r));
-      if (cost) o += td_number(value(t, "cost", r));
-      o += td_number(mem) + td_number(limit) +
+      o += td_human(train_days(*b.file, t, r));
+      if (gpu_hours) o += td_human(value(t, "gpu_hours", r), 3);
+      if (cost) o += td_human(value(t, "cost", r), 3);
+      o += td_number(mem) + td_number(limit) + td(number(limit - mem, 4), limit - mem) +
            td("<span class=\"meter\"><span style=\"width:" + number(std::clamp(100 * share, 0.0, 100.0), 3) +
                   "%\"></span></span> " + number(100 * share, 3) + "%",
               share, "t nw") +
@@ -327,6 +364,127 @@ std::string best_section(const Summary& s) {
     }
   }
   return o + "</tbody></table></div></section>\n";
+}
+
+// Per system: the cost of a row (the file's `cost`, else the GPU-hours at the system's price),
+// NaN without a price.
+double row_cost(const ResultTarget& t, std::size_t row) {
+  const double cost = value(t, "cost", row);
+  if (std::isfinite(cost)) return cost;
+  return t.gpu_hour_cost > 0 ? value(t, "gpu_hours", row) * t.gpu_hour_cost : kNaN;
+}
+
+// GPU-hours of training a row: the file's (a token budget), else from the model's dataset_samples.
+double row_gpu_hours(const SweepFile& f, const ResultTarget& t, std::size_t row) {
+  const double h = value(t, "gpu_hours", row);
+  if (std::isfinite(h)) return h;
+  return train_days(f, t, row) * 24 * value(t, "n_gpus", row);
+}
+
+// The systems side by side: each one's calibration and caveat, its fastest configuration (at its
+// largest GPU count) and its cheapest (the fewest GPU-hours, or the least cost where priced), with
+// the fastest's launch line; then days against cost (or GPU-hours) of every best configuration,
+// the Pareto front marked: nothing on the front is both slower and dearer than another point.
+std::string systems_section(const Summary& s) {
+  bool priced = true, any_days = false;
+  for (const auto& [system, by_count] : s.best) {
+    for (const auto& [n, b] : by_count) {
+      priced = priced && std::isfinite(row_cost(*b.target, b.row));
+      any_days = any_days || std::isfinite(train_days(*b.file, *b.target, b.row));
+    }
+  }
+  const char* money = priced ? "cost" : "GPU-hours";
+  std::string o = "<section id=\"systems\"><h2>Systems compared</h2>\n<p>Each system's fastest configuration (at its "
+                  "largest GPU count) and its cheapest (the least " +
+                  std::string(money) +
+                  " to train, at any GPU count); a system without kernel times fitted to measurements is marked "
+                  "uncalibrated: its numbers are the reference's roofline, not validated against runs.</p>\n";
+  if (!any_days) {
+    return o + "<p class=\"note\">Days, GPU-hours and cost need a token budget: run the sweep with --tokens (and "
+               "--gpu-hour-cost), or give the model a dataset_samples.</p></section>\n";
+  }
+  o += "<div class=\"wide\"><table class=\"sortable\"><thead><tr><th class=\"t\">system</th><th class=\"t\">calibration"
+       "</th><th>fastest: GPUs</th><th>days</th><th>" +
+       std::string(money) + "</th><th>tokens/s per GPU</th><th>cheapest: GPUs</th><th>days</th><th>" + money +
+       "</th></tr></thead><tbody>\n";
+  svg::Scatter chart{"Days to train against " + std::string(priced ? "cost" : "GPU-hours") +
+                         " (best configuration per system and GPU count)",
+                     priced ? "cost" : "GPU-hours", "days", {}, {}};
+  std::string launches;
+  for (std::size_t i = 0; i < s.systems.size(); ++i) {
+    const std::string& system = s.systems[i];
+    const auto& by_count = s.best.at(system);
+    if (by_count.empty()) continue;
+    chart.series.push_back({system, svg::palette(i), {}, {}});
+    const Best& fastest = by_count.rbegin()->second;
+    const Best* cheapest = nullptr;
+    double cheapest_money = kNaN;
+    for (const auto& [n, b] : by_count) {
+      const double m = priced ? row_cost(*b.target, b.row) : row_gpu_hours(*b.file, *b.target, b.row);
+      if (cheapest == nullptr || m < cheapest_money) {
+        cheapest = &b;
+        cheapest_money = m;
+      }
+      const double days = train_days(*b.file, *b.target, b.row);
+      chart.points.push_back({m, days, chart.series.size() - 1,
+                              system + ", " + std::to_string(n) + " GPUs: " + human_number(days) + " days, " +
+                                  money + " " + human_number(m, 3) + "\n" +
+                                  configuration_text(*b.file, *b.target, b.row),
+                              false});
+    }
+    const ResultTarget& t = *fastest.target;
+    const std::string status = t.calibration_status.empty() ? "-" : t.calibration_status;
+    const double fast_money =
+        priced ? row_cost(t, fastest.row) : row_gpu_hours(*fastest.file, t, fastest.row);
+    o += "<tr title=\"" + escape(configuration_text(*fastest.file, t, fastest.row)) + "\">" +
+         td(escape(system), kNaN, "t nw") +
+         td(escape(status + (t.caveat.empty() ? "" : "; " + t.caveat)), kNaN, "t") +
+         td_number(value(t, "n_gpus", fastest.row), 10) + td_human(train_days(*fastest.file, t, fastest.row)) +
+         td_human(fast_money, 3) + td_human(tokens_per_gpu(*fastest.file, t, fastest.row)) +
+         td_number(value(*cheapest->target, "n_gpus", cheapest->row), 10) +
+         td_human(train_days(*cheapest->file, *cheapest->target, cheapest->row)) + td_human(cheapest_money, 3) +
+         "</tr>\n";
+    // the fastest configuration's launch line, as the sweep wrote it
+    const std::int64_t n_fast = integer(t, "n_gpus", fastest.row);
+    for (const auto& [n, line] : t.best_launch) {
+      if (n != n_fast || line.empty()) continue;
+      launches += "<details><summary>" + escape(system) + ", " + std::to_string(n) + " GPUs: launch (" +
+                  escape(t.launch_framework) + ")</summary><pre>" + escape(line) + "</pre></details>\n";
+    }
+  }
+  o += "</tbody></table></div>\n";
+  if (launches.empty()) {
+    o += "<p class=\"note\">No launch line: the runs were costed under a runtime with no framework's arguments (the "
+         "reference's, or one whose framework perfsweep does not write; docs/launch.md), or with a strategy other "
+         "than 1d.</p>\n";
+  } else {
+    o += "<h3>Launch lines of the fastest configurations</h3>\n" + launches;
+  }
+  // the Pareto front: no other point has fewer days at no more cost (or the same days for less)
+  for (std::size_t p = 0; p < chart.points.size(); ++p) {
+    svg::ScatterPoint& a = chart.points[p];
+    if (!(std::isfinite(a.x) && std::isfinite(a.y))) continue;
+    a.front = std::none_of(chart.points.begin(), chart.points.end(), [&](const svg::ScatterPoint& b) {
+      return std::isfinite(b.x) && std::isfinite(b.y) && b.x <= a.x && b.y <= a.y && (b.x < a.x || b.y < a.y);
+    });
+  }
+  std::string front_rows;
+  std::vector<const svg::ScatterPoint*> front;
+  for (const svg::ScatterPoint& p : chart.points) {
+    if (p.front) front.push_back(&p);
+  }
+  std::sort(front.begin(), front.end(), [](const auto* a, const auto* b) { return a->y < b->y; });
+  o += "<h3>Days against " + std::string(money) +
+       ": the Pareto front</h3>\n<p>Every best configuration (system and GPU count); the outlined points, joined by "
+       "the dashed steps, are the front: for each, nothing is both faster and cheaper. Both axes are logarithmic.</p>\n" +
+       figure(svg::scatter(chart));
+  o += "<table class=\"sortable\"><thead><tr><th class=\"t\">on the front</th><th>days</th><th>" + std::string(money) +
+       "</th></tr></thead><tbody>\n";
+  for (const svg::ScatterPoint* p : front) {
+    o += "<tr>" + td(escape(p->tip.substr(0, p->tip.find(':'))), kNaN, "t nw") + td_human(p->y) + td_human(p->x, 3) +
+         "</tr>\n";
+  }
+  return o + "</tbody></table></section>\n";
 }
 
 std::string figure(const std::string& svg_text) {
@@ -368,28 +526,72 @@ bool any_finite(const std::vector<svg::Series>& series) {
   return false;
 }
 
-std::string scaling_section(const Summary& s) {
-  std::string o = "<section id=\"scaling\"><h2>Throughput and MFU against GPU count</h2>\n<div class=\"charts\">";
+// Why a system has no point at a GPU count the runs searched: nothing feasible there (no
+// configuration fits in the memory limit or divides the global batch), as one sentence per system.
+std::string missing_points(const std::vector<SweepFile>& files, const Summary& s) {
+  std::set<std::int64_t> searched;
+  for (const SweepFile& f : files) {
+    for (const TextField& field_ : f.run) {
+      if (field_.first != "n_gpus_searched") continue;
+      std::stringstream in(field_.second);
+      for (std::string item; std::getline(in, item, ',');) {
+        char* end = nullptr;
+        const double v = std::strtod(item.c_str(), &end);
+        if (end != item.c_str() && v >= 1) searched.insert(static_cast<std::int64_t>(v));
+      }
+    }
+  }
+  std::string o;
+  for (const std::string& system : s.systems) {
+    std::string counts;
+    std::size_t missing = 0;
+    for (const std::int64_t n : searched) {
+      if (s.best.at(system).count(n) != 0) continue;
+      ++missing;
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+    }
+    if (missing == 0) continue;
+    o += "<li>" + escape(system) + ": no point at " + counts + " GPUs, where no configuration was feasible (none "
+         "fits in the memory limit, or none divides the global batch over that many GPUs)</li>";
+  }
+  return o.empty() ? "" : "<p class=\"note\">Missing points:</p><ul class=\"note\">" + o + "</ul>\n";
+}
+
+std::string scaling_section(const std::vector<SweepFile>& files, const Summary& s) {
+  std::string o = "<section id=\"scaling\"><h2>Throughput and MFU against GPU count</h2>\n<p>An axis whose values "
+                  "span more than a factor of 30 is logarithmic (its label says so).</p>\n" +
+                  missing_points(files, s) + "<div class=\"charts\">";
   struct Quantity {
     const char* title;
     const char* axis;
     double (*get)(const Best&);
+    const char* missing;  // why the chart is left out when nothing has the quantity
   };
   const Quantity quantities[] = {
       {"Tokens per second per GPU (best configuration)", "tokens/s per GPU",
-       [](const Best& b) { return tokens_per_gpu(*b.file, *b.target, b.row); }},
+       [](const Best& b) { return tokens_per_gpu(*b.file, *b.target, b.row); }, "No tokens per second: no sequence length."},
       {"Model FLOP utilization (best configuration)", "MFU (%)",
-       [](const Best& b) { return 100 * value(*b.target, "mfu", b.row); }},
-      {"Days to train (best configuration)", "days", [](const Best& b) { return train_days(*b.file, *b.target, b.row); }},
+       [](const Best& b) { return 100 * value(*b.target, "mfu", b.row); },
+       "No MFU chart: the files hold no mfu column (runs under the reference runtime write none; estimate gives it "
+       "for any configuration)."},
+      {"Days to train (best configuration)", "days", [](const Best& b) { return train_days(*b.file, *b.target, b.row); },
+       "No days to train: the runs had no token budget (sweep --tokens) and the model no dataset_samples."},
   };
+  std::string missing;
   for (const Quantity& q : quantities) {
     svg::LineChart chart{q.title, "GPUs", q.axis, count_labels(s), {}};
     for (std::size_t i = 0; i < s.systems.size(); ++i) {
       chart.series.push_back(best_series(s, s.systems[i], i, q.get, q.axis));
     }
-    if (any_finite(chart.series)) o += figure(svg::line_chart(chart));
+    if (any_finite(chart.series)) {
+      o += figure(svg::line_chart(chart));
+    } else {
+      missing += std::string(missing.empty() ? "" : " ") + q.missing;
+    }
   }
-  return o + "</div></section>\n";
+  o += "</div>";
+  if (!missing.empty()) o += "<p class=\"note\">" + escape(missing) + "</p>";
+  return o + "</section>\n";
 }
 
 struct Part {
@@ -585,6 +787,7 @@ details pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:320px;font-s
 svg text{font-family:inherit;fill:#333}svg .title{font-size:15px;font-weight:600}svg .tick{font-size:11px}svg .label,svg .legend{font-size:12px}
 svg .grid{stroke:#e6e6e6}svg .axis{stroke:#444}svg .limit{stroke:#111;stroke-width:2;stroke-dasharray:5 3}svg rect.marked{stroke:#000;stroke-width:2}
 svg [data-tip]:hover{opacity:.75}
+.note{color:#555;font-size:13px}ul.note{margin:2px 0 8px 18px;padding:0}
 )";
 
 // Hover read-outs, sortable tables, the GPU count of the heatmaps shown.
@@ -660,13 +863,13 @@ std::string html_report(const std::vector<SweepFile>& files) {
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].grid) o += "<a href=\"#hw" + std::to_string(i) + "\">hardware sweep " + escape(files[i].grid->sweep) + "</a>";
   }
-  o += "<a href=\"#scaling\">scaling</a><a href=\"#breakdown\">time</a><a href=\"#memory\">memory</a><a "
-       "href=\"#inputs\">inputs</a></nav>\n";
-  o += best_section(s);
+  o += "<a href=\"#systems\">systems and cost</a><a href=\"#scaling\">scaling</a><a href=\"#breakdown\">time</a><a "
+       "href=\"#memory\">memory</a><a href=\"#inputs\">inputs</a></nav>\n";
+  o += best_section(s) + systems_section(s);
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].grid) o += hardware_section(files[i], i);
   }
-  o += scaling_section(s) + breakdown_section(s) + inputs_section(files, s);
+  o += scaling_section(files, s) + breakdown_section(s) + inputs_section(files, s);
   o += "<script>\n" + std::string(kScript) + "</script>\n</body>\n</html>\n";
   return o;
 }

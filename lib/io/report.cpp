@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/human.hpp"
 #include "io/json_writer.hpp"
 #include "model/comm_calibration.hpp"
 #include "model/kernel_calibration.hpp"
@@ -213,6 +214,7 @@ constexpr UnitField<Efficiency> kEfficiencyFields[] = {
     {"model_flops_per_token", &Efficiency::model_flops_per_token, "FLOP"},
     {"model_tflops_per_gpu", &Efficiency::model_tflops_per_gpu, "TFLOP/s"},
     {"mfu", &Efficiency::mfu, "1"},
+    {"mfu_precision", &Efficiency::mfu_precision, "1"},
 };
 constexpr UnitField<TrainingBudget> kBudgetFields[] = {
     {"tokens", &TrainingBudget::tokens, "tokens"},       {"steps", &TrainingBudget::steps, "steps"},
@@ -684,7 +686,11 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   }
   if (system.kernel_calibration) {
     o << "kernel times: fitted to GPU measurements, " << system.kernel_calibration->file << " (docs/validation.md)\n";
+  } else {
+    o << "kernel times: the reference's roofline, " << system.name << " is uncalibrated (not validated against "
+      << "measured runs)\n";
   }
+  if (!system.caveat.empty()) o << "caveat: " << system.caveat << "\n";
   o << "\n";
 
   const Totals& t = ev.totals;
@@ -693,7 +699,13 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   const Efficiency& eff = ev.efficiency;
   o << "tokens " << fmt("%.6g", eff.tokens_per_s) << "/s (" << fmt("%.6g", eff.tokens_per_s_per_gpu)
     << "/s per GPU); model " << fmt("%.4g", eff.model_tflops_per_gpu) << " TFLOP/s per GPU, MFU "
-    << fmt("%.1f", 100 * eff.mfu) << "% of " << fmt("%g", system.matrix_flops_fp16) << "\n";
+    << fmt("%.1f", 100 * eff.mfu) << "% of the bf16 peak " << fmt("%g", system.matrix_flops_fp16);
+  if (layout.exec.precision != Precision::Bf16) {
+    o << " (" << fmt("%.1f", 100 * eff.mfu_precision) << "% of the " << kPrecisionNames[static_cast<std::size_t>(
+                                                                            layout.exec.precision)]
+      << " peak " << fmt("%g", eff.model_tflops_per_gpu / eff.mfu_precision) << ")";
+  }
+  o << "\n";
   o << "  (model FLOPs per token 6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token)
     << ", as PaLM counts them)\n";
   if (ev.budget.tokens > 0) o << training_budget_text(ev.budget) << "\n";
@@ -748,6 +760,9 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
                   ev.fits ? "fits" : "DOES NOT FIT");
   }
   o << line;
+  // what is left of the limit the fit used (negative: over it by that much)
+  std::snprintf(line, sizeof line, "  %-28s %12.4f\n", "headroom (limit - total)", limit - t.mem);
+  o << line;
   if (layout.exec.offload != Offload::None) {
     // what the offload keeps on the host, against the host's memory per GPU
     std::snprintf(line, sizeof line, "  %-28s %12.4f  of host_memory %g -> %s\n",
@@ -771,9 +786,12 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
 }
 
 std::string training_budget_text(const TrainingBudget& b) {
-  std::string out = "training on " + fmt("%.4g", b.tokens) + " tokens: " + fmt("%.4g", b.steps) + " steps, " +
-                    fmt("%.4g", b.days) + " days, " + fmt("%.4g", b.gpu_hours) + " GPU-hours";
-  if (b.gpu_hour_cost > 0) out += ", cost " + fmt("%.4g", b.cost) + " at " + fmt("%g", b.gpu_hour_cost) + " per GPU-hour";
+  // for people: "training on 15T tokens: 1.79M steps, 314.7 days, 3.87M GPU-hours, cost 9.67M at 2.5 per GPU-hour"
+  std::string out = "training on " + human_number(b.tokens) + " tokens: " + human_number(b.steps) + " steps, " +
+                    human_number(b.days) + " days, " + human_number(b.gpu_hours) + " GPU-hours";
+  if (b.gpu_hour_cost > 0) {
+    out += ", cost " + human_number(b.cost) + " at " + human_number(b.gpu_hour_cost) + " per GPU-hour";
+  }
   return out;
 }
 
@@ -809,7 +827,8 @@ std::string configuration_summary(const Layout& layout, const Totals& t, const T
            fmt("%.1f", 100 * t.t_framework / t.t) + "%";
   }
   out += "), " + fmt("%.4g", e.tokens_per_s_per_gpu) + " tokens/s per GPU, MFU " + fmt("%.1f", 100 * e.mfu) +
-         "%; memory " + fmt("%.1f", t.mem) + " of " + fmt("%.1f", limit) + " GB";
+         "%; memory " + fmt("%.1f", t.mem) + " of " + fmt("%.1f", limit) + " GB usable (headroom " +
+         fmt("%.1f", limit - t.mem) + " GB)";
   if (tokens > 0) {
     out += "; " + training_budget_text(training_budget(e, layout.n_gpus(), global_batch, model.l, tokens, gpu_hour_cost));
   }

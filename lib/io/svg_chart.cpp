@@ -6,12 +6,39 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/human.hpp"
+
 namespace perfsweep::svg {
 namespace {
 
-// The frame every chart shares (px): the plot area, with room for axis labels and a legend.
-constexpr double kWidth = 720, kHeight = 340, kLeft = 76, kRight = 178, kTop = 34, kBottom = 58;
-constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - kTop - kBottom;
+// The frame every chart shares (px): the plot area, with room for axis labels and a legend. The
+// legend's column is as wide as its longest name (about 7 px a character at its 12 px font), so no
+// name is cut off; the drawing then scales to the page's width.
+constexpr double kHeight = 340, kLeft = 76, kTop = 34, kBottom = 58, kPlotWidth = 466;
+constexpr double kPlotHeight = kHeight - kTop - kBottom;
+constexpr double kMinRight = 178, kCharWidth = 7.0, kLegendRow = 17;
+// Legend rows that fit beside the plot; more go into further columns.
+constexpr std::size_t kLegendRows = static_cast<std::size_t>((kPlotHeight - 8) / kLegendRow);
+
+struct Frame {
+  double width = kLeft + kPlotWidth + kMinRight;
+  double column = kMinRight - 14;  // one legend column's width
+};
+// The frame for a legend of these names (none: the narrowest).
+Frame frame_for(const std::vector<std::string>& names) {
+  Frame f;
+  std::size_t longest = 0;
+  for (const std::string& n : names) longest = std::max(longest, n.size());
+  f.column = std::max(f.column, 18 + kCharWidth * static_cast<double>(longest) + 10);
+  const std::size_t columns = std::max<std::size_t>(1, (names.size() + kLegendRows - 1) / kLegendRows);
+  f.width = kLeft + kPlotWidth + 14 + f.column * static_cast<double>(columns);
+  return f;
+}
+std::vector<std::string> names_of(const std::vector<Series>& series) {
+  std::vector<std::string> out;
+  for (const Series& s : series) out.push_back(s.name);
+  return out;
+}
 
 std::string px(double v) {
   char buf[32];
@@ -23,11 +50,47 @@ std::string px(double v) {
 std::string tip_attr(const std::string& tip) { return tip.empty() ? "" : " data-tip=\"" + escape(tip) + "\""; }
 std::string tip_title(const std::string& tip) { return tip.empty() ? "" : "<title>" + escape(tip) + "</title>"; }
 
-std::string open_svg(const std::string& title, double height = kHeight) {
-  return "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + px(kWidth) + " " + px(height) +
-         "\" width=\"" + px(kWidth) + "\" height=\"" + px(height) + "\" role=\"img\" aria-label=\"" + escape(title) +
-         "\">\n<text class=\"title\" x=\"" + px(kLeft) + "\" y=\"20\">" + escape(title) + "</text>\n";
+std::string open_svg(const std::string& title, double height = kHeight, const Frame& frame = Frame{}) {
+  return "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + px(frame.width) + " " +
+         px(height) + "\" width=\"" + px(frame.width) + "\" height=\"" + px(height) + "\" role=\"img\" aria-label=\"" +
+         escape(title) + "\">\n<text class=\"title\" x=\"" + px(kLeft) + "\" y=\"20\">" + escape(title) + "</text>\n";
 }
+
+// An axis's scale: linear from 0, or logarithmic (values spanning decades) between powers of ten.
+struct Scale {
+  bool log = false;
+  double lo = 0, hi = 1;               // the axis's ends (log: their values, not their logarithms)
+  std::vector<double> ticks;
+  // 0 at lo, 1 at hi
+  double at(double v) const {
+    return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
+  }
+};
+// Powers of ten around [min, max] (with 2 and 5 between them when the span is two decades or less).
+Scale log_scale(double min, double max) {
+  Scale s;
+  s.log = true;
+  const double lo_exp = std::floor(std::log10(min)), hi_exp = std::ceil(std::log10(max));
+  s.lo = std::pow(10.0, lo_exp);
+  s.hi = std::pow(10.0, std::max(hi_exp, lo_exp + 1));
+  const bool fine = hi_exp - lo_exp <= 2;
+  for (double e = lo_exp; e <= std::log10(s.hi) + 1e-9; e += 1) {
+    const double p = std::pow(10.0, e);
+    s.ticks.push_back(p);
+    if (fine && p < s.hi * (1 - 1e-9)) {
+      s.ticks.push_back(2 * p);
+      s.ticks.push_back(5 * p);
+    }
+  }
+  return s;
+}
+// A tick's label: a log axis's powers of ten for people ("1M" rather than 1e+06), a linear one's as written.
+std::string tick_text(const Scale& scale, double t) { return scale.log ? human_number(t) : number(t, 6); }
+
+// Whether positive values spread over enough of a range (largest / smallest past `ratio`) that a
+// linear axis would flatten the small ones.
+bool spans_decades(double min, double max, double ratio = 30) { return min > 0 && std::isfinite(max) && max / min > ratio; }
+
 
 // Ticks from 0 to at least `top` at a step of 1, 2 or 5 times a power of ten, about five of them.
 std::vector<double> ticks(double top) {
@@ -46,15 +109,14 @@ std::vector<double> ticks(double top) {
 
 // The axes: y ticks up to `y_ticks.back()`, one x label per category centred at x_at(i).
 template <typename XAt>
-std::string axes(const std::vector<double>& y_ticks, const std::vector<std::string>& x, XAt x_at,
-                 const std::string& x_label, const std::string& y_label) {
+std::string axes(const Scale& scale, const std::vector<std::string>& x, XAt x_at, const std::string& x_label,
+                 const std::string& y_label) {
   std::string o;
-  const double top = y_ticks.back();
-  for (const double t : y_ticks) {
-    const double y = kTop + kPlotHeight * (1 - t / top);
+  for (const double t : scale.ticks) {
+    const double y = kTop + kPlotHeight * (1 - scale.at(t));
     o += "<line class=\"grid\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" + px(y) +
          "\" y2=\"" + px(y) + "\"/>";
-    o += "<text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" + number(t, 6) +
+    o += "<text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" + tick_text(scale, t) +
          "</text>\n";
   }
   // At most about 16 labels: every k-th category.
@@ -69,21 +131,31 @@ std::string axes(const std::vector<double>& y_ticks, const std::vector<std::stri
        px(kTop + kPlotHeight) + "\"/>\n";
   o += "<text class=\"label\" x=\"" + px(kLeft + kPlotWidth / 2) + "\" y=\"" + px(kHeight - 14) +
        "\" text-anchor=\"middle\">" + escape(x_label) + "</text>";
-  o += "<text class=\"label\" transform=\"translate(16 " + px(kTop + kPlotHeight / 2) +
-       ") rotate(-90)\" text-anchor=\"middle\">" + escape(y_label) + "</text>\n";
+  o += "<text class=\"label\" transform=\"translate(16 " + px(kTop + kPlotHeight / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+       escape(y_label + (scale.log ? " (log scale)" : "")) + "</text>\n";
   return o;
 }
 
-std::string legend(const std::vector<Series>& series, bool reversed) {
+// The legend beside the plot: a column of kLegendRows entries at a time, each as wide as the frame's.
+std::string legend(const std::vector<Series>& series, bool reversed, const Frame& frame) {
   std::string o;
-  const double x = kLeft + kPlotWidth + 14;
   for (std::size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[reversed ? series.size() - 1 - k : k];
-    const double y = kTop + 4 + 17.0 * static_cast<double>(k);
+    const double x = kLeft + kPlotWidth + 14 + frame.column * static_cast<double>(k / kLegendRows);
+    const double y = kTop + 4 + kLegendRow * static_cast<double>(k % kLegendRows);
     o += "<rect x=\"" + px(x) + "\" y=\"" + px(y) + "\" width=\"12\" height=\"12\" fill=\"" + escape(s.colour) +
          "\"/><text class=\"legend\" x=\"" + px(x + 18) + "\" y=\"" + px(y + 10) + "\">" + escape(s.name) + "</text>\n";
   }
   return o;
+}
+
+// A linear scale from 0 up to at least `top` (ticks at 1, 2 or 5 times a power of ten).
+Scale linear_scale(double top) {
+  Scale s;
+  s.ticks = ticks(top);
+  s.lo = 0;
+  s.hi = s.ticks.back();
+  return s;
 }
 
 double max_finite(double a, double b) { return std::isfinite(b) ? std::max(a, b) : a; }
@@ -115,15 +187,24 @@ std::string palette(std::size_t i) {
 }
 
 std::string line_chart(const LineChart& c) {
-  double top = 0;
+  double top = 0, bottom = std::numeric_limits<double>::infinity();
   for (const Series& s : c.series) {
-    for (const double v : s.values) top = max_finite(top, v);
+    for (const double v : s.values) {
+      top = max_finite(top, v);
+      if (std::isfinite(v) && v > 0) bottom = std::min(bottom, v);
+    }
   }
-  const std::vector<double> y_ticks = ticks(top * 1.05);
+  bool all_positive = true;
+  for (const Series& s : c.series) {
+    for (const double v : s.values) all_positive = all_positive && (!std::isfinite(v) || v > 0);
+  }
+  const bool log = c.y_scale == YScale::Log || (c.y_scale == YScale::Auto && all_positive && spans_decades(bottom, top));
+  const Scale scale = log ? log_scale(bottom, top) : linear_scale(top * 1.05);
+  const Frame frame = frame_for(names_of(c.series));
   const double n = static_cast<double>(std::max<std::size_t>(c.x.size(), 1));
   auto x_at = [&](std::size_t i) { return kLeft + kPlotWidth * (static_cast<double>(i) + 0.5) / n; };
-  auto y_at = [&](double v) { return kTop + kPlotHeight * (1 - v / y_ticks.back()); };
-  std::string o = open_svg(c.title) + axes(y_ticks, c.x, x_at, c.x_label, c.y_label);
+  auto y_at = [&](double v) { return kTop + kPlotHeight * (1 - scale.at(v)); };
+  std::string o = open_svg(c.title, kHeight, frame) + axes(scale, c.x, x_at, c.x_label, c.y_label);
   for (const Series& s : c.series) {
     o += "<g class=\"series\">";
     std::string points;
@@ -152,7 +233,66 @@ std::string line_chart(const LineChart& c) {
     }
     o += "</g>\n";
   }
-  return o + legend(c.series, false) + "</svg>\n";
+  return o + legend(c.series, false, frame) + "</svg>\n";
+}
+
+std::string scatter(const Scatter& c) {
+  double x_min = std::numeric_limits<double>::infinity(), x_max = 0, y_min = x_min, y_max = 0;
+  for (const ScatterPoint& p : c.points) {
+    if (!(p.x > 0 && p.y > 0 && std::isfinite(p.x) && std::isfinite(p.y))) continue;
+    x_min = std::min(x_min, p.x);
+    x_max = std::max(x_max, p.x);
+    y_min = std::min(y_min, p.y);
+    y_max = std::max(y_max, p.y);
+  }
+  if (!(x_max > 0)) x_min = x_max = y_min = y_max = 1;
+  const Scale xs = log_scale(x_min, x_max), ys = log_scale(y_min, y_max);
+  const Frame frame = frame_for(names_of(c.series));
+  auto x_at = [&](double v) { return kLeft + kPlotWidth * xs.at(v); };
+  auto y_at = [&](double v) { return kTop + kPlotHeight * (1 - ys.at(v)); };
+  std::string o = open_svg(c.title, kHeight, frame);
+  for (const double t : ys.ticks) {
+    o += "<line class=\"grid\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" + px(y_at(t)) +
+         "\" y2=\"" + px(y_at(t)) + "\"/><text class=\"tick\" x=\"" + px(kLeft - 6) + "\" y=\"" + px(y_at(t) + 4) +
+         "\" text-anchor=\"end\">" + tick_text(ys, t) + "</text>\n";
+  }
+  for (const double t : xs.ticks) {
+    o += "<line class=\"grid\" x1=\"" + px(x_at(t)) + "\" x2=\"" + px(x_at(t)) + "\" y1=\"" + px(kTop) + "\" y2=\"" +
+         px(kTop + kPlotHeight) + "\"/><text class=\"tick\" x=\"" + px(x_at(t)) + "\" y=\"" +
+         px(kTop + kPlotHeight + 16) + "\" text-anchor=\"middle\">" + tick_text(xs, t) + "</text>\n";
+  }
+  o += "<line class=\"axis\" x1=\"" + px(kLeft) + "\" x2=\"" + px(kLeft + kPlotWidth) + "\" y1=\"" +
+       px(kTop + kPlotHeight) + "\" y2=\"" + px(kTop + kPlotHeight) + "\"/><line class=\"axis\" x1=\"" + px(kLeft) +
+       "\" x2=\"" + px(kLeft) + "\" y1=\"" + px(kTop) + "\" y2=\"" + px(kTop + kPlotHeight) + "\"/>\n";
+  o += "<text class=\"label\" x=\"" + px(kLeft + kPlotWidth / 2) + "\" y=\"" + px(kHeight - 14) +
+       "\" text-anchor=\"middle\">" + escape(c.x_label + " (log scale)") + "</text><text class=\"label\" "
+       "transform=\"translate(16 " + px(kTop + kPlotHeight / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+       escape(c.y_label + " (log scale)") + "</text>\n";
+  // the front: its points by x, joined by steps (each the least y for its x)
+  std::vector<const ScatterPoint*> front;
+  for (const ScatterPoint& p : c.points) {
+    if (p.front && p.x > 0 && p.y > 0) front.push_back(&p);
+  }
+  std::sort(front.begin(), front.end(), [](const ScatterPoint* a, const ScatterPoint* b) {
+    return a->x != b->x ? a->x < b->x : a->y < b->y;
+  });
+  if (front.size() > 1) {
+    std::string points;
+    for (std::size_t i = 0; i < front.size(); ++i) {
+      if (i > 0) points += " " + px(x_at(front[i]->x)) + "," + px(y_at(front[i - 1]->y)) + " ";
+      points += px(x_at(front[i]->x)) + "," + px(y_at(front[i]->y));
+    }
+    o += "<polyline class=\"front\" fill=\"none\" stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\" "
+         "points=\"" + points + "\"/>\n";
+  }
+  for (const ScatterPoint& p : c.points) {
+    if (!(p.x > 0 && p.y > 0 && std::isfinite(p.x) && std::isfinite(p.y))) continue;
+    const std::string colour = p.series < c.series.size() ? c.series[p.series].colour : palette(p.series);
+    o += "<circle cx=\"" + px(x_at(p.x)) + "\" cy=\"" + px(y_at(p.y)) + "\" r=\"" + (p.front ? "6" : "4") +
+         "\" fill=\"" + escape(colour) + "\"" + (p.front ? " stroke=\"#000\" stroke-width=\"1.5\"" : "") +
+         tip_attr(p.tip) + ">" + tip_title(p.tip) + "</circle>\n";
+  }
+  return o + legend(c.series, false, frame) + "</svg>\n";
 }
 
 std::string stacked_bars(const StackedBars& c) {
@@ -165,12 +305,15 @@ std::string stacked_bars(const StackedBars& c) {
     top = std::max(top, sum);
     if (i < c.limit.size()) top = max_finite(top, c.limit[i]);
   }
-  const std::vector<double> y_ticks = ticks(top * 1.05);
+  const Scale scale = linear_scale(top * 1.05);
+  std::vector<std::string> names = names_of(c.parts);
+  if (!c.limit.empty()) names.push_back(c.limit_name);
+  const Frame frame = frame_for(names);
   const double n = static_cast<double>(std::max<std::size_t>(c.x.size(), 1));
   const double slot = kPlotWidth / n, bar = std::min(slot * 0.7, 48.0);
   auto x_at = [&](std::size_t i) { return kLeft + slot * (static_cast<double>(i) + 0.5); };
-  auto height = [&](double v) { return kPlotHeight * v / y_ticks.back(); };
-  std::string o = open_svg(c.title) + axes(y_ticks, c.x, x_at, c.x_label, c.y_label);
+  auto height = [&](double v) { return kPlotHeight * scale.at(v); };
+  std::string o = open_svg(c.title, kHeight, frame) + axes(scale, c.x, x_at, c.x_label, c.y_label);
   for (std::size_t i = 0; i < c.x.size(); ++i) {
     double base = 0;
     o += "<g class=\"bar\">";
@@ -191,9 +334,11 @@ std::string stacked_bars(const StackedBars& c) {
     }
     o += "</g>\n";
   }
-  std::string o_legend = legend(c.parts, true);
+  std::string o_legend = legend(c.parts, true, frame);
   if (!c.limit.empty()) {
-    const double x = kLeft + kPlotWidth + 14, y = kTop + 4 + 17.0 * static_cast<double>(c.parts.size());
+    const std::size_t k = c.parts.size();
+    const double x = kLeft + kPlotWidth + 14 + frame.column * static_cast<double>(k / kLegendRows);
+    const double y = kTop + 4 + kLegendRow * static_cast<double>(k % kLegendRows);
     o_legend += "<line class=\"limit\" x1=\"" + px(x) + "\" x2=\"" + px(x + 12) + "\" y1=\"" + px(y + 6) + "\" y2=\"" +
                 px(y + 6) + "\"/><text class=\"legend\" x=\"" + px(x + 18) + "\" y=\"" + px(y + 10) + "\">" +
                 escape(c.limit_name) + "</text>\n";

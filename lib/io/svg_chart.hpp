@@ -27,12 +27,33 @@ struct Series {
   std::vector<std::string> tips;
 };
 
+// How the value axis is drawn: Auto is logarithmic where positive values span more than a factor of
+// 30 (days to train at 64 and at 16384 GPUs), else linear from 0.
+enum class YScale { Auto, Linear, Log };
+
 // Values over categories (GPU counts) at equal spacing.
 struct LineChart {
   std::string title, x_label, y_label;
   std::vector<std::string> x;
   std::vector<Series> series;
+  YScale y_scale = YScale::Auto;
 };
+
+// Points by two quantities on log-log axes (each a positive finite value), coloured by series, the
+// `front` points joined by a step line: the Pareto front of the two (neither lower without the
+// other higher).
+struct ScatterPoint {
+  double x = 0, y = 0;
+  std::size_t series = 0;  // index into Scatter::series (name and colour)
+  std::string tip;
+  bool front = false;
+};
+struct Scatter {
+  std::string title, x_label, y_label;
+  std::vector<Series> series;  // name and colour of each; values unused
+  std::vector<ScatterPoint> points;
+};
+std::string scatter(const Scatter& chart);
 std::string line_chart(const LineChart& chart);
 
 // One bar per category, its parts stacked bottom up; `limit`: a dashed mark per bar (NaN: none).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -13,6 +14,7 @@
 #include "core/text.hpp"
 #include "io/h5.hpp"
 #include "model/block.hpp"
+#include "model/execution_options.hpp"
 #include "model/kernel_calibration.hpp"
 #include "model/plan.hpp"
 
@@ -154,6 +156,30 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
     t.runtime_fnv1a = r.text_attr(g.id(), where, "runtime_fnv1a");
   }
   t.parameters = r.all_attrs(g.id(), where, kEchoedAttrs);
+  if (r.at(where, [&] { return h5::has_attr(g.id(), "calibration_status"); })) {
+    t.calibration_status = r.text_attr(g.id(), where, "calibration_status");
+  }
+  if (r.at(where, [&] { return h5::has_attr(g.id(), "caveat"); })) t.caveat = r.text_attr(g.id(), where, "caveat");
+  if (r.at(where, [&] { return h5::has_attr(g.id(), "gpu_hour_cost"); })) {
+    t.gpu_hour_cost = r.number_attr(g.id(), where, "gpu_hour_cost");
+  }
+  if (r.at(where, [&] { return h5::exists(g.id(), "best_launch"); })) {
+    const std::vector<double> counts = r.doubles(g.id(), where, "n_gpus");
+    const std::vector<std::string> lines = r.at(where + "best_launch", [&] { return h5::read_strings(g.id(), "best_launch"); });
+    if (lines.size() != counts.size()) {
+      r.fail(where + "best_launch", std::to_string(lines.size()) + " lines where n_gpus has " +
+                                        std::to_string(counts.size()) + Reader::altered());
+    }
+    h5::Handle d = r.at(where + "best_launch", [&] {
+      return h5::Handle(h5::check(H5Dopen2(g.id(), "best_launch", H5P_DEFAULT), "open dataset best_launch"), H5Dclose);
+    });
+    t.launch_framework = r.text_attr(d.id(), where + "best_launch/", "framework");
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const double n = counts[i];
+      if (!(n >= 1 && n <= 0x1p62 && n == std::floor(n))) r.impossible(where + "n_gpus", n, "not a GPU count");
+      t.best_launch.emplace_back(static_cast<std::int64_t>(n), r.utf8(where + "best_launch", lines[i]));
+    }
+  }
   if (r.at(where, [&] { return h5::has_attr(g.id(), "i0"); })) {
     t.i0 = r.whole_attr(g.id(), where, "i0", 0);
     t.i1 = r.whole_attr(g.id(), where, "i1", 0);
@@ -167,7 +193,22 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
     if (name == "count") continue;
     ResultColumn c;
     c.name = name;
-    c.values = r.doubles(top.id(), top_where, name);
+    if (r.at(top_where + name, [&] { return h5::is_text_dataset(top.id(), name); })) {
+      // a named execution option (files from version 1.1 on): each name back to its code
+      const ExecutionOption* option = find_execution_option(name);
+      if (option == nullptr || option->values == OptionValues::Integer) {
+        r.fail(top_where + name, "a column of text where a sweep writes numbers" + std::string(Reader::altered()));
+      }
+      const std::vector<std::string> names = r.at(top_where + name, [&] { return h5::read_strings(top.id(), name); });
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string field = top_where + name + "[" + std::to_string(i) + "]";
+        const std::optional<std::int64_t> code = option_code_of(*option, r.utf8(field, names[i]));
+        if (!code) r.fail(field, "= " + quoted_text(names[i]) + ": not a value of the option" + Reader::altered());
+        c.values.push_back(static_cast<double>(*code));
+      }
+    } else {
+      c.values = r.doubles(top.id(), top_where, name);
+    }
     h5::Handle d = r.at(top_where + name, [&] {
       return h5::Handle(h5::check(H5Dopen2(top.id(), name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
     });

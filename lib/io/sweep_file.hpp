@@ -34,6 +34,13 @@ struct ResultTarget {
   std::vector<TextField> parameters;  // every attribute but the echoed files, in name order
   std::vector<std::string> config_keys, placement_keys, execution_keys;  // top/'s key columns
   std::vector<ResultColumn> columns;  // every top/ column but `count`, in name order
+  // The best configuration's launch line at each GPU count (the group's n_gpus and best_launch,
+  // under a runtime whose framework has one); empty otherwise.
+  std::string launch_framework;
+  std::vector<std::pair<std::int64_t, std::string>> best_launch;
+  // Optional attributes: the system's calibration status and caveat, its price of a GPU-hour (0: none).
+  std::string calibration_status, caveat;
+  double gpu_hour_cost = 0;
   std::size_t rows = 0;
   std::int64_t i0 = -1, i1 = -1;  // a hardware sweep point's place on the grid
 

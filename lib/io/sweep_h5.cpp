@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "core/files.hpp"
 #include "core/hash.hpp"
 #include "io/h5.hpp"
+#include "io/launch.hpp"
 #include "io/report.hpp"
 #include "model/comm_calibration.hpp"
 
@@ -45,6 +47,18 @@ void write_run_metadata(hid_t file, const RunMetadata& m) {
   h5::Handle systems = h5::create_group(prov.id(), "systems");
 }
 
+namespace {
+// The framework whose launch line a runtime's configurations get in the file (docs/launch.md):
+// Megatron-LM's under its runtimes, NeMo's under nemo, torchtitan's under fsdp; none under the
+// others (the reference's, DeepSpeed's, nanotron's, PyTorch eager's, Meta's own).
+std::optional<LaunchFramework> launch_framework_of(const Runtime& rt) {
+  if (rt.name == "megatron" || rt.name == "megatron_tp_overlap") return LaunchFramework::Megatron;
+  if (rt.name == "nemo") return LaunchFramework::Nemo;
+  if (rt.name == "fsdp") return LaunchFramework::Torchtitan;
+  return std::nullopt;
+}
+}  // namespace
+
 void write_target_group(hid_t group, const System& sys, const RunMetadata& meta, const std::vector<TopN>& tops,
                         const Runtime& runtime) {
   const Strategy strategy = meta.strategy;
@@ -53,6 +67,12 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
   h5::attr(group, "nvs", sys.nvlink_size);
   for (const SystemKey& f : kSystemKeys) h5::attr(group, f.name, sys.*f.member);
   h5::attr(group, "summa_nb", sys.summa_nb);
+  // Whether the kernel times are fitted to measurements, what to know before trusting the results
+  // (the paper's hypothetical systems say so), and the price of a GPU-hour the costs used.
+  h5::attr(group, "calibration_status", calibration_status(sys));
+  if (!sys.caveat.empty()) h5::attr(group, "caveat", std::string_view(sys.caveat));
+  const double price = meta.prices.for_system(sys);
+  if (price > 0) h5::attr(group, "gpu_hour_cost", price);
   // Attributes cannot carry attributes: the units of the ones above, as "name: unit" lines.
   std::string units = "nvs: GPUs per NVLink domain\n";
   for (const SystemKey& f : kSystemKeys) units += std::string(f.name) + ": " + f.unit + "\n";
@@ -91,6 +111,23 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     }
   }
   h5::dataset(group, "n_gpus", counts_kept, "GPUs");
+  // The best configuration of each GPU count as its framework's launch line (notes, then the
+  // arguments; "" where the count has none), under a runtime whose framework has one.
+  if (const std::optional<LaunchFramework> framework = launch_framework_of(runtime);
+      framework && meta.strategy == Strategy::OneD) {
+    std::vector<std::string> lines;
+    for (std::size_t i = start; i < tops.size(); ++i) {
+      const auto& items = tops[i].items();
+      lines.push_back(items.empty() ? std::string()
+                                    : launch_text(launch_line(*framework, {meta.model, items.front().layout, runtime,
+                                                                           meta.global_batch, sys.nvlink_size})));
+    }
+    const h5::Handle launch = h5::dataset(group, "best_launch", lines);
+    h5::attr(launch.id(), "framework", std::string_view(launch_framework_info(*framework).name));
+    h5::attr(launch.id(), "description",
+             std::string_view("the fastest configuration at each GPU count of n_gpus as the framework's launch line "
+                              "(docs/launch.md)"));
+  }
   h5::Handle t_max_ds = h5::dataset(group, "t_max", t_max, "samples/s");
   h5::attr(t_max_ds.id(), "description",
            std::string_view("throughput (samples/s, not time) of the fastest configuration at each feasible GPU count"));
@@ -148,26 +185,41 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     }
     // Tokens, model FLOP/s and MFU (model/efficiency.hpp; PaLM's 6N + 12 L e T per token).
     // With a token budget, its days, GPU-hours and cost (when priced) per row.
-    std::vector<double> tokens, tflops, mfu, days, gpu_hours, cost;
+    // The headroom: what the runtime can still allocate (negative: over its limit by that much).
+    std::vector<double> tokens, tflops, mfu, mfu_precision, days, gpu_hours, cost, cost_per_mtok, headroom;
     for (const Candidate* c : rows) {
-      const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t);
+      Execution x = c->layout.exec;
+      x.fp8 = runtime.fp8;  // the precision's peak as the runtime runs it (MXFP8 or FP8)
+      const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t, &x);
       tokens.push_back(e.tokens_per_s_per_gpu);
       tflops.push_back(e.model_tflops_per_gpu);
       mfu.push_back(e.mfu);
+      mfu_precision.push_back(e.mfu_precision);
+      cost_per_mtok.push_back(price / 3600 / e.tokens_per_s_per_gpu * 1e6);
       const TrainingBudget b = training_budget(e, c->layout.n_gpus(), meta.global_batch, meta.model.l, meta.tokens,
-                                               meta.gpu_hour_cost);
+                                               price);
       days.push_back(b.days);
       gpu_hours.push_back(b.gpu_hours);
       cost.push_back(b.cost);
     }
     h5::dataset(top.id(), "tokens_per_s_per_gpu", tokens, "tokens/s");
     h5::dataset(top.id(), "model_tflops_per_gpu", tflops, "TFLOP/s");
-    h5::dataset(top.id(), "mfu", mfu, "1");
+    h5::Handle mfu_ds = h5::dataset(top.id(), "mfu", mfu, "1");
+    h5::attr(mfu_ds.id(), "description", std::string_view("model FLOP/s over the dense bf16 peak (matrix_flops_fp16)"));
+    h5::Handle own = h5::dataset(top.id(), "mfu_precision", mfu_precision, "1");
+    h5::attr(own.id(), "description",
+             std::string_view("model FLOP/s over the dense peak of the precision the linear layers run in (FP8's or "
+                              "MXFP8's under precision fp8)"));
+    for (const Candidate* c : rows) headroom.push_back(c->totals.mem_limit - c->totals.mem);
+    h5::Handle room = h5::dataset(top.id(), "mem_headroom", headroom, "GB");
+    h5::attr(room.id(), "description",
+             std::string_view("mem_limit - mem: what the runtime could still allocate"));
+    if (price > 0) h5::dataset(top.id(), "cost_per_mtok", cost_per_mtok, "currency per million tokens");
     if (meta.tokens > 0) {
       h5::attr(top.id(), "tokens", meta.tokens);
       h5::dataset(top.id(), "train_days", days, "days");
       h5::dataset(top.id(), "gpu_hours", gpu_hours, "GPU-h");
-      if (meta.gpu_hour_cost > 0) h5::dataset(top.id(), "cost", cost, "currency");
+      if (price > 0) h5::dataset(top.id(), "cost", cost, "currency");
     }
   }
   const auto nv_names = nv_keys(probe, true);
@@ -176,24 +228,27 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     for (const Candidate* c : rows) col.push_back(nv_keys(c->layout, true)[k].second);
     h5::dataset(top.id(), nv_names[k].first, col, "GPUs in the NVLink domain");
   }
-  // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution), as integers: recompute 0 none,
-  // 1 selective, 2 full; sp 1 on; layout 0 reference, 1 megatron, 2 amp; precision 0 bf16, 1 fp8;
-  // schedule 0 1f1b, 1 zb-h1, 2 zb-h2, 3 dualpipe; rank_order 0 tp-cp-ep-dp-pp, 1 tp-cp-ep-pp-dp. A
-  // named option's column says its codes in a `codes` attribute ("0 none, 1 selective, 2 full").
+  // Execution options (model/plan.hpp kConfigKeys, KeyKind::Execution): a named option (recompute,
+  // layout, precision, schedule, cp_comm, offload, rank_order) and sp (off, on) as names, the flags'
+  // spelling; the others (zero, interleave, ep, the stages' blocks, offload_percent) as integers. A
+  // named column keeps the codes files before version 1.1 wrote in its place, in a `codes`
+  // attribute ("0 none, 1 selective, 2 full"), so a reader of those can map the names back.
   h5::attr(top.id(), "execution_keys", config_key_names(strategy, KeyKind::Execution));
   for (const ConfigKey& k : kConfigKeys) {
     if (k.kind != KeyKind::Execution) continue;
-    std::vector<std::int64_t> col;
-    for (const Candidate* c : rows) col.push_back(k.value(c->layout));
-    const h5::Handle column = h5::dataset(top.id(), k.name, col, "1");
     const ExecutionOption* o = find_execution_option(k.name);
-    if (o != nullptr && o->values == OptionValues::Named) {
-      std::string codes;
-      for (std::size_t i = 0; i < o->names.size(); ++i) {
-        codes += (i ? ", " : "") + std::to_string(i) + " " + o->names[i];
-      }
-      h5::attr(column.id(), "codes", codes);
+    if (o == nullptr || o->values == OptionValues::Integer) {
+      std::vector<std::int64_t> col;
+      for (const Candidate* c : rows) col.push_back(k.value(c->layout));
+      h5::dataset(top.id(), k.name, col, "1");
+      continue;
     }
+    std::vector<std::string> col;
+    for (const Candidate* c : rows) col.push_back(option_value_name(*o, k.value(c->layout)));
+    const h5::Handle column = h5::dataset(top.id(), k.name, col);
+    std::string codes;
+    for (std::size_t i = 0; i < o->names.size(); ++i) codes += (i ? ", " : "") + std::to_string(i) + " " + o->names[i];
+    h5::attr(column.id(), "codes", codes);
   }
 }
 

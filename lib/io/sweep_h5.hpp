@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "model/efficiency.hpp"
 #include "model/step.hpp"
 #include "search/sweep_target.hpp"
 
@@ -37,7 +38,8 @@ struct RunMetadata {
   std::int64_t global_batch = 4096;
   std::int64_t top_n = 10;
   std::vector<std::int64_t> n_gpus;  // GPU counts searched
-  double tokens = 0, gpu_hour_cost = 0;  // a token budget (0: none asked)
+  double tokens = 0;     // a token budget (0: none asked)
+  GpuHourPrices prices;  // each system's price of a GPU-hour (GpuHourPrices::for_system; 0: none)
   bool offload = false;  // the search's choices offload (--offload other than none): top/ has its totals
 };
 

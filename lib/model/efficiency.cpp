@@ -1,5 +1,10 @@
 #include "model/efficiency.hpp"
 
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/human.hpp"
+#include "core/text.hpp"
 #include "model/kernel_calibration.hpp"
 #include "model/parameters.hpp"
 
@@ -20,14 +25,21 @@ double model_flops_per_token(const Transformer& m) {
   return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }
 
+double precision_peak_tflops(const System& s, const Execution& x) {
+  if (x.precision == Precision::Bf16) return s.matrix_flops_fp16;
+  const double peak = x.fp8.recipe == Fp8Recipe::Mxfp8 ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8;
+  return peak > 0 ? peak : s.matrix_flops_fp16;
+}
+
 Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus, std::int64_t global_batch,
-                      double step_s) {
+                      double step_s, const Execution* exec) {
   Efficiency e;
   e.model_flops_per_token = model_flops_per_token(m);
   e.tokens_per_s = D(global_batch) * D(m.l) / step_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / D(n_gpus);
   e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s_per_gpu * 1e-12;
   e.mfu = e.model_tflops_per_gpu / s.matrix_flops_fp16;
+  e.mfu_precision = exec == nullptr ? e.mfu : e.model_tflops_per_gpu / precision_peak_tflops(s, *exec);
   return e;
 }
 
@@ -43,6 +55,24 @@ TrainingBudget training_budget(const Efficiency& e, std::int64_t n_gpus, std::in
   b.gpu_hour_cost = gpu_hour_cost;
   b.cost = b.gpu_hours * gpu_hour_cost;
   return b;
+}
+
+double GpuHourPrices::for_system(const System& s) const {
+  for (const auto& [name, price] : by_system) {
+    if (name == s.name) return price;
+  }
+  return all > 0 ? all : s.gpu_hour_cost;
+}
+
+void GpuHourPrices::check_systems(const std::vector<std::string>& names) const {
+  for (const auto& [name, price] : by_system) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string near = nearest_name(name, names);
+    throw InputError("--gpu-hour-cost prices " + quoted_text(name) + ", which is not a system of this run" +
+                     (near.empty() ? "" : " (did you mean " + quoted_text(near) + "?)") + "; its systems: " + list);
+  }
 }
 
 }  // namespace perfsweep

@@ -8,9 +8,15 @@
 // heads x head dimension, T the sequence: the forward and backward of the projections and of the
 // attention's two products, whole (no causal halving, no recomputation), as PaLM, nanoGPT and
 // Megatron-LM's reported TFLOP/s count them. MFU divides by the system's dense bf16/fp16 tensor
-// peak (matrix_flops_fp16).
+// peak (matrix_flops_fp16), the convention of published runs whatever their precision; mfu_precision
+// by the peak of the precision the linear layers' GEMMs run in (FP8 or MXFP8 under --precision fp8),
+// which an FP8 run can exceed 100% of only where the system's peaks or the model are wrong.
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "model/block.hpp"
 #include "model/system.hpp"
 #include "model/transformer.hpp"
 
@@ -18,15 +24,22 @@ namespace perfsweep {
 
 double model_flops_per_token(const Transformer& model);
 
+// The dense tensor peak (TFLOP/s) of the precision the execution's linear GEMMs run in: bf16's
+// matrix_flops_fp16, FP8's matrix_flops_fp8, MXFP8's (an fp8 recipe of block scaling)
+// matrix_flops_mxfp8; bf16's where the system gives none for the precision.
+double precision_peak_tflops(const System& system, const Execution& exec);
+
 struct Efficiency {
   double model_flops_per_token = 0;  // FLOP
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;   // TFLOP/s
   double mfu = 0;                    // fraction of matrix_flops_fp16
+  double mfu_precision = 0;          // fraction of precision_peak_tflops (mfu under bf16)
 };
+// exec: the layout's execution, whose precision sets mfu_precision's peak (nullptr: bf16).
 Efficiency efficiency(const Transformer& model, const System& system, std::int64_t n_gpus, std::int64_t global_batch,
-                      double step_s);
+                      double step_s, const Execution* exec = nullptr);
 
 // Training on `tokens` tokens (0: none asked): optimizer steps (the last one partial), time,
 // GPU-hours and, with a price per GPU-hour, the cost.
@@ -41,5 +54,18 @@ struct TrainingBudget {
 };
 TrainingBudget training_budget(const Efficiency& e, std::int64_t n_gpus, std::int64_t global_batch,
                                std::int64_t seq_len, double tokens, double gpu_hour_cost);
+
+// Prices of a GPU-hour (any one currency) by system: --gpu-hour-cost PRICE for every system,
+// SYSTEM=PRICE for one (by its name), over a system file's gpu_hour_cost.
+struct GpuHourPrices {
+  double all = 0;                                          // 0: none given for every system
+  std::vector<std::pair<std::string, double>> by_system;   // name, price
+  // The system's price: given by its name, else for every system, else its file's; 0: none.
+  double for_system(const System& system) const;
+  bool any() const { return all > 0 || !by_system.empty(); }
+  // InputError for a price given by the name of a system not among `names` (the run's systems):
+  // a misspelt name would otherwise price nothing, silently.
+  void check_systems(const std::vector<std::string>& names) const;
+};
 
 }  // namespace perfsweep

@@ -26,6 +26,18 @@ std::string option_value_name(const ExecutionOption& o, std::int64_t code) {
   return std::to_string(code);
 }
 
+std::optional<std::int64_t> option_code_of(const ExecutionOption& o, std::string_view name) {
+  if (o.values == OptionValues::OnOff) {
+    if (name == "on") return 1;
+    if (name == "off") return 0;
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < o.names.size(); ++i) {
+    if (name == o.names[i]) return static_cast<std::int64_t>(i);
+  }
+  return std::nullopt;
+}
+
 bool option_code_possible(const ExecutionOption& o, std::int64_t code) {
   switch (o.values) {
     case OptionValues::Integer: return code >= o.lo && code <= o.hi;

@@ -12,8 +12,10 @@
 // search/dimensions.cpp (docs/architecture.md).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -276,6 +278,9 @@ const ExecutionOption* find_execution_option(std::string_view key);
 
 // A value as flags and texts spell it: the name of a code, "on"/"off", or the integer.
 std::string option_value_name(const ExecutionOption& o, std::int64_t code);
+// The code of a name a named or on/off option spells a value with (option_value_name's inverse,
+// every name including those a runtime sets: mxfp8), or nullopt.
+std::optional<std::int64_t> option_code_of(const ExecutionOption& o, std::string_view name);
 // Whether `code` is one the option can have (a flag's range, on/off, one of its names): what a
 // journal record or a sweep's file may hold.
 bool option_code_possible(const ExecutionOption& o, std::int64_t code);

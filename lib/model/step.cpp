@@ -1322,7 +1322,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.model.active_params = D(params.active);
   ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
-  ev.efficiency = efficiency(m, s, c.n_gpus(), global_batch, ev.totals.t);
+  ev.efficiency = efficiency(m, s, c.n_gpus(), global_batch, ev.totals.t, &c.exec);
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit) && fits_host(s, ev.totals);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;

@@ -25,4 +25,16 @@ System at_scale(const System& s, std::int64_t n_gpus) {
   return out;
 }
 
+std::string calibration_status(const System& s) {
+  if (kernels_calibrated(s)) return "calibrated (kernels: " + s.kernels_file + ")";
+  if (s.calibration) return "collectives calibrated, kernels uncalibrated (roofline)";
+  return "uncalibrated (roofline)";
+}
+
+std::string system_caveat_text(const System& s) {
+  std::string out = kernels_calibrated(s) ? "" : calibration_status(s);
+  if (!s.caveat.empty()) out += (out.empty() ? "" : "; ") + s.caveat;
+  return out;
+}
+
 }  // namespace perfsweep

@@ -104,6 +104,13 @@ struct System {
   // The runtime (runtimes/) a tool uses on this system when --runtime is not given; "" for the
   // reference's.
   std::string runtime;
+  // Price of one GPU-hour (`gpu_hour_cost:`, any one currency; --gpu-hour-cost overrides it); 0:
+  // none. Shipped files leave it unset: prices differ by provider, contract and year.
+  double gpu_hour_cost = 0;
+  // What a reader must know before trusting results on this system (`caveat:`): the paper's
+  // hypothetical systems say so (an H200 with an NVLink domain of 64 is no product). Shown wherever
+  // the system is listed or used; "" none.
+  std::string caveat;
   // The network's bandwidth by job size (`network_scaling:`); null: ib_bandwidth at any scale.
   std::shared_ptr<const NetworkScaling> network_scaling;
   // The switch tiers between NVLink domains (`network_tiers:`), innermost first; empty: one tier,
@@ -114,6 +121,17 @@ struct System {
   std::array<KernelEfficiency, kKernelClassCount> kernels{};
   const KernelEfficiency& kernel(KernelClass k) const { return kernels[static_cast<std::size_t>(k)]; }
 };
+
+// Whether the system's kernel times are fitted to measurements (a kernel calibration, `kernels:`):
+// what `validate` has checked predictions against. Without one, the reference's roofline (80% of
+// peak, the full HBM bandwidth) times every kernel.
+inline bool kernels_calibrated(const System& s) { return s.kernel_calibration != nullptr; }
+// "calibrated (kernels: calibrations/h100_kernels.yaml)", "collectives calibrated, kernels
+// uncalibrated (roofline)", or "uncalibrated (roofline)": for tables, headers and HDF5 attributes.
+std::string calibration_status(const System& s);
+// The caveat and the calibration status in one phrase, for a line that names the system:
+// "uncalibrated (roofline); the paper's hypothetical ..." ("" for a calibrated system without a caveat).
+std::string system_caveat_text(const System& s);
 
 // The system as a job of n_gpus sees it: with a network_scaling, ib_bandwidth set from the bus
 // bandwidth measured at the job's node count (n_gpus / nvlink_size domains); else the system.

@@ -17,6 +17,8 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/human.hpp"
+#include "core/text.hpp"
 #include "core/limits.hpp"
 #include "core/build_info.hpp"
 #include "io/grid_h5.hpp"
@@ -24,6 +26,7 @@
 #include "io/report.hpp"
 #include "io/sweep_h5.hpp"
 #include "model/comm_calibration.hpp"
+#include "model/guards.hpp"
 #include "model/parameters.hpp"
 #include "parallel/journal.hpp"
 #include "parallel/sweep_run.hpp"
@@ -249,6 +252,20 @@ std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, Targe
   return dropped;
 }
 
+namespace {
+// A price given for a system by name must name one of the run's systems (a misspelt name would
+// price nothing, silently).
+void check_priced_systems(const SweepPlan& plan, const SweepOptions& o) {
+  std::vector<std::string> names;
+  for (const SweepTarget& t : plan.targets) {
+    if (std::find(names.begin(), names.end(), t.problem.system.name) == names.end()) {
+      names.push_back(t.problem.system.name);
+    }
+  }
+  o.prices.check_systems(names);
+}
+}  // namespace
+
 SweepPlan plan_sweep(const SweepOptions& o) {
   SweepPlan plan;
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
@@ -287,6 +304,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
                                     : o.out_dir + "/sweep_" + file_name_part(plan.sweep.name) + "_" + strat_part + "_" +
                                           model_part + ".h5";
     check_output_paths(plan);
+    check_priced_systems(plan, o);
     return plan;
   }
   std::vector<SystemChoice> choices;
@@ -329,6 +347,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       o.system.empty() ? "" : "_" + file_name_part(std::filesystem::path(o.system).stem().string());
   plan.output = !o.output.empty() ? o.output : o.out_dir + "/exec_" + strat_part + "_" + model_part + system_part + ".h5";
   check_output_paths(plan);
+  check_priced_systems(plan, o);
   return plan;
 }
 
@@ -389,6 +408,16 @@ void broadcast_done(MPI_Comm comm, int rank, std::map<std::size_t, TargetResult>
   }
 }
 
+// "0.4 s", "12 s", "3.5 min", "2.1 h": a duration for people.
+std::string duration_text(double s) {
+  char buf[32];
+  if (s < 10) std::snprintf(buf, sizeof buf, "%.2g s", s);
+  else if (s < 90) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 5400) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
 void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun& sweep) {
   std::printf("%s %s, global batch %lld, top %lld: %zu %s x %zu GPU counts (%lld..%lld)\n", o.strat.c_str(),
               plan.model.name.c_str(), static_cast<long long>(o.global_batch), static_cast<long long>(o.top_n),
@@ -399,6 +428,13 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
   std::printf("%zu evaluation groups (targets differing only in HBM capacity share one), %zu work units "
               "(one tensor split at one GPU count each)\n",
               sweep.groups().size(), sweep.units().size());
+  // How long it would take: a sample of the work units run here for about a second.
+  std::size_t sampled = 0;
+  const double cpu_s = sweep.estimate_cpu_seconds(std::chrono::duration<double>(1.0), sampled);
+  const std::size_t units = sweep.units().size();
+  std::printf("estimated time: about %s on one rank, 1/N of it on N ranks (%s of %s work units timed%s)\n",
+              duration_text(cpu_s).c_str(), grouped_integer(static_cast<long long>(sampled)).c_str(),
+              grouped_integer(static_cast<long long>(units)).c_str(), sampled == units ? ", all" : " here");
   std::printf("output %s%s\nunits: memory GB, time s, throughput samples/s; -v lists the work units\n",
               plan.output.c_str(), std::filesystem::exists(plan.output) ? " (exists)" : "");
   if (!o.verbose) {
@@ -418,7 +454,7 @@ void print_dry_run(const SweepOptions& o, const SweepPlan& plan, const SweepRun&
 std::string best_summary(const SweepBest& b, const SweepOptions& o) {
   const SearchProblem& p = b.problem;
   return configuration_summary(b.best.layout, b.best.totals, p.model, p.system, p.global_batch, p.runtime.name,
-                               o.tokens, o.gpu_hour_cost);
+                               o.tokens, o.prices.for_system(p.system));
 }
 
 // Logs each target's first feasible GPU count and its best configuration at the largest GPU
@@ -433,13 +469,23 @@ std::vector<SweepBest> log_summary(const SweepPlan& plan, const SweepRun& sweep,
       spdlog::info("{}: no feasible configuration", plan.targets[t].group);
       continue;
     }
-    spdlog::info("{}: feasible from {} GPUs; best {:.4g} samples/s at {} GPUs", plan.targets[t].group,
-                 plan.n_gpus[first], tops.back().items().empty() ? 0.0 : tops.back().items().front().throughput,
-                 plan.n_gpus.back());
     std::size_t last = tops.size() - 1;
     while (tops[last].items().empty()) --last;
+    // the best at the largest GPU count with a feasible configuration (never "0 samples/s" at one without)
+    spdlog::info("{}: feasible from {} GPUs; best {} samples/s at {} GPUs", plan.targets[t].group, plan.n_gpus[first],
+                 human_number(tops[last].items().front().throughput), plan.n_gpus[last]);
     SweepBest b{plan.targets[t].group, plan.n_gpus[last], tops[last].items().front(), plan.targets[t].problem};
     spdlog::info("{}: best at {} GPUs: {}", b.group, b.n_gpus, best_summary(b, o));
+    {
+      const SearchProblem& p = b.problem;
+      Execution x = b.best.layout.exec;
+      x.fp8 = p.runtime.fp8;
+      const Efficiency e = efficiency(p.model, p.system, b.n_gpus, p.global_batch, b.best.totals.t, &x);
+      for (const std::string& w : prediction_caveats(b.group + " at " + std::to_string(b.n_gpus) + " GPUs", p.system,
+                                                     p.runtime, b.n_gpus, e, x.precision)) {
+        spdlog::warn("{}", w);
+      }
+    }
     bests.push_back(std::move(b));
   }
   return bests;
@@ -527,6 +573,17 @@ std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm,
   broadcast_done(comm, rank, done);
   sweep.preload(std::move(done));
 
+  if (rank == 0 && !plan.hardware_sweep) {
+    // what a reader must know of each system: uncalibrated (the roofline), the paper's hypothetical ones
+    std::vector<std::string> said;
+    for (const SweepTarget& t : plan.targets) {
+      const System& s = t.problem.system;
+      const std::string caveat = system_caveat_text(s);
+      if (caveat.empty() || std::find(said.begin(), said.end(), s.name) != said.end()) continue;
+      said.push_back(s.name);
+      spdlog::info("{}: {}", s.name, caveat);
+    }
+  }
   if (rank == 0) {
     spdlog::info("{} {} on {} targets x {} GPU counts: {} work units over {} rank(s)", o.strat, plan.model.name,
                  plan.targets.size(), plan.n_gpus.size(), sweep.units().size(), size);
@@ -590,7 +647,7 @@ std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm,
   meta.command_line = o.command_line;
   meta.n_ranks = size;
   meta.tokens = o.tokens;
-  meta.gpu_hour_cost = o.gpu_hour_cost;
+  meta.prices = o.prices;
   for (const Offload k : parse_execution_choices(o.exec).offload) meta.offload = meta.offload || k != Offload::None;
   meta.strategy = plan.strategy;
   meta.model = plan.model;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/hw_sweep.hpp"
+#include "model/efficiency.hpp"
 #include "search/sweep_target.hpp"
 
 namespace perfsweep {
@@ -43,7 +44,8 @@ struct SweepOptions {
   double max_output_gb = 10.0;
   // A token budget (--tokens, --gpu-hour-cost): its days, GPU-hours and cost for the closing
   // summary's best configuration and, under a runtime, in every top/ row.
-  double tokens = 0, gpu_hour_cost = 0;
+  double tokens = 0;
+  GpuHourPrices prices;  // each system's, by name, over its file's gpu_hour_cost
   std::string software_version;
   std::string command_line;
 };

@@ -1,7 +1,10 @@
 #include "parallel/sweep_run.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "parallel/work_queue.hpp"
@@ -95,8 +98,9 @@ void SweepRun::absorb(const char* data, std::size_t size, const SweepCallbacks& 
     }
   }
   const auto now = std::chrono::steady_clock::now();
-  if (cb.on_progress && now - last_progress_ >= cb.progress_interval) {
+  if (cb.on_progress && now - last_progress_ >= (progress_reported_ ? cb.progress_interval : cb.first_progress)) {
     last_progress_ = now;
+    progress_reported_ = true;
     cb.on_progress(units_done_, units_.size(), targets_done_, targets_.size());
   }
 }
@@ -105,6 +109,7 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   last_progress_ = std::chrono::steady_clock::now();
+  progress_reported_ = false;
   units_done_ = 0;
   targets_done_ = 0;
   for (std::size_t t = 0; t < targets_.size(); ++t) {
@@ -179,6 +184,44 @@ void SweepRun::run(MPI_Comm comm, int thread_level, const SweepCallbacks& cb) {
     }
   }
   queue.finish();
+}
+
+double SweepRun::estimate_cpu_seconds(std::chrono::duration<double> budget, std::size_t& sampled) const {
+  sampled = 0;
+  const std::size_t n = units_.size();
+  if (n == 0) return 0;
+  // A spread order: the golden ratio's multiples modulo 1 visit the list evenly at any length.
+  std::vector<char> seen(n, 0);
+  const auto start = std::chrono::steady_clock::now();
+  double seconds = 0;
+  std::unique_ptr<Searcher> searcher;
+  std::vector<double> capacities;
+  std::vector<TopN> tops;
+  std::vector<SearchCounters> counters;
+  constexpr double kGolden = 0.6180339887498949;
+  for (std::size_t k = 0; sampled < n; ++k) {
+    std::size_t i = static_cast<std::size_t>(std::fmod(static_cast<double>(k) * kGolden, 1.0) * static_cast<double>(n));
+    while (seen[i]) i = (i + 1) % n;
+    seen[i] = 1;
+    const WorkUnit& u = units_[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!searcher) {
+      searcher = std::make_unique<Searcher>(targets_[u.target].problem);
+    } else {
+      searcher->set_problem(targets_[u.target].problem);
+    }
+    const std::vector<std::size_t>& group = groups_[u.group];
+    capacities.clear();
+    for (std::size_t t : group) capacities.push_back(targets_[t].problem.system.hbm_capacity);
+    tops.assign(group.size(), TopN(top_n_));
+    counters.assign(group.size(), SearchCounters{});
+    searcher->run(n_gpus_[u.n_index], u.split, capacities, tops, counters);
+    const auto t1 = std::chrono::steady_clock::now();
+    seconds += std::chrono::duration<double>(t1 - t0).count();
+    ++sampled;
+    if (t1 - start >= budget) break;
+  }
+  return seconds / static_cast<double>(sampled) * static_cast<double>(n);
 }
 
 SearchCounters SweepRun::total_counters() const {

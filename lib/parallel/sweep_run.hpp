@@ -28,10 +28,12 @@ struct WorkUnit {
 struct SweepCallbacks {
   // Rank 0: a target's every unit is in (journal it, e.g.).
   std::function<void(std::size_t target, const TargetResult&)> on_target_complete;
-  // Rank 0: progress, at most every `progress_interval`.
+  // Rank 0: progress, the first time once `first_progress` has passed (so that a long run says
+  // how it goes within seconds), then at most every `progress_interval`.
   std::function<void(std::size_t units_done, std::size_t units_total, std::size_t targets_done,
                      std::size_t targets_total)>
       on_progress;
+  std::chrono::duration<double> first_progress{2.0};
   std::chrono::duration<double> progress_interval{30.0};
 };
 
@@ -57,6 +59,12 @@ class SweepRun {
   const std::vector<TargetResult>& results() const { return results_; }
   SearchCounters total_counters() const;
 
+  // The CPU seconds the units still to run would take on one rank, estimated by running a sample
+  // of them spread over the whole list (every capacity group and GPU count alike) for about
+  // `budget` (at least one unit): the sample's mean times the units. `sampled` receives how many
+  // ran; all of them make the estimate their measured sum. Runs on the calling rank alone.
+  double estimate_cpu_seconds(std::chrono::duration<double> budget, std::size_t& sampled) const;
+
  private:
   void plan_units();
   void absorb(const char* data, std::size_t size, const SweepCallbacks& callbacks);
@@ -71,6 +79,7 @@ class SweepRun {
   std::size_t units_done_ = 0;
   std::size_t targets_done_ = 0;
   std::chrono::steady_clock::time_point last_progress_;
+  bool progress_reported_ = false;
 };
 
 }  // namespace perfsweep

@@ -73,11 +73,58 @@ def estimate(**flags):
     return json.loads(_run('estimate', flags_of(**flags) + ['--json', '--quiet']))
 
 
+# The execution options' values in their order (model/execution_options.hpp): the categories of
+# the DataFrame's option columns.
+OPTION_VALUES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'],
+                 'layout': ['reference', 'megatron', 'amp'], 'precision': ['bf16', 'fp8', 'mxfp8'],
+                 'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
+                 'offload': ['none', 'optimizer', 'weights', 'activations'],
+                 'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'fp8_params': ['off', 'on'], 'attention': ['flash', 'unfused',
+                                                                                    'unfused-recompute']}
+# The units of configs' CSV columns (apps/configs/main.cpp to_csv), as the sweep's HDF5 columns of
+# the same names give them (test_package.py checks that they agree).
+CSV_UNITS = {'n_gpus': 'GPUs', 'throughput': 'samples/s', 'mem_limit': 'GB', 'mem_headroom': 'GB', 'hbm_capacity': 'GB',
+             'flops_per_gpu': 'TFLOP', 'mbs': 'samples', 'nb': 'blocks', 'micro_batches': 'micro-batches',
+             'tokens_per_s_per_gpu': 'tokens/s', 'model_tflops_per_gpu': 'TFLOP/s', 'mfu': '1', 'mfu_precision': '1',
+             'gpu_hour_cost': 'currency per GPU-hour', 'cost_per_mtok': 'currency per million tokens',
+             'train_days': 'days', 'gpu_hours': 'GPU-h', 'cost': 'currency'}
+
+
+def csv_units(columns):
+    """{column: unit} of configs' CSV columns: CSV_UNITS, times (t, t_*) in s, memories (mem,
+    *_mem) in GB, fractions (*_frac) 1, degrees and NVLink shares in GPUs."""
+    out = {}
+    for c in columns:
+        if c in CSV_UNITS:
+            out[c] = CSV_UNITS[c]
+        elif c == 't' or (c.startswith('t_') and c != 't_max'):
+            out[c] = 's'
+        elif c == 'mem' or c.endswith('_mem'):
+            out[c] = 'GB'
+        elif c.endswith('_frac'):
+            out[c] = '1'
+        elif c in ('dp', 'tp', 'tp1', 'tp2', 'pp', 'cp', 'ep') or c.startswith('nv_'):
+            out[c] = 'GPUs'
+    return out
+
+
 def search(**flags):
     """`configs FLAGS --csv` in-process: its rows as a pandas DataFrame (floats parsed round-trip,
-    so bit for bit what the command prints)."""
+    so bit for bit what the command prints), the execution options and attention as categoricals
+    (recompute 'none', 'selective', 'full'), df.attrs['units'] the unit of each column that has one
+    ('s', 'GB', 'samples/s', 'tokens/s', '1' for fractions). `system` may list several systems
+    (system=['H100-calibrated', 'B200-calibrated']) and gpu_hour_cost price each
+    ('H100-calibrated=2.5,B200-calibrated=4'), sort='cost' ranking them by the price of a token."""
     if _text(flags):
         return _run('configs', flags_of(**flags))
     import pandas as pd
     out = _run('configs', flags_of(**flags) + ['--csv', '--quiet'])
-    return pd.read_csv(io.StringIO(out), float_precision='round_trip')
+    df = pd.read_csv(io.StringIO(out), float_precision='round_trip')
+    for column, values in OPTION_VALUES.items():
+        if column in df:
+            order = values + sorted(set(df[column].astype(str)) - set(values))
+            df[column] = pd.Categorical(df[column].astype(str), categories=order)
+    df.attrs['units'] = csv_units(df.columns)
+    df.attrs['tool'] = 'configs'
+    df.attrs['arguments'] = flags_of(**flags)
+    return df

@@ -103,21 +103,73 @@ def groups(path):
         return [f'points/{p}' for p in pts] + (['base'] if 'base' in f else [])
 
 
+# Values of the execution options by code, for files that wrote codes (before names; sp had no
+# `codes` attribute): model/execution_options.hpp's names.
+OLD_OPTION_NAMES = {'sp': ['off', 'on']}
+
+
+def _codes_attr(ds):
+    """The names of an option column's `codes` attribute ("0 none, 1 selective, 2 full"), by code."""
+    codes = ds.attrs.get('codes')
+    if codes is None:
+        return None
+    names = {}
+    for item in _text(codes).split(','):
+        code, _, name = item.strip().partition(' ')
+        names[int(code)] = name
+    return [names[i] for i in sorted(names)]
+
+
+def option_names(ds):
+    """An execution-option column of top/ as names (a numpy array of str): a text column as it is,
+    an older file's integer codes by its `codes` attribute (sp: off, on). None for a column of numbers."""
+    data = ds[()]
+    if data.dtype.kind in 'SO':
+        return np.array([_text(v) for v in data], dtype=object)
+    names = _codes_attr(ds) or OLD_OPTION_NAMES.get(ds.name.rsplit('/', 1)[-1])
+    if names is None:
+        return None
+    return np.array([names[int(v)] if 0 <= int(v) < len(names) else str(int(v)) for v in data], dtype=object)
+
+
+def option_order(ds):
+    """An option column's values in the option's order (its `codes` attribute), [] when it has none."""
+    return _codes_attr(ds) or OLD_OPTION_NAMES.get(ds.name.rsplit('/', 1)[-1]) or []
+
+
+def _categorical(values, ds):
+    """Names as a pandas Categorical whose categories are the option's values in their order."""
+    import pandas as pd
+    order = _codes_attr(ds) or OLD_OPTION_NAMES.get(ds.name.rsplit('/', 1)[-1]) or sorted(set(values))
+    order = list(order) + sorted(set(values) - set(order))
+    return pd.Categorical(values, categories=order)
+
+
 def dataframe(path, system=None):
     """The top configurations as one tidy pandas DataFrame: a row per (system, GPU count, rank)
     with columns system, nvs, n_gpus, rank, throughput (samples/s), mem (GB), the strategy's
-    configuration keys, every stats key and the nv_* keys (top/count, a per-GPU-count tally, is
-    left out). system: one group name, a list of them, or None for all (a hardware sweep's
-    groups are 'points/<i>' and 'base'). Strings are Python str.
+    configuration keys, every stats key and the nv_* keys, the execution options by name as
+    categoricals (recompute 'none', 'selective', 'full'; also from older files, which wrote codes),
+    and mem_limit (GB: what the runtime can allocate; under the reference runtime the HBM capacity)
+    and mem_headroom (mem_limit - mem). top/count, a per-GPU-count tally, is left out. system: one
+    group name, a list of them, or None for all (a hardware sweep's groups are 'points/<i>' and
+    'base'). Strings are Python str. df.attrs['units'] maps each column with a unit to it ('s',
+    'GB', 'samples/s', '1' for fractions); df.attrs also holds the run's strategy, model, global
+    batch size and file.
 
         df = dataframe('outputs/exec_1d_gpt3_1T.h5')
         best = df[df['rank'] == 0]            # the best configuration per system and GPU count
+        df.attrs['units']['t']                # 's'
     """
     import pandas as pd
     names = groups(path) if system is None else [system] if isinstance(system, str) else list(system)
     frames = []
+    named_columns = {}  # option name -> a dataset of it (its codes attribute orders the categories)
+    units = {'nvs': 'GPUs per NVLink domain'}
     with open_run(path) as f:
         strategy = _text(f.attrs['strategy'])
+        info = {'file': str(path), 'strategy': strategy, 'model': _text(f.attrs['model']),
+                'global_batch_size': int(f.attrs['global_batch_size'])}
         for name in names:
             if name not in f:
                 raise KeyError(f'{path}: no system group {name!r}; have {groups(path)[:12]}')
@@ -125,19 +177,39 @@ def dataframe(path, system=None):
             top = g['top']
             n_rows = len(top['rank'])
             keys = _config_keys_of_group(g, strategy)
+            execution = _axes_attr(top.attrs.get('execution_keys', ''))
             cols = {'system': [name] * n_rows, 'nvs': np.full(n_rows, int(g.attrs['nvs']), dtype=np.int64)}
-            for k in ['n_gpus', 'rank', 'throughput', 'mem'] + keys + \
-                     [k for k in STATS_KEYS if k != 'mem'] + NV_KEYS.get(strategy, []):
-                if k in top:
-                    cols[k] = top[k][()]
-            for k in top.keys():  # columns a newer file adds
-                if k not in cols and k != 'count':
-                    cols[k] = top[k][()]
+            ordered = ['n_gpus', 'rank', 'throughput', 'mem'] + keys + \
+                [k for k in STATS_KEYS if k != 'mem'] + NV_KEYS.get(strategy, [])
+            ordered += [k for k in top.keys() if k not in ordered and k != 'count']  # columns a newer file adds
+            for k in ordered:
+                if k not in top:
+                    continue
+                ds = top[k]
+                named = option_names(ds) if k in execution or ds.dtype.kind in 'SO' else None
+                cols[k] = named if named is not None else ds[()]
+                unit = ds.attrs.get('units')
+                if unit is not None and named is None:
+                    units[k] = _text(unit)
+            if 'mem_limit' not in cols:  # the reference runtime's limit: the HBM capacity
+                cols['mem_limit'] = np.full(n_rows, float(g.attrs['hbm_capacity']))
+                units['mem_limit'] = 'GB'
+            if 'mem_headroom' not in cols:
+                cols['mem_headroom'] = cols['mem_limit'] - np.asarray(cols['mem'], dtype=float)
+                units['mem_headroom'] = 'GB'
             frames.append(pd.DataFrame(cols))
-    if not frames:
-        return pd.DataFrame()
-    df = pd.concat(frames, ignore_index=True)
+            for k in execution:
+                if k in top and k not in named_columns and cols[k].dtype == object:
+                    named_columns[k] = top[k]
+        if not frames:
+            return pd.DataFrame()
+        df = pd.concat(frames, ignore_index=True)
+        # the options by name, as categoricals in the option's order (none, selective, full)
+        for k, ds in named_columns.items():
+            df[k] = _categorical(list(df[k]), ds)
     df['system'] = df['system'].astype(object)
+    df.attrs.update(info)
+    df.attrs['units'] = units
     return df
 
 

@@ -450,11 +450,17 @@ TEST_F(InputsTest, ModelsTooLargeForInt64AreRejected) {
 
 TEST_F(InputsTest, NameResolution) {
   const std::string msg = input_error([] { resolve_input("gpt5", "models"); });
-  EXPECT_EQ(msg.rfind("unknown model 'gpt5'; available: ", 0), 0u) << msg;
+  // one edit from gpt3 (a third of the name's length allows two): named as the likely meaning
+  EXPECT_EQ(msg.rfind("unknown model 'gpt5'; did you mean 'gpt3'?; available: ", 0), 0u) << msg;
   for (const char* name : {"gpt3", "gpt3_1T", "vit_era5"}) EXPECT_NE(msg.find(name), std::string::npos) << msg;
+  // one edit from A100 and from H100: the first listed
   EXPECT_NE(input_error([] { resolve_input("Z100", "systems"); })
-                .find("unknown system 'Z100'; available: A100, A100-calibrated, B200"),
+                .find("unknown system 'Z100'; did you mean 'A100'?; available: A100, A100-calibrated, B200"),
             std::string::npos);
+  // a prefix of one name: that name; nothing near: no guess
+  EXPECT_NE(input_error([] { resolve_input("H100-calib", "systems"); }).find("did you mean 'H100-calibrated'?"),
+            std::string::npos);
+  EXPECT_EQ(input_error([] { resolve_input("qwerty_zz", "models"); }).find("did you mean"), std::string::npos);
 
   EXPECT_EQ(input_error([] { resolve_input("no/such/gpt3", "models"); }), "no/such/gpt3: no such file");
   EXPECT_EQ(input_error([] { resolve_input("gpt3.yaml", "models"); }), "gpt3.yaml: no such file");

@@ -431,6 +431,11 @@ def check_json(text):
     return bad
 
 
+# configs' CSV columns of names: the system, the strategy, the execution options by name, attention
+TEXT_COLUMNS = ('system', 'strategy', 'attention', 'launch', 'recompute', 'sp', 'layout', 'precision', 'schedule',
+                'cp_comm', 'offload', 'rank_order', 'fp8_params')
+
+
 def check_csv(text):
     lines = [line for line in text.split('\n') if line]
     if not lines:
@@ -440,14 +445,17 @@ def check_csv(text):
     for row in lines[1:]:
         cells = row.split(',')
         for name, cell in zip(header, cells):
-            if name in ('strategy', 'attention', 'launch'):
+            if name in TEXT_COLUMNS:
+                if not cell:
+                    bad.append(f'column {name}: empty')
                 continue
             try:
                 v = float(cell)
             except ValueError:
                 bad.append(f'column {name}: not a number {cell!r}')
                 continue
-            if not math.isfinite(v) or v < 0:
+            # the headroom is negative where a row does not fit
+            if not math.isfinite(v) or (v < 0 and name != 'mem_headroom'):
                 bad.append(f'column {name} = {cell}')
     return bad[:5]
 

@@ -60,5 +60,49 @@ TEST(Efficiency, TokensMfuAndTheBudget) {
   EXPECT_EQ(training_budget(e, 64, 512, 8192, 0, 2.0).seconds, 0.0);  // no budget asked
 }
 
+// MFU against the precision's own peak: the H100's dense FP8 peak (1979 TFLOP/s, twice bf16's)
+// under fp8, its MXFP8 peak under a block-scaling recipe, bf16's where the system has none.
+TEST(Efficiency, MfuOfThePrecisionsOwnPeak) {
+  const Transformer m = llama3_8b();
+  System s;
+  s.matrix_flops_fp16 = 989.4;
+  s.matrix_flops_fp8 = 1979;
+  s.matrix_flops_mxfp8 = 3000;
+  Execution x;
+  const Efficiency bf16 = efficiency(m, s, 64, 512, 4.0, &x);
+  EXPECT_EQ(bf16.mfu_precision, bf16.mfu);
+  x.precision = Precision::Fp8;
+  x.fp8.recipe = Fp8Recipe::Delayed;
+  const Efficiency fp8 = efficiency(m, s, 64, 512, 4.0, &x);
+  EXPECT_EQ(fp8.mfu, bf16.mfu);  // the convention of published runs: of bf16's peak, whatever the precision
+  EXPECT_DOUBLE_EQ(fp8.mfu_precision, fp8.model_tflops_per_gpu / 1979);
+  x.fp8.recipe = Fp8Recipe::Mxfp8;
+  EXPECT_DOUBLE_EQ(efficiency(m, s, 64, 512, 4.0, &x).mfu_precision, fp8.model_tflops_per_gpu / 3000);
+  s.matrix_flops_mxfp8 = 0;
+  EXPECT_DOUBLE_EQ(efficiency(m, s, 64, 512, 4.0, &x).mfu_precision, fp8.mfu);
+  EXPECT_EQ(efficiency(m, s, 64, 512, 4.0).mfu_precision, bf16.mfu);  // no execution: bf16
+}
+
+// A price by system name over the price for every system over the system file's.
+TEST(Efficiency, GpuHourPricesBySystem) {
+  System h100, b200, gb200;
+  h100.name = "H100";
+  b200.name = "B200";
+  gb200.name = "GB200";
+  gb200.gpu_hour_cost = 6;
+  GpuHourPrices none;
+  EXPECT_FALSE(none.any());
+  EXPECT_EQ(none.for_system(h100), 0.0);
+  EXPECT_EQ(none.for_system(gb200), 6.0);
+  GpuHourPrices p{2.5, {{"B200", 4.0}}};
+  EXPECT_TRUE(p.any());
+  EXPECT_EQ(p.for_system(h100), 2.5);
+  EXPECT_EQ(p.for_system(b200), 4.0);
+  EXPECT_EQ(p.for_system(gb200), 2.5);  // the flag's price for every system over the file's
+  GpuHourPrices only_b200{0, {{"B200", 4.0}}};
+  EXPECT_EQ(only_b200.for_system(gb200), 6.0);
+  EXPECT_EQ(only_b200.for_system(h100), 0.0);
+}
+
 }  // namespace
 }  // namespace perfsweep

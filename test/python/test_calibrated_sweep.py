@@ -103,8 +103,12 @@ def main(sweep_bin, estimate_bin, repo, out):
               f'calibrated group: comm_model {model!r}')
         check(text(gc.attrs['calibration_yaml']).encode() == calibration_bytes, 'calibration_yaml is the file')
         check(text(gc.attrs['calibration_fnv1a']) == fnv1a(calibration_bytes), 'calibration_fnv1a')
+        # the same parameters; what describes the file (its calibration status, the paper's
+        # caveat) differs with it
+        check(text(gc.attrs['calibration_status']) == 'collectives calibrated, kernels uncalibrated (roofline)' and
+              text(ga.attrs['calibration_status']) == 'uncalibrated (roofline)', 'calibration_status of each')
         for key, value in ga.attrs.items():
-            if key not in ('name', 'comm_model'):
+            if key not in ('name', 'comm_model', 'calibration_status', 'caveat'):
                 check(gc.attrs[key] == value, f'system attribute {key}')
         provenance = text(fc['provenance/systems/A100-calibrated-NVS4.yaml'][()])
         check('calibration: "calibrations/perlmutter_a100.yaml"' in provenance, 'provenance names the calibration')

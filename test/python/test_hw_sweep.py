@@ -177,7 +177,9 @@ def cmd_plain(sweep, repo, out):
         yaml = os.path.join(out, f'point{index}.yaml')
         with open(yaml, 'w') as y:
             for k, v in attrs.items():
-                if k in ('name', 'index', 'i0', 'i1', 'nvs', 'comm_model', 'attribute_units') or k.startswith('runtime'):  # not system keys
+                # not system keys, or (the calibration status, the paper's caveat) none that changes a number
+                if k in ('name', 'index', 'i0', 'i1', 'nvs', 'comm_model', 'attribute_units', 'calibration_status',
+                         'caveat') or k.startswith('runtime'):
                     continue
                 y.write(f'{k}: {v.item()!r}\n')
             y.write(f'nvlink_size: {int(attrs["nvs"])}\n')

@@ -96,12 +96,12 @@ with tempfile.TemporaryDirectory() as work:
     with h5py.File(off, 'r') as f, h5py.File(plain, 'r') as g:
         top = f['H100-NVS8']['top']
         units = {k: top[k].attrs.get('units', b'').decode() for k in ('t_offload', 't_host_optimizer', 'host_mem')}
-        kind = top['offload'][()]
+        kind = top['offload'].asstr()[()]
         host, cpu = top['host_mem'][()], top['t_host_optimizer'][()]
-        check(units == {'t_offload': 's', 't_host_optimizer': 's', 'host_mem': 'GB'} and (kind == 1).any() and
-              (kind == 0).any() and ((host > 0) & (cpu > 0) == (kind == 1)).all(),
+        check(units == {'t_offload': 's', 't_host_optimizer': 's', 'host_mem': 'GB'} and (kind == 'optimizer').any() and
+              (kind == 'none').any() and ((host > 0) & (cpu > 0) == (kind == 'optimizer')).all(),
               f'sweep --offload none,optimizer: top/ offload totals with units {units}, host memory and the CPU '
-              f'optimizer on the {int((kind == 1).sum())} rows that offload it only')
+              f'optimizer on the {int((kind == "optimizer").sum())} rows that offload it only')
         check(not any(k in g['H100-NVS8']['top'] for k in units), 'a sweep without --offload: no offload columns')
     # --offload-percent: shares of the optimizer on the host, tried where the optimizer is offloaded
     # only (elsewhere the list's first value)
@@ -110,25 +110,26 @@ with tempfile.TemporaryDirectory() as work:
         '--offload', 'none,optimizer', '--offload-percent', '50,100', '--top-n', '50', '-q', '-o', part)
     with h5py.File(part, 'r') as f:
         top = f['H100-NVS8']['top']
-        kind, percent, host = top['offload'][()], top['offload_percent'][()], top['host_mem'][()]
-        optimizer = kind == 1
+        kind, percent, host = top['offload'].asstr()[()], top['offload_percent'][()], top['host_mem'][()]
+        optimizer = kind == 'optimizer'
         check(set(percent[~optimizer].tolist()) <= {50} and set(percent[optimizer].tolist()) == {50, 100},
               f'sweep --offload-percent 50,100: the shares on rows offloading the optimizer '
               f'({sorted(set(percent[optimizer].tolist()))}), the first elsewhere')
         check((host[optimizer & (percent == 50)] > 0).all(), 'a half-offloaded optimizer uses host memory')
     # --rank-order: both orders searched where they differ (pp > 1 and dp > 1), the first listed
-    # elsewhere; each named column says its codes
+    # elsewhere; each named column holds names and says the codes older files held
     orders = os.path.join(work, 'orders.h5')
     run('sweep', '--model', 'llama3_70b', '--system', 'H100-llama3-cluster', '--n-gpus', '64:1024',
         '--global-batch-size', '512', '--zero', '1,2', '--rank-order', 'tp-cp-ep-dp-pp,tp-cp-ep-pp-dp', '-q',
         '-o', orders)
     with h5py.File(orders, 'r') as f:
         top = f['H100-llama3-cluster-NVS8']['top']
-        order, pp, dp = top['rank_order'][()], top['pp'][()], top['dp'][()]
+        order, pp, dp = top['rank_order'].asstr()[()], top['pp'][()], top['dp'][()]
         both = (pp > 1) & (dp > 1)
         codes = top['rank_order'].attrs['codes']
         codes = codes.decode() if isinstance(codes, bytes) else codes
-        check(set(order[both].tolist()) == {0, 1} and set(order[~both].tolist()) <= {0} and
+        check(set(order[both].tolist()) == {'tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'} and
+              set(order[~both].tolist()) <= {'tp-cp-ep-dp-pp'} and
               codes == '0 tp-cp-ep-dp-pp, 1 tp-cp-ep-pp-dp',
               f'sweep --rank-order both: orders {sorted(set(order[both].tolist()))} where pp > 1 and dp > 1, '
               f'{sorted(set(order[~both].tolist()))} elsewhere; codes "{codes}"')
@@ -151,8 +152,8 @@ check('--strat 2d dropped: runtime megatron does not run strategy 2d' in r.stder
 r = run('configs', *gpus, '--strat', '1d,2d-seqp', '--sp', 'on,off', '--top', '3')
 check('--sp off dropped for 2d-seqp' in r.stderr, 'configs: --sp off dropped for 2d-seqp with a log line')
 rows = configs_csv(*gpus, '--strat', '1d,2d-seqp', '--sp', 'on,off')
-check(not any(x['strategy'] == '2d-seqp' and x['sp'] == '0' for x in rows) and
-      any(x['strategy'] == '1d' and x['sp'] == '0' for x in rows), 'configs: sp off in 1d rows only')
+check(not any(x['strategy'] == '2d-seqp' and x['sp'] == 'off' for x in rows) and
+      any(x['strategy'] == '1d' and x['sp'] == 'off' for x in rows), 'configs: sp off in 1d rows only')
 r = run('configs', *gpus, '--strat', '2d-seqp', '--sp', 'off', expect=2)
 check(re.search(r'^configs: error: --sp off with --strat 2d-seqp', r.stderr, re.M) is not None,
       'configs --strat 2d-seqp --sp off: refused (exit 2)')

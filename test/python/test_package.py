@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import h5py
+import numpy as np
 
 
 def run(*cmd, **kw):
@@ -58,8 +59,20 @@ if not version.startswith("perfsweep ") or perfsweep.search(version=True) != ver
     failures.append(f"version: {version!r}")
 if "--global-batch-size" not in perfsweep.estimate(help=True):
     failures.append("help")
+# the options as categoricals of their names (the CSV's text), units for the numbers
+categorical = [c for c in rows.columns if isinstance(rows[c].dtype, pd.CategoricalDtype)]
+as_text = rows.astype({c: object for c in categorical})
+want_text = want_rows.astype({c: object for c in categorical})
+for c in ("recompute", "precision", "attention"):
+    if c not in categorical:
+        failures.append(f"search(): {c} is not categorical ({rows[c].dtype})")
+if rows["recompute"].cat.categories.tolist()[:3] != ["none", "selective", "full"]:
+    failures.append(f"recompute categories {rows['recompute'].cat.categories.tolist()}")
+units = rows.attrs.get("units", {})
+if units.get("t") != "s" or units.get("mem") != "GB" or units.get("throughput") != "samples/s":
+    failures.append(f"search() units: {units}")
 print(json.dumps({"estimate_equal": got == want, "t": got["totals"]["t"], "rows": len(rows),
-                  "search_equal": rows.equals(want_rows), "failures": failures}))
+                  "search_equal": as_text.equals(want_text), "failures": failures}))
 '''
 
 
@@ -85,9 +98,11 @@ def main(repo, work, h5, bin_dir):
                 if len(g['top/rank']):  # a system where nothing fits has an empty table
                     expected_best[name] = float(max(g['top/throughput'][()]))
     probe = (
-        'import json, sys, perfsweep\n'
+        'import json, sys, perfsweep, pandas as pd\n'
         'df = perfsweep.open(sys.argv[1])\n'
-        'print(json.dumps({"file": perfsweep.__file__, "rows": len(df),\n'
+        'cats = {c: df[c].cat.categories.tolist() for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)}\n'
+        'print(json.dumps({"file": perfsweep.__file__, "rows": len(df), "units": df.attrs.get("units", {}),\n'
+        '                  "categories": cats, "values": {c: sorted(set(map(str, df[c]))) for c in cats},\n'
         '                  "best": {s: float(v) for s, v in df.groupby("system").throughput.max().items()}}))\n')
     out = run(py, '-c', probe, h5, capture_output=True, cwd=work).stdout
     import json
@@ -99,6 +114,56 @@ def main(repo, work, h5, bin_dir):
         failures.append(f"{got['rows']} rows, the file has {expected_rows}")
     if got['best'] != expected_best:
         failures.append(f"best throughputs {got['best']} != {expected_best}")
+    # units in df.attrs, each the file's `units` attribute of the column; the execution options as
+    # categoricals of names, in the option's order (recompute: none, selective, full), holding the
+    # file's values
+    with h5py.File(h5, 'r') as f:
+        for name, g in f.items():
+            if not (isinstance(g, h5py.Group) and 'top' in g):
+                continue
+            top = g['top']
+            for column, unit in got['units'].items():
+                if column in top and 'units' in top[column].attrs and top[column].dtype.kind not in 'SO':
+                    have = top[column].attrs['units']
+                    have = have.decode() if isinstance(have, bytes) else have
+                    if have != unit:
+                        failures.append(f'df.attrs units {column}: {unit!r}, the file says {have!r}')
+            for column in ('recompute', 'precision', 'schedule'):
+                if column not in got['categories']:
+                    failures.append(f'perfsweep.open(): {column} is not categorical')
+                elif not set(got['values'][column]) <= set(top[column].asstr()[()].tolist()):
+                    failures.append(f'perfsweep.open(): {column} values {got["values"][column]}')
+            break
+    if got['categories'].get('recompute', [])[:3] != ['none', 'selective', 'full']:
+        failures.append(f"recompute categories {got['categories'].get('recompute')}")
+    for column, unit in (('t', 's'), ('mem', 'GB'), ('throughput', 'samples/s'), ('mem_headroom', 'GB')):
+        if got['units'].get(column) != unit:
+            failures.append(f'df.attrs units {column}: {got["units"].get(column)!r}, expected {unit!r}')
+    # A file from before names (its option columns int64 codes with units "1", each named option's
+    # `codes` attribute, sp's none): read as the same names and categories.
+    old = os.path.join(work, 'old_codes.h5')
+    shutil.copy(h5, old)
+    with h5py.File(old, 'r+') as f:
+        for name, g in f.items():
+            if not (isinstance(g, h5py.Group) and 'top' in g):
+                continue
+            top = g['top']
+            for column in list(top.keys()):
+                if top[column].dtype.kind not in 'SO':
+                    continue
+                names = top[column].asstr()[()].tolist()
+                codes = top[column].attrs.get('codes')
+                codes = codes.decode() if isinstance(codes, bytes) else codes
+                order = [item.strip().partition(' ')[2] for item in codes.split(',')]
+                del top[column]
+                d = top.create_dataset(column, data=np.array([order.index(v) for v in names], dtype=np.int64))
+                d.attrs['units'] = np.bytes_('1')
+                if column != 'sp':
+                    d.attrs['codes'] = np.bytes_(codes)
+    old_got = json.loads(run(py, '-c', probe, old, capture_output=True, cwd=work).stdout)
+    for key in ('rows', 'best', 'categories', 'values'):
+        if old_got[key] != got[key]:
+            failures.append(f'a file of codes read as {key} {old_got[key]}, names as {got[key]}')
     script = os.path.join(venv, 'bin', 'perfsweep-h5')
     with open(script) as f:
         shebang = f.readline().strip()

@@ -143,11 +143,11 @@ def test_training_time_precision(h5, workdir):
             if name in NOT_SYSTEMS:
                 continue
             top = f[name]['top']
-            n, tp, prec = top['n_gpus'][()], top['throughput'][()], top['precision'][()]
-            for code, label in enumerate(('bf16', 'fp8', 'mxfp8')):
-                counts = sorted(set(n[prec == code].tolist()))
+            n, tp, prec = top['n_gpus'][()], top['throughput'][()], top['precision'].asstr()[()]
+            for label in ('bf16', 'fp8', 'mxfp8'):
+                counts = sorted(set(n[prec == label].tolist()))
                 if counts:
-                    want[f'{name} {label}'] = (counts, [tp[(prec == code) & (n == g)].max() for g in counts])
+                    want[f'{name} {label}'] = (counts, [tp[(prec == label) & (n == g)].max() for g in counts])
     check(set(d['systems']) == set(want), f'series {sorted(d["systems"])} != {sorted(want)}')
     check(any(k.endswith(' bf16') for k in want) and any(k.endswith(' fp8') for k in want),
           f'the file holds both data types: {sorted(want)}')
@@ -312,12 +312,12 @@ def test_configs(csv_path, workdir):
         close(d['time'][k], [float(r[k]) for r in rows], k)
     for k in ('wts_mem', 'wts_grad_mem', 'wts_optimizer_states_mem', 'acts_mem'):
         close(d['memory'][k], [float(r[k]) for r in rows], k)
-    close(d['hbm_capacity'], [float(r['hbm_capacity']) for r in rows], 'hbm_capacity')
+    close(d['mem_limit'], [float(r['mem_limit']) for r in rows], 'mem_limit')
     check(d['fits'] == [r['fits'].strip().lower() in ('1', 'true') for r in rows], 'fits')
     # the fastest configuration made not to fit: --limit keeps the fastest fitting ones
     fastest = max(range(len(rows)), key=lambda i: float(rows[i]['throughput']))
     rows[fastest]['fits'] = '0'
-    rows[fastest]['acts_mem'] = str(float(rows[fastest]['acts_mem']) + 2 * float(rows[fastest]['hbm_capacity']))
+    rows[fastest]['acts_mem'] = str(float(rows[fastest]['acts_mem']) + 2 * float(rows[fastest]['mem_limit']))
     csv_path = os.path.join(workdir, 'configs_not_fitting.csv')
     with open(csv_path, 'w', newline='') as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

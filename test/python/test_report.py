@@ -138,7 +138,14 @@ def bad(bin_dir, out):
 
     negative_t = altered('negative_t', set_value('H100-NVS8/top/t', -1.0))
     nan_throughput = altered('nan_throughput', set_value('H100-NVS8/top/throughput', float('nan')))
-    code_99 = altered('code_99', set_value('H100-NVS8/top/recompute', 99))
+    bogus_name = altered('bogus_name', set_value('H100-NVS8/top/recompute', b'odd'))
+
+    def old_codes(f):
+        # a file from before names: the option as integer codes, the first one no code of it
+        n = len(f['H100-NVS8/top/recompute'])
+        del f['H100-NVS8/top/recompute']
+        f['H100-NVS8/top'].create_dataset('recompute', data=np.array([99] + [0] * (n - 1), dtype=np.int64))
+    code_99 = altered('code_99', old_codes)
     zero_dp = altered('zero_dp', set_value('H100-NVS8/top/dp', 0))
 
     def bad_name(f):
@@ -150,6 +157,7 @@ def bad(bin_dir, out):
                        r'writes none: the file was altered'),
         ([nan_throughput], r'nan_throughput\.h5: /H100-NVS8/top/throughput\[0\]: = nan: not a finite'),
         ([code_99], r'code_99\.h5: /H100-NVS8/top/recompute\[0\]: = 99: not a value of the option'),
+        ([bogus_name], r"bogus_name\.h5: /H100-NVS8/top/recompute\[0\]: = 'odd': not a value of the option"),
         ([zero_dp], r'zero_dp\.h5: /H100-NVS8/top/dp\[0\]: = 0: not a degree or GPU count'),
         ([not_utf8], r'not_utf8\.h5: /H100-NVS8/name: not UTF-8 text'),
         ([f'{out}/absent.h5'], r'absent\.h5: no such file'),

@@ -28,6 +28,7 @@ import glob
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,8 +106,10 @@ def cmd_cli(bin_dir, out):
     p = run(sw + ['--system', 'B200', '--force', '-q'])
     check(p.stdout == '' and p.stderr == '', 'sweep --force -q overwrites, silently')
     p = run(sw + ['--system', 'B200', '--dry-run'])
-    check('work units' in p.stdout and 'units:' in p.stdout and len(p.stdout.splitlines()) <= 6,
+    check('work units' in p.stdout and 'units:' in p.stdout and len(p.stdout.splitlines()) <= 7,
           'sweep --dry-run: a summary')
+    check(re.search(r'^estimated time: about \S+ (s|min|h) on one rank', p.stdout, re.M) is not None,
+          'sweep --dry-run: the estimated duration')
     p = run(sw + ['--system', 'B200', '--dry-run', '-v'])
     check(len(p.stdout.splitlines()) > 6, 'sweep --dry-run -v: every work unit too')
     return 0

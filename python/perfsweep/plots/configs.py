@@ -6,15 +6,16 @@ DP, mbs, micro-batches per step, NVLink placement, throughput.
 Middle: its time per iteration split into compute, memory, TP/DP/PP communication and pipeline
 bubble, stacked in seconds (--percent: in percent of the iteration).
 Bottom: memory per GPU split into weights, weight gradients, optimizer states and activations,
-against the HBM capacity (dashed). Configurations that do not fit are hatched.
+against the memory limit (dashed: what the runtime can allocate, the number "fits" uses; the HBM
+capacity under the reference runtime). Configurations that do not fit are hatched.
 
   build/bin/configs ... > configs.csv
   /usr/bin/python3 scripts/plot_configs.py configs.csv --out configs
 
-The CSV has one row per configuration with columns n_gpus, strategy, dp, tp, tp1, tp2, pp, mbs,
-nb, nv_tp1, nv_tp2, nv_dp, nv_pp, micro_batches, the execution options (recompute, sp, zero, ...,
-coded as in the sweep's HDF5 columns), attention, throughput, fits, every totals key (t, mem,
-t_comp, ..., acts_mem) and hbm_capacity. Rows of several strategies (configs --strat all) or of
+The CSV has one row per configuration with columns system, n_gpus, strategy, dp, tp, tp1, tp2,
+pp, mbs, nb, nv_tp1, nv_tp2, nv_dp, nv_pp, micro_batches, the execution options (recompute, sp,
+zero, ..., by name; CSVs before names held codes, which are read too), attention, throughput,
+fits, mem_limit, mem_headroom, every totals key (t, mem, t_comp, ..., acts_mem) and hbm_capacity. Rows of several strategies (configs --strat all) or of
 lists of options name their strategy and the options that differ in the table.
 """
 import csv
@@ -27,16 +28,18 @@ from matplotlib.patches import Patch
 from .. import plotting as pp
 
 REQUIRED = ['n_gpus', 'strategy', 'dp', 'tp', 'pp', 'mbs', 'micro_batches', 'throughput', 'fits', 't', 'mem',
-            't_comp', 't_mem', 't_tp_comm', 't_dp_comm', 't_pp_comm', 't_bubble', 'hbm_capacity']
+            't_comp', 't_mem', 't_tp_comm', 't_dp_comm', 't_pp_comm', 't_bubble']
 MEMORY_PARTS = [('wts_mem', 'weights', '#4c72b0'), ('wts_grad_mem', 'weight gradients', '#64b5cd'),
                 ('wts_optimizer_states_mem', 'optimizer states', '#ccb974'), ('acts_mem', 'activations', '#dd8452')]
 INT_COLUMNS = ['n_gpus', 'dp', 'tp', 'tp1', 'tp2', 'pp', 'mbs', 'nb', 'nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp',
                'micro_batches']
-TEXT_COLUMNS = ['strategy', 'attention', 'launch']
-# The execution options' codes (model/plan.hpp kConfigKeys), as the table names them.
+# The execution options (model/execution_options.hpp), by name; the codes older CSVs held, by code.
 OPTION_NAMES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'], 'zero': None, 'interleave': None,
                 'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8'],
-                'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe']}
+                'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
+                'offload': ['none', 'optimizer', 'weights', 'activations'], 'offload_percent': None,
+                'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'fp8_params': ['off', 'on']}
+TEXT_COLUMNS = ['system', 'strategy', 'attention', 'launch'] + [k for k, v in OPTION_NAMES.items() if v]
 
 
 def _fits(v):
@@ -55,6 +58,8 @@ def read_csv(path):
         rows = list(reader)
         header = reader.fieldnames or []
     missing = [c for c in REQUIRED if c not in header]
+    if 'mem_limit' not in header and 'hbm_capacity' not in header:
+        missing.append('mem_limit')
     if missing:
         raise pp.PlotError(f'{path}: missing column(s) {", ".join(missing)}')
     if not rows:
@@ -94,12 +99,12 @@ def names(k):
 
 
 def option_text(cols, key, i):
-    v = cols[key][i]
-    if key not in OPTION_NAMES:
-        return str(v)
-    names = OPTION_NAMES[key]
-    code = int(float(v))
-    return names[code] if names and 0 <= code < len(names) else str(code)
+    v = str(cols[key][i])
+    names = OPTION_NAMES.get(key)
+    if not names or not v.lstrip('-').isdigit():
+        return v  # a name (or a number option's value) as the CSV gives it
+    code = int(v)  # an older CSV's code
+    return names[code] if 0 <= code < len(names) else v
 
 
 def table_rows(cols, idx):
@@ -127,7 +132,9 @@ def table_rows(cols, idx):
         if key in cols and len({str(cols[key][i]) for i in idx}) > 1:
             rows.append((key, [option_text(cols, key, i) for i in idx]))
     rows.append(('samples/s', [f'{cols["throughput"][i]:.4g}' for i in idx]))
-    rows.append(('fits in HBM', ['yes' if cols['fits'][i] else 'no' for i in idx]))
+    if 'system' in cols and len({cols['system'][i] for i in idx}) > 1:
+        rows.insert(1, ('system', [cols['system'][i] for i in idx]))
+    rows.append(('fits', ['yes' if cols['fits'][i] else 'no' for i in idx]))
     return rows
 
 
@@ -153,14 +160,15 @@ def main(argv):
     total = sum(time.values())
     stacked = {k: 100.0 * v / total for k, v in time.items()} if args.percent else time
     mem = {k: cols[k][idx] for k, _, _ in MEMORY_PARTS if k in cols}
-    capacity = cols['hbm_capacity'][idx]
+    # what "fits" used: the runtime's memory limit (an older CSV: the HBM capacity, the reference's)
+    capacity = cols['mem_limit'][idx] if 'mem_limit' in cols else cols['hbm_capacity'][idx]
 
     fig = pp.plt.figure(figsize=(max(7.0, 2.2 + 0.55 * len(idx)), 8.2))
     gs = fig.add_gridspec(3, 1, height_ratios=[0.25 * len(rows), 3.4, 2.4], hspace=0.12)
     ax_t = fig.add_subplot(gs[0])
     ax = fig.add_subplot(gs[1], sharex=ax_t)
     ax_m = fig.add_subplot(gs[2], sharex=ax_t)
-    pp.draw_table(ax_t, rows, red=lambda label, k: label == 'fits in HBM' and not fits[k])
+    pp.draw_table(ax_t, rows, red=lambda label, k: label == 'fits' and not fits[k])
 
     bottom = np.zeros(len(idx))
     for key, label in pp.TIME_COMPONENTS:
@@ -203,7 +211,7 @@ def main(argv):
     else:
         ax_m.bar(x, cols['mem'][idx], 0.62, color='#4c72b0', label='memory')
     ax_m.step(np.r_[x - 0.5, x[-1] + 0.5], np.r_[capacity, capacity[-1]], where='post', color='black',
-              linestyle='--', linewidth=1.2, label='HBM capacity')
+              linestyle='--', linewidth=1.2, label='memory limit')
     ax_m.set_ylim(0, 1.12 * max(float(np.nanmax(bottom if mem else cols['mem'][idx])), float(np.nanmax(capacity))))
     ax_m.set_ylabel('Memory per GPU (GB)')
     ax_m.set_xlim(-0.5, len(idx) - 0.5)
@@ -212,7 +220,7 @@ def main(argv):
     ax_m.set_xlabel('Configuration')
     ax_m.grid(True, axis='y', linestyle='--', linewidth=0.5, alpha=0.6)
     handles, labels = ax_m.get_legend_handles_labels()
-    cap_line = [h for h, lbl in zip(handles, labels) if lbl == 'HBM capacity']
+    cap_line = [h for h, lbl in zip(handles, labels) if lbl == 'memory limit']
     parts = [Patch(facecolor=c, label=lbl) for k, lbl, c in MEMORY_PARTS if k in mem][::-1] if mem else \
         [Patch(facecolor='#4c72b0', label='memory')]
     ax_m.legend(handles=cap_line + parts, loc='upper left', bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
@@ -228,7 +236,7 @@ def main(argv):
         'n_gpus': cols['n_gpus'][idx], 'strategy': cols['strategy'][idx], 'fits': fits,
         'table': {label: cells for label, cells in rows},
         'stacked': 'percent' if args.percent else 'seconds', 'time': stacked,
-        'memory': mem if mem else {'mem': cols['mem'][idx]}, 'hbm_capacity': capacity})
+        'memory': mem if mem else {'mem': cols['mem'][idx]}, 'mem_limit': capacity})
     print('\n'.join(paths))
     return 0
 

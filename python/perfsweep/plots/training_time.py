@@ -20,7 +20,6 @@ from .. import h5 as ps
 from .. import plotting as pp
 
 
-PRECISION_NAMES = ('bf16', 'fp8', 'mxfp8')  # the HDF5 column's values 0, 1, 2 (its `units` attribute)
 
 
 def best_by_precision(path, system):
@@ -31,14 +30,15 @@ def best_by_precision(path, system):
             raise pp.PlotError(f'{path}: {system}/top has no precision column (a sweep before precisions)')
         n = np.asarray(top['n_gpus'][()], dtype=np.int64)
         tp = np.asarray(top['throughput'][()], dtype=float)
-        prec = np.asarray(top['precision'][()], dtype=np.int64)
+        prec = ps.option_names(top['precision'])  # names; an older file's codes by its `codes` attribute
+        order = ps.option_order(top['precision'])
     out = {}
-    for code in sorted(set(prec.tolist())):
+    for name in sorted(set(prec.tolist()), key=lambda v: (order.index(v) if v in order else len(order), v)):
         counts, best = [], []
-        for g in sorted(set(n[prec == code].tolist())):
+        for g in sorted(set(n[prec == name].tolist())):
             counts.append(g)
-            best.append(float(tp[(prec == code) & (n == g)].max()))
-        out[PRECISION_NAMES[code]] = (np.asarray(counts, dtype=np.int64), np.asarray(best))
+            best.append(float(tp[(prec == name) & (n == g)].max()))
+        out[name] = (np.asarray(counts, dtype=np.int64), np.asarray(best))
     return out
 
 
