@@ -396,6 +396,10 @@ def mutate_h5(rng, data, work):
                 name = rng.choice(datasets)
                 del f[name]
                 what.append(f'{name} deleted')
+                # A second operation never names what the first deleted.
+                datasets.remove(name)
+                numeric = [d for d in numeric if d != name]
+                attrs = [(obj, key) for obj, key in attrs if obj != name]
     data = read(tmp, 'rb')
     os.remove(tmp)
     return data, '; '.join(what) or 'unchanged'
