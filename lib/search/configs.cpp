@@ -213,7 +213,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     }
     return out_values;
   };
-  auto enter = [&](std::size_t, std::size_t d, const Layout&) {
+  auto enter = [&](std::size_t, std::size_t d, const Choice&, const Layout&) {
     if (d == nb_dim) ++out.combinations;
     return true;
   };
