@@ -74,6 +74,7 @@ int run_validate(const MeasurementOptions& in, const std::string& system_name, c
 }
 
 int run_fit(const MeasurementOptions& in, const std::string& out) {
+  refuse_output_over_input(out, {in.file});
   const auto rows = in.read();
   comm::Calibration cal = comm::fit(rows);
   cal.source = in.file + (in.nodes.empty() ? "" : " (nodes " + in.nodes + ")");

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,18 @@ inline void add_common_flags(CLI::App& app, Verbosity& v) {
   app.add_flag("-v,--verbose", v.verbose, "debug logging");
 }
 
-// Logs to stderr (stdout carries the tool's tables) at the level -q/-v ask for.
-inline void use_stderr_log(const char* tool, const Verbosity& v) {
-  spdlog::set_default_logger(spdlog::stderr_color_mt(tool));
+// The tool's logger on stderr (stdout carries the tool's tables), replacing the default one. A
+// logger of its own each time, never one registered by name: a tool run in-process (the Python
+// module) runs again in the same process, where a second logger of one name would be refused.
+inline void set_stderr_logger(const char* tool) {
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>(tool, std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   spdlog::set_pattern("[%l] %v");
+}
+
+// Logs to stderr at the level -q/-v ask for.
+inline void use_stderr_log(const char* tool, const Verbosity& v) {
+  set_stderr_logger(tool);
   spdlog::set_level(v.quiet ? spdlog::level::warn : v.verbose ? spdlog::level::debug : spdlog::level::info);
 }
 

@@ -16,8 +16,7 @@ namespace perfsweep {
 
 inline void init_tool_logger(const char* name) {
   std::signal(SIGXFSZ, SIG_IGN);  // past a file-size limit, a write fails (reported) instead of killing
-  spdlog::set_default_logger(spdlog::stderr_color_mt(name));
-  spdlog::set_pattern("[%l] %v");
+  cli::set_stderr_logger(name);
 }
 
 // Parses the command line, then runs `body`; returns its exit code, 1 after an output that could

@@ -6,6 +6,7 @@
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <numeric>
@@ -51,6 +52,7 @@ struct Options {
   bool all_placements = false, fits_only = false, csv = false;
   std::string sort = "auto";
   std::size_t top = 0;
+  std::int64_t max_points = 1000000;
   std::string output;
   cli::BudgetOptions budget;
   cli::LaunchOptions launch;
@@ -194,7 +196,8 @@ std::vector<std::pair<const char*, std::string>> option_values(const ConfigRow& 
 // names) or differing between rows in an options column, and with several strategies
 // (several_strategies) each row's in a column.
 std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies, const std::vector<std::string>& listed,
-                     const System& sys, const Transformer& model, const std::vector<RowTraining>& training) {
+                     const System& sys, const Transformer& model, const Runtime& runtime,
+                     const std::vector<RowTraining>& training) {
   const bool budget = !training.empty() && training.front().budget.tokens > 0;
   const bool all_1d =
       std::all_of(rows.begin(), rows.end(), [](const ConfigRow& r) { return r.layout.strategy == Strategy::OneD; });
@@ -223,7 +226,9 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
     Execution shared = rows.front().layout.exec;
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
     if (varying.empty()) {
-      if (!(shared == Execution{})) out << "execution: " << execution_text(shared) << "\n";
+      if (!(shared == Execution{})) {
+        out << "execution: " << execution_text(shared, param_layout_text(runtime, shared.params)) << "\n";
+      }
     } else {
       std::string common, differ;
       for (std::size_t k = 1; k < first.size(); ++k) {  // attention is in the title unless it varies
@@ -232,7 +237,10 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
         const ExecutionOption& o = kExecutionOptions[k - 1];
         if (o.applies != nullptr && !o.applies(rows.front().layout)) continue;
-        common += (common.empty() ? "" : " ") + std::string(key) + "=" + first[k].second;
+        // the layout as the runtime keeps it (its own bytes per parameter where its file gives them)
+        const std::string value =
+            key == "layout" ? param_layout_text(runtime, rows.front().layout.exec.params) : first[k].second;
+        common += (common.empty() ? "" : " ") + std::string(key) + "=" + value;
       }
       for (std::size_t k : varying) differ += (differ.empty() ? "" : ", ") + std::string(first[k].first);
       out << "execution: " << common << "; per row (options): " << differ << "\n";
@@ -304,6 +312,29 @@ std::string to_table(const std::vector<ConfigRow>& rows, bool several_strategies
   return out.str();
 }
 
+// Progress of a long evaluation on the log, at most every kProgressSeconds: configurations done of
+// those counted, the rate and the time left.
+class ConfigProgress {
+ public:
+  explicit ConfigProgress(std::int64_t total) : total_(total), start_(std::chrono::steady_clock::now()), last_(start_) {}
+  void add(std::int64_t points) {
+    done_ += points;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < kProgressSeconds) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
+    const double rate = static_cast<double>(done_) / s;
+    spdlog::info("progress {}/{} configurations ({:.1f}%), {:.0f}/s, ETA {:.0f} s", done_, total_,
+                 100.0 * static_cast<double>(done_) / static_cast<double>(std::max<std::int64_t>(total_, 1)), rate,
+                 static_cast<double>(total_ - done_) / rate);
+  }
+
+ private:
+  static constexpr std::chrono::seconds kProgressSeconds{5};
+  std::int64_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 int run(const Options& o) {
   o.budget.check();
   const std::optional<LaunchFramework> launch = o.launch.parse();
@@ -328,10 +359,17 @@ int run(const Options& o) {
   const std::vector<Execution> stage_choices = parse_stage_block_choices(o.exec);
   const bool balance = balances_stages(o.exec);
   const Runtime runtime = choose_runtime(o.exec.runtime, sys, model);
+  if (!o.output.empty()) {
+    refuse_output_over_input(o.output,
+                             {model_file(o.model).string(), resolve_input(o.system, "systems").string(), runtime.file});
+  }
 
   // Each strategy's rows (its degrees, attention modes and execution options; --tp and --nv-tp
   // are 1d's, --tp1, --tp2, --nv-tp1 and --nv-tp2 the 2d strategies', --nb 2d's), checked before
   // any is evaluated.
+  bool ranges_given = false;
+  for (std::size_t i = 0; i < kAxisCount; ++i) ranges_given = ranges_given || !o.axes.degree[i].empty();
+  const bool by_throughput = o.sort == "throughput" || (o.sort == "auto" && !ranges_given);
   std::vector<ConfigRanges> ranges;
   std::vector<Strategy> run_strategies;
   for (const Strategy strategy : strategies) {
@@ -362,10 +400,28 @@ int run(const Options& o) {
     r.choices = runnable;
     r.stage_choices = stage_choices;
     r.balance_stages = balance;
+    r.stages_given = stage_blocks_given(o.exec);
     r.runtime = runtime;
+    r.fits_only = o.fits_only;
+    r.keep = o.top;
+    r.by_throughput = by_throughput;
     ranges.push_back(std::move(r));
     run_strategies.push_back(strategy);
   }
+  // The work, counted before any configuration is evaluated: refused past --max-points.
+  check_count(o.max_points, kMaxConfigPoints, "--max-points");
+  std::int64_t points = 0;
+  for (std::size_t k = 0; k < run_strategies.size(); ++k) {
+    points += count_configs(sys, model, run_strategies[k], o.n_gpus, o.global_batch, ranges[k], o.max_points - points);
+    if (points > o.max_points) {
+      throw InputError("configs would evaluate more than --max-points=" + std::to_string(o.max_points) +
+                       " configurations (layouts x NVLink placements); narrow the lists (--tp, --pp, --dp, --mbs, "
+                       "the execution options, --strat) or raise --max-points to run it");
+    }
+  }
+  spdlog::info("{} configurations (layouts x NVLink placements) to evaluate", points);
+  ConfigProgress progress(points);
+  for (ConfigRanges& r : ranges) r.on_points = [&](std::int64_t n) { progress.add(n); };
   ConfigSweep sweep;
   for (std::size_t k = 0; k < run_strategies.size(); ++k) {
     ConfigSweep one = sweep_configs(sys, model, run_strategies[k], o.n_gpus, o.global_batch, ranges[k]);
@@ -384,9 +440,6 @@ int run(const Options& o) {
     throw ConfigError("no configuration of " + std::to_string(o.n_gpus) + " GPUs " +
                       (o.fits_only ? "fits in memory among those asked for" : "matches the ranges asked for") + why);
   }
-  bool ranges_given = false;
-  for (std::size_t i = 0; i < kAxisCount; ++i) ranges_given = ranges_given || !o.axes.degree[i].empty();
-  const bool by_throughput = o.sort == "throughput" || (o.sort == "auto" && !ranges_given);
   if (by_throughput) {
     // Those that fit first, as the search ranks them; then the fastest of those that do not.
     std::stable_sort(rows.begin(), rows.end(), [](const ConfigRow& a, const ConfigRow& b) {
@@ -431,7 +484,7 @@ int run(const Options& o) {
     for (const ExecutionOption& eo : kExecutionOptions) {
       if (eo.searched()) several(eo.key, eo.count(choices));
     }
-    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, training);
+    std::cout << to_table(rows, run_strategies.size() > 1, listed_options, sys, model, runtime, training);
     if (!sweep.rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", sweep.rejections.size(), sweep.rejections.front().c_str());
     }
@@ -491,7 +544,12 @@ int main(int argc, char** argv) {
   app.add_option("--sort", o.sort, "throughput (fitting ones first), or config (the order asked for); auto: config when ranges are given")
       ->check(CLI::IsMember({"auto", "throughput", "config"}))
       ->capture_default_str();
-  app.add_option("--top", o.top, "keep the first K rows (0: all)")->capture_default_str();
+  app.add_option("--top", o.top, "keep the first K rows (0: all); memory holds K rows however many are evaluated")
+      ->capture_default_str();
+  app.add_option("--max-points", o.max_points,
+                 "refuse to start when more configurations than this (layouts x NVLink placements, counted first) "
+                 "would be evaluated")
+      ->capture_default_str();
   cli::add_common_flags(app, o.verbosity);
   o.budget.add_to(app);
   o.launch.add_to(app, "the first configuration listed, after the table (--csv, -o: each row's, a launch column),");

@@ -21,6 +21,7 @@
 #include "io/report.hpp"
 #include "model/step.hpp"
 #include "search/configs.hpp"
+#include "search/dimensions.hpp"
 #include "search/pipeline_advice.hpp"
 #include "search/search.hpp"
 
@@ -96,7 +97,6 @@ int run(const Options& o) {
     }
     layout.exec.zero = 0;
   }
-  const bool balance = balances_stages(o.exec);
   // Every placed axis's share given (an axis beyond the reference's needs none at its reference
   // degree): the placement is the user's; else the fastest of those the search tries that keep the given.
   const PlacedAxes& placed = placed_axes(layout.strategy);
@@ -108,7 +108,15 @@ int run(const Options& o) {
     all_given = all_given && (nv || a.degree(layout) == a.omitted_at);
   }
   layout.exec.stage_partition = runtime.stage_partition;  // the framework's partition, checked below
-  // --first-stage-blocks auto: balanced here for a given placement, else for each one tried.
+  // --first-stage-blocks auto, or neither given where pp does not split the depth evenly under a
+  // framework's runtime (as the search): balanced here for a given placement, else for each one tried.
+  const bool balance = balances_stages(o.exec) ||
+                       (!stage_blocks_given(o.exec) && balances_where_uneven(runtime, model, layout));
+  if (balance && !balances_stages(o.exec)) {
+    spdlog::info("pp={} does not divide depth {}: the stages balanced (--first-stage-blocks and "
+                 "--last-stage-blocks choose others)",
+                 layout.pp, model.depth);
+  }
   if (balance) layout = with_balanced_stages(sys, model, runtime, layout, o.global_batch);
   // Positivity of every degree is checked before placements are enumerated.
   validate_layout(sys, model, layout, o.global_batch);

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   }
   try {
     require_regular_or_absent(output, "output");
+    refuse_output_over_input(output, inputs);
     std::vector<SweepFile> files;
     for (const std::string& path : inputs) files.push_back(read_sweep_file(path));
     const std::string page = html_report(files);

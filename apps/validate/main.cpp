@@ -42,6 +42,7 @@
 #include "config/inputs.hpp"
 #include "config/kernels_file.hpp"
 #include "config/runtime_file.hpp"
+#include "core/files.hpp"
 #include "common/measurement_tool.hpp"
 #include "core/error.hpp"
 
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
 
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (fit_cluster->parsed()) {
+      refuse_output_over_input(cluster_out, {cluster_file, cluster_kernels});
       calib::RunSet set = calib::RunSet::Vtrain;
       for (const RunSetCommand& c : run_sets) {
         if (cluster_set == calib::run_set_name(c.set)) set = c.set;
@@ -288,6 +290,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
+    refuse_output_over_input(out_file, {fit_in.file, kernel_file, train_file});
     const System system = load_system_named(fit_system);
     const auto configs = fit_in.read();
     kernels::Calibration cal = calib::fit_kernels(system, configs, sm_count);

@@ -18,6 +18,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/limits.hpp"
 #include "model/parameters.hpp"
 #include "model/step.hpp"
@@ -39,6 +40,7 @@ struct CsvTable {
 CsvTable read_csv(const std::filesystem::path& path) {
   CsvTable t;
   t.file = path.string();
+  require_input_file(t.file);  // a FIFO would block the read
   std::ifstream in(path);
   if (!in) throw InputError(t.file + ": cannot open the measurements file");
   std::string text;

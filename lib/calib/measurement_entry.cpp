@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/limits.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep::calib {
 
@@ -11,7 +12,7 @@ std::string shown(const YAML::Node& n) {
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
   if (n.IsNull()) return "null";
-  return "'" + n.Scalar() + "'";
+  return quoted_text(n.Scalar());
 }
 
 namespace {
@@ -61,7 +62,7 @@ double seconds(const Entry& at, const YAML::Node& n, const std::string& field, b
   // A positive time is a divisor of relative errors: at least kMinMeasured, not a denormal.
   if (allow_zero ? !(v >= 0) : !(v >= kMinMeasured)) {
     at.fail(field, std::string("must be a ") + (allow_zero ? "non-negative time" : "positive time (at least 1e-12 s)") +
-                       ", got " + n.Scalar());
+                       ", got " + shown_text(n.Scalar()));
   }
   return v;
 }

@@ -13,6 +13,7 @@
 
 #include "core/csv.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/limits.hpp"
 
 namespace perfsweep::comm {
@@ -102,6 +103,7 @@ std::optional<CommType> collective_from_file_name(const std::filesystem::path& f
 }  // namespace
 
 std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file) {
+  require_input_file(file.string());  // a FIFO would block the read
   std::ifstream in(file);
   if (!in) throw InputError(file.string() + ": cannot open");
   std::string line;
@@ -152,6 +154,7 @@ std::vector<Measurement> read_measurements_csv(const std::filesystem::path& file
 std::vector<Measurement> read_nccl_tests_output(const std::filesystem::path& file, std::int64_t num_nodes,
                                                 std::int64_t gpus_per_node, std::optional<CommType> op) {
   check_placement(num_nodes, gpus_per_node, file.string());
+  require_input_file(file.string());  // a FIFO would block the read
   std::ifstream in(file);
   if (!in) throw InputError(file.string() + ": cannot open");
 

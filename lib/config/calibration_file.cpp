@@ -4,11 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "config/yaml_file.hpp"
@@ -85,8 +82,8 @@ const YAML::Node require(const YAML::Node& node, const char* key, const std::str
 double number(const YAML::Node& node, const char* key, const std::string& at) {
   const YAML::Node v = require(node, key, at);
   double x = 0;
-  if (!v.IsScalar() || !YAML::convert<double>::decode(v, x) || !std::isfinite(x)) {
-    throw InputError(at + ": " + key + " must be a number");
+  if (!v.IsScalar() || yaml_is_text(v) || !YAML::convert<double>::decode(v, x) || !std::isfinite(x)) {
+    throw InputError(at + ": " + key + " must be a number, got " + yaml_shown(v));
   }
   return x;
 }
@@ -94,9 +91,8 @@ double number(const YAML::Node& node, const char* key, const std::string& at) {
 std::int64_t integer(const YAML::Node& node, const char* key, const std::string& at) {
   const YAML::Node v = require(node, key, at);
   long long x = 0;
-  if (!v.IsScalar() || !YAML::convert<long long>::decode(v, x)) {
-    throw InputError(at + ": " + key + " must be an integer, got '" + (v.IsScalar() ? v.Scalar() : "<non-scalar>") +
-                     "'");
+  if (!v.IsScalar() || yaml_is_text(v) || !YAML::convert<long long>::decode(v, x)) {
+    throw InputError(at + ": " + key + " must be an integer, got " + yaml_shown(v));
   }
   return x;
 }
@@ -107,20 +103,12 @@ std::vector<double> numbers(const YAML::Node& node, const char* key, const std::
   std::vector<double> out;
   for (const YAML::Node& e : v) {
     double x = 0;
-    if (!e.IsScalar() || !YAML::convert<double>::decode(e, x) || !std::isfinite(x)) {
+    if (!e.IsScalar() || yaml_is_text(e) || !YAML::convert<double>::decode(e, x) || !std::isfinite(x)) {
       throw InputError(at + ": " + key + " must be a list of numbers");
     }
     out.push_back(x);
   }
   return out;
-}
-
-YAML::Node parse_yaml(const std::string& text, const std::string& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(file + ": malformed YAML: " + e.what());
-  }
 }
 
 // Chunk sizes and step times are interpolated between and divided by: at least kMinMeasured.
@@ -130,14 +118,9 @@ void check_positive(double v, const char* key, const std::string& at) {
 
 Calibration read_calibration(const std::filesystem::path& file) {
   const std::string f = file.string();
-  std::error_code ec;
-  std::ifstream in(file, std::ios::binary);
-  if (!std::filesystem::is_regular_file(file, ec) || !in) {
-    throw InputError(f + ": cannot open (no such file, or unreadable)");
-  }
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw InputError(f + ": cannot read");
-  const YAML::Node root = parse_yaml(text, f);
+  // the text read once: its hash (Calibration::file_text) is of what was read
+  const std::string text = read_input_file(f, kMaxInputBytes);
+  const YAML::Node root = load_yaml_text(text, f);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping (a calibration written by `comm fit`)");
   check_keys(root,
              {"format", "version", "source", "overhead_s", "node_extrapolation", "size_extrapolation", "collectives"},

@@ -79,11 +79,17 @@ std::int64_t parse_context_parallel(const ExecutionFlags& f) {
   return c.cp.front();
 }
 
+bool stage_blocks_given(const ExecutionFlags& f) { return !f.first_stage_blocks.empty() || !f.last_stage_blocks.empty(); }
+
 Execution parse_stage_blocks(const ExecutionFlags& f) {
   Execution x;
   if (!balances_stages(f)) {
-    x.first_stage_blocks = parse_integer_value(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
-    x.last_stage_blocks = parse_integer_value(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+    if (!f.first_stage_blocks.empty()) {
+      x.first_stage_blocks = parse_integer_value(f.first_stage_blocks, "--first-stage-blocks", 0, kMaxGpuCount);
+    }
+    if (!f.last_stage_blocks.empty()) {
+      x.last_stage_blocks = parse_integer_value(f.last_stage_blocks, "--last-stage-blocks", 0, kMaxGpuCount);
+    }
   }
   return x;
 }
@@ -92,6 +98,7 @@ std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& f) {
   if (balances_stages(f)) return {Execution{}};
   const auto values = [](const std::string& text, const char* flag) {
     std::vector<std::int64_t> out;
+    if (text.empty()) return std::vector<std::int64_t>{0};  // not given: an even share
     for (const std::string& v : split_flag_list(text, flag)) {
       const std::int64_t n = parse_integer_value(v, flag, 0, kMaxGpuCount);
       if (std::find(out.begin(), out.end(), n) != out.end()) {
@@ -133,7 +140,7 @@ std::string execution_arguments(const Execution& x) {
 bool balances_stages(const ExecutionFlags& f) {
   const bool first = f.first_stage_blocks == "auto", last = f.last_stage_blocks == "auto";
   const std::string& other = first ? f.last_stage_blocks : f.first_stage_blocks;
-  if (first != last && other != "0") {
+  if (first != last && !other.empty() && other != "0") {
     throw InputError(std::string(first ? "--first-stage-blocks" : "--last-stage-blocks") +
                      " auto chooses both end stages' blocks, so " +
                      (first ? "--last-stage-blocks " : "--first-stage-blocks ") + other + " cannot be given with it");

@@ -19,10 +19,12 @@ struct ExecutionFlags {
   std::array<std::string, kExecutionOptions.size()> lists;
   // --cp N (1d's context-parallel degree; docs/context_parallel.md): a degree of the tensor split.
   std::string cp = "1";
-  // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "0" not
-  // given; "auto" the partition balanced_stages chooses.
-  std::string first_stage_blocks = "0";
-  std::string last_stage_blocks = "0";
+  // --first-stage-blocks N|auto, --last-stage-blocks N|auto (`estimate`, `configs`): "" not
+  // given (the even split, or the balanced one where pp does not split the depth evenly under a
+  // runtime that runs uneven stages: balances_where_uneven); "0" an even share; "auto" the
+  // partition balanced_stages chooses.
+  std::string first_stage_blocks;
+  std::string last_stage_blocks;
   // --runtime NAME|FILE (runtimes/); "" for the default (config/runtime_file.hpp).
   std::string runtime;
   ExecutionFlags();
@@ -43,6 +45,9 @@ void check_execution_for_model(const ExecutionChoices& choices, const Transforme
 Execution parse_execution(const ExecutionFlags& flags, const Runtime& rt = reference_runtime());
 // --cp's one value (estimate): a degree of the tensor split, not of the execution.
 std::int64_t parse_context_parallel(const ExecutionFlags& flags);
+
+// Whether --first-stage-blocks or --last-stage-blocks was given (a number or auto).
+bool stage_blocks_given(const ExecutionFlags& flags);
 
 // The reference's execution with the end stages' blocks of --first-stage-blocks and
 // --last-stage-blocks (0: not given, and "auto" reads 0; balances_stages says so).

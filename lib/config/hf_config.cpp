@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "config/inputs.hpp"
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep {
 
@@ -64,24 +66,39 @@ class HfKeys {
     const std::optional<YAML::Node> n = find(key);
     return n ? positive(key, *n) : fallback;
   }
-  double number_or(const std::string& key, double fallback) {
+  // A probability (a dropout rate): a JSON number in [0, 1].
+  double probability_or(const std::string& key, double fallback) {
     const std::optional<YAML::Node> n = find(key);
     if (!n) return fallback;
-    try {
-      return n->as<double>();
-    } catch (const YAML::Exception&) {
-      throw InputError(file_ + ": " + key + " must be a number, got " + text(*n));
+    double v = 0;
+    if (!json_number(*n, v) || !(v >= 0 && v <= 1)) {
+      throw InputError(file_ + ": " + key + " must be a probability (a number in [0, 1]), got " + text(*n));
     }
+    return v;
+  }
+  // A finite JSON number (not text).
+  double number_or(const std::string& key, double fallback) {
+    const std::optional<YAML::Node> n = find(key);
+    return n ? number(key, *n) : fallback;
+  }
+  double number(const std::string& key, const YAML::Node& n) const {
+    double v = 0;
+    if (!json_number(n, v) || !std::isfinite(v)) throw InputError(file_ + ": " + key + " must be a number, got " + text(n));
+    return v;
   }
   bool flag_or(const std::string& key, bool fallback) {
     const std::optional<YAML::Node> n = find(key);
     if (!n) return fallback;
-    if (n->IsScalar() && (n->Scalar() == "true" || n->Scalar() == "false")) return n->Scalar() == "true";
+    if (!yaml_is_text(*n) && n->IsScalar() && (n->Scalar() == "true" || n->Scalar() == "false")) {
+      return n->Scalar() == "true";
+    }
     throw InputError(file_ + ": " + key + " must be true or false, got " + text(*n));
   }
   std::string text_or(const std::string& key, const std::string& fallback) {
     const std::optional<YAML::Node> n = find(key);
-    return n && n->IsScalar() ? n->Scalar() : fallback;
+    if (!n) return fallback;
+    if (!yaml_is_text(*n)) throw InputError(file_ + ": " + key + " must be a string, got " + text(*n));
+    return n->Scalar();
   }
 
   // A key the model cannot express: "FILE: key=value: instead".
@@ -104,14 +121,16 @@ class HfKeys {
           std::find(std::begin(kFreeKeys), std::end(kFreeKeys), key) != std::end(kFreeKeys)) {
         continue;
       }
-      unread += (unread.empty() ? "" : ", ") + key + "=" + text(kv.second);
+      unread += (unread.empty() ? "" : ", ") + shown_text(key) + "=" + text(kv.second);
     }
     if (!unread.empty()) out.push_back(file_ + ": not modelled, ignored: " + unread);
     return out;
   }
 
+  // A value for messages and warnings: a string in quotes, a number as written, at most
+  // kShownBytes of either (core/text.hpp).
   static std::string text(const YAML::Node& n) {
-    if (n.IsScalar()) return n.Scalar();
+    if (n.IsScalar()) return yaml_is_text(n) ? quoted_text(n.Scalar(), '"') : shown_text(n.Scalar());
     if (n.IsSequence()) return std::to_string(n.size()) + " values";
     if (n.IsMap()) return "{...}";
     return "null";
@@ -119,7 +138,7 @@ class HfKeys {
 
  private:
   I positive(const std::string& key, const YAML::Node& n) const {
-    if (n.IsScalar()) {
+    if (n.IsScalar() && !yaml_is_text(n)) {
       const std::string& s = n.Scalar();
       I v = 0;
       const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
@@ -128,11 +147,38 @@ class HfKeys {
     throw InputError(file_ + ": " + key + " must be a positive integer, got " + text(n));
   }
 
+  static bool json_number(const YAML::Node& n, double& v) {
+    return n.IsScalar() && !yaml_is_text(n) && YAML::convert<double>::decode(n, v);
+  }
+
   std::string file_;
   YAML::Node root_;
   std::set<std::string> read_;
   std::vector<std::string> warnings_;
 };
+
+// The launch-line numerics (model/transformer.hpp: rope_theta, rope_scaling_factor, norm_epsilon)
+// under the config class's key names; a key absent leaves the value unknown (0), since each
+// class has its own default. Only Llama 3.1's "llama3" rope_scaling has a factor the launch lines
+// can carry; another kind costs nothing either and stays a free key.
+void read_numerics(HfKeys& k, Transformer& t, const char* theta_key, const char* epsilon_key) {
+  if (theta_key != nullptr) t.rope_theta = k.number_or(theta_key, 0.0);
+  t.norm_epsilon = k.number_or(epsilon_key, 0.0);
+  if (const std::optional<YAML::Node> scaling = k.find("rope_scaling"); scaling && scaling->IsMap()) {
+    const YAML::Node kind = (*scaling)["rope_type"] ? (*scaling)["rope_type"] : (*scaling)["type"];
+    const YAML::Node factor = (*scaling)["factor"];
+    if (kind && kind.IsScalar() && kind.Scalar() == "llama3" && factor && !factor.IsNull()) {
+      t.rope_scaling_factor = k.number("rope_scaling.factor", factor);
+    }
+  }
+  const auto out_of_range = [&](const char* key, double v, bool ok) {
+    if (!ok) throw InputError(k.file() + ": " + key + " out of range, got " + std::to_string(v));
+  };
+  out_of_range(theta_key != nullptr ? theta_key : "rope_theta", t.rope_theta, t.rope_theta >= 0 && t.rope_theta < 1e12);
+  out_of_range(epsilon_key, t.norm_epsilon, t.norm_epsilon >= 0 && t.norm_epsilon < 1);
+  out_of_range("rope_scaling.factor", t.rope_scaling_factor,
+               t.rope_scaling_factor == 0 || (t.rope_scaling_factor >= 1 && t.rope_scaling_factor <= 1024));
+}
 
 // The names of one config class's shape keys, and transformers' defaults (0: the key is required).
 struct ShapeKeys {
@@ -171,11 +217,12 @@ void read_llama_like(HfKeys& k, Transformer& t, bool tie_default, bool windowed 
   t.mlp = MlpKind::SwiGlu;
   t.norm = NormKind::RmsNorm;
   t.bias = false;
-  t.dropout = k.number_or("attention_dropout", 0.0);
+  t.dropout = k.probability_or("attention_dropout", 0.0);
+  read_numerics(k, t, "rope_theta", "rms_norm_eps");
   // Gemma's GeGLU has the shapes and nearly the flops of SwiGLU (a tanh GELU for the SiLU).
   for (const char* key : {"hidden_act", "hidden_activation"}) {
     const std::string act = k.text_or(key, "silu");
-    if (act != "silu") k.cannot_express(key, act, "the gated MLP is costed with SwiGLU's SiLU");
+    if (act != "silu") k.cannot_express(key, shown_text(act), "the gated MLP is costed with SwiGLU's SiLU");
   }
   if (const I head_dim = k.integer_or("head_dim", t.e / t.h); head_dim * t.h != t.e) {
     k.cannot_express("head_dim", std::to_string(head_dim),
@@ -257,9 +304,10 @@ void read_gpt2(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"n_embd", "n_head", "n_layer", "n_inner", 4, "n_positions", 1024, true});
   k.find("n_ctx");  // the older name of n_positions
   t.learned_positions = true;
-  t.dropout = k.number_or("resid_pdrop", 0.1);
-  k.find("embd_pdrop");
-  k.find("attn_pdrop");
+  read_numerics(k, t, nullptr, "layer_norm_epsilon");
+  t.dropout = k.probability_or("resid_pdrop", 0.1);
+  k.probability_or("embd_pdrop", 0);
+  k.probability_or("attn_pdrop", 0);
   k.find("activation_function");
 }
 
@@ -269,10 +317,11 @@ void read_gpt_neox(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size", 0,
                     "max_position_embeddings", 0, false});
   t.bias = k.flag_or("attention_bias", true);
+  read_numerics(k, t, "rotary_emb_base", "layer_norm_eps");
   // hidden_dropout_prob and attention_probs_dropout_prob: the names of configs before transformers 4.23.
-  t.dropout = k.number_or("hidden_dropout", k.number_or("hidden_dropout_prob", 0.0));
-  k.find("attention_dropout");
-  k.find("attention_probs_dropout_prob");
+  t.dropout = k.probability_or("hidden_dropout", k.probability_or("hidden_dropout_prob", 0.0));
+  k.probability_or("attention_dropout", 0);
+  k.probability_or("attention_probs_dropout_prob", 0);
   k.find("hidden_act");
   if (k.flag_or("use_parallel_residual", true)) {
     k.cannot_express("use_parallel_residual", "true", "attention and MLP are costed one after the other");
@@ -285,8 +334,9 @@ void read_falcon(HfKeys& k, Transformer& t) {
   read_shape(k, t, {"hidden_size", "num_attention_heads", "num_hidden_layers", "ffn_hidden_size", 4,
                     "max_position_embeddings", 2048, true});
   t.bias = k.flag_or("bias", false);
-  t.dropout = k.number_or("hidden_dropout", 0.0);
-  k.find("attention_dropout");
+  read_numerics(k, t, "rope_theta", "layer_norm_epsilon");
+  t.dropout = k.probability_or("hidden_dropout", 0.0);
+  k.probability_or("attention_dropout", 0);
   k.find("activation");
   // The new decoder architecture (Falcon-40B/180B) has num_kv_heads groups; the old one is
   // multi-query (one key/value head) unless multi_query is false.
@@ -349,7 +399,7 @@ HfModel load_hf_config(const fs::path& file) {
   const std::string f = file.string();
   if (!root.IsMap()) throw InputError(f + ": expected a JSON object of keys to values");
   const YAML::Node type = root["model_type"];
-  if (!type || !type.IsScalar()) {
+  if (!type || !yaml_is_text(type)) {
     throw InputError(f + ": neither a perfsweep model (no embed_dim) nor a Hugging Face config (no model_type)");
   }
   const auto reader = std::find_if(kReaders.begin(), kReaders.end(),
@@ -357,11 +407,12 @@ HfModel load_hf_config(const fs::path& file) {
   if (reader == kReaders.end()) {
     std::string known;
     for (const std::string& t : hf_model_types()) known += (known.empty() ? "" : ", ") + t;
-    throw InputError(f + ": Hugging Face model_type '" + type.Scalar() + "' has no reader; known: " + known);
+    throw InputError(f + ": Hugging Face model_type '" + shown_text(type.Scalar()) + "' has no reader; known: " + known);
   }
   HfKeys keys(file, root);
   HfModel out;
   out.model.name = hf_name(file);
+  check_name(f + ": the model's name (its folder's or file's name)", out.model.name, NameUse::kLabel);
   reader->read(keys, out.model);
   check_model(out.model, f);
   out.warnings = keys.warnings();

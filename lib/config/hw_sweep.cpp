@@ -6,12 +6,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <set>
 #include <string>
 
 #include "config/inputs.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep {
 
@@ -51,13 +51,13 @@ System system_for(const YAML::Node& n, const std::string& where, const std::file
 }
 
 double number(const YAML::Node& n, const std::string& where) {
-  if (!n.IsScalar()) throw InputError(where + " must be a number");
+  if (!n.IsScalar() || yaml_is_text(n)) throw InputError(where + " must be a number, got " + yaml_shown(n));
   try {
     const double v = n.as<double>();
-    if (!std::isfinite(v)) throw InputError(where + " must be finite, got " + n.Scalar());
+    if (!std::isfinite(v)) throw InputError(where + " must be finite, got " + yaml_shown(n));
     return v;
   } catch (const YAML::BadConversion&) {
-    throw InputError(where + " must be a number, got '" + n.Scalar() + "'");
+    throw InputError(where + " must be a number, got " + yaml_shown(n));
   }
 }
 
@@ -71,10 +71,11 @@ std::vector<double> parse_values(const YAML::Node& spec, const std::string& para
     if (!l.IsSequence() || l.size() != 3) throw InputError(where + ".linspace must be [start, stop, num]");
     const double num = number(l[2], where + ".linspace num");
     if (num < 1 || num != std::floor(num)) {
-      throw InputError(where + ".linspace num must be a positive integer, got " + l[2].Scalar());
+      throw InputError(where + ".linspace num must be a positive integer, got " + shown_text(l[2].Scalar()));
     }
     if (num > static_cast<double>(kMaxAxisValues)) {
-      throw InputError(where + ".linspace num must be at most " + std::to_string(kMaxAxisValues) + ", got " + l[2].Scalar());
+      throw InputError(where + ".linspace num must be at most " + std::to_string(kMaxAxisValues) + ", got " +
+                       shown_text(l[2].Scalar()));
     }
     values = linspace(number(l[0], where + ".linspace start"), number(l[1], where + ".linspace stop"),
                       static_cast<std::int64_t>(num));
@@ -147,33 +148,33 @@ HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
   const std::string f = file.string();
   const YAML::Node root = load_yaml_file(file);
   if (!root.IsMap()) throw InputError(f + ": expected a mapping with keys base and axes");
-  // yaml-cpp keeps every copy of a key given twice and a lookup finds the first: refused, as in
-  // every other input file (a duplicated axis parameter would reach the output as two datasets).
-  std::set<std::string> seen;
+  // (load_yaml_file refuses a key given twice at any depth: a duplicated axis parameter would
+  // reach the output as two datasets)
   for (const auto& kv : root) {
-    const std::string k = yaml_scalar(kv.first, f + ": a key", "a plain name");
+    const std::string& k = kv.first.Scalar();
     if (k != "description" && k != "base" && k != "axes") throw InputError(f + ": unknown key '" + k + "'");
-    if (!seen.insert(k).second) throw InputError(f + ": duplicate key '" + k + "'");
   }
   HardwareSweep sw;
   sw.name = file.stem().string();
+  check_name(f + ": the sweep's name (its file name)", sw.name, NameUse::kLabel);
   if (root["description"]) sw.description = yaml_scalar(root["description"], f + ": description", "a text");
   const YAML::Node base = root["base"];
   if (!base || !base.IsMap()) throw InputError(f + ": missing key 'base' ({system: NAME, nvs: N})");
-  seen.clear();
   for (const auto& kv : base) {
-    const std::string k = yaml_scalar(kv.first, f + ": base: a key", "a plain name");
+    const std::string& k = kv.first.Scalar();
     if (k != "system" && k != "nvs") throw InputError(f + ": base: unknown key '" + k + "'");
-    if (!seen.insert(k).second) throw InputError(f + ": base: duplicate key '" + k + "'");
   }
   if (!base["system"]) throw InputError(f + ": base: missing key 'system'");
   sw.base_system = yaml_scalar(base["system"], f + ": base.system", "a system name or path");
   sw.base = system_for(base["system"], f + ": base.system", file.parent_path());
   if (base["nvs"]) {
     const double nvs = number(base["nvs"], f + ": base.nvs");
-    if (nvs < 1 || nvs != std::floor(nvs)) throw InputError(f + ": base.nvs must be a positive integer, got " + base["nvs"].Scalar());
+    if (nvs < 1 || nvs != std::floor(nvs)) {
+      throw InputError(f + ": base.nvs must be a positive integer, got " + shown_text(base["nvs"].Scalar()));
+    }
     if (nvs > static_cast<double>(kMaxNvlinkDomain)) {
-      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " + base["nvs"].Scalar());
+      throw InputError(f + ": base.nvs must be at most " + std::to_string(kMaxNvlinkDomain) + ", got " +
+                       shown_text(base["nvs"].Scalar()));
     }
     sw.base.nvlink_size = static_cast<std::int64_t>(nvs);
   }
@@ -198,9 +199,6 @@ HardwareSweep read_hardware_sweep(const std::filesystem::path& file) {
         for (const SweepParameter& q : other.parameters) {
           if (q.name == p.name) throw InputError(where + ": '" + p.name + "' is swept on two axes");
         }
-      }
-      for (const SweepParameter& q : axis.parameters) {
-        if (q.name == p.name) throw InputError(where + ": duplicate key '" + p.name + "'");
       }
       p.values = parse_values(kv.second, p.name, where + "." + p.name, file.parent_path());
       for (double v : p.values) check_value(p.name, v, where + "." + p.name);

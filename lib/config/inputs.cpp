@@ -22,7 +22,9 @@
 #include "config/kernels_file.hpp"
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/limits.hpp"
+#include "core/text.hpp"
 #include "core/units.hpp"
 
 #ifndef PERFSWEEP_SOURCE_DIR
@@ -39,26 +41,14 @@ namespace {
 // ("embed_dimm") is an error rather than a silently ignored line.
 class Mapping {
  public:
-  Mapping(const fs::path& file, std::initializer_list<std::string_view> allowed_keys) : file_(file.string()) {
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) throw InputError(file_ + ": no such file");
-    try {
-      root_ = YAML::LoadFile(file_);
-    } catch (const YAML::BadFile&) {
-      throw InputError(file_ + ": cannot read file");
-    } catch (const YAML::Exception& e) {
-      throw InputError(file_ + ": malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
-                       std::to_string(e.mark.column + 1) + ": " + e.msg);
-    }
+  Mapping(const fs::path& file, std::initializer_list<std::string_view> allowed_keys)
+      : file_(file.string()), root_(load_yaml_file(file)) {
     if (!root_.IsMap()) throw InputError(file_ + ": expected a mapping of keys to values");
-    std::set<std::string> seen;
     for (const auto& kv : root_) {
-      if (!kv.first.IsScalar()) throw InputError(file_ + ": keys must be plain names");
       const std::string& key = kv.first.Scalar();
       if (std::find(allowed_keys.begin(), allowed_keys.end(), key) == allowed_keys.end()) {
-        throw InputError(file_ + ": unknown key '" + key + "'");
+        throw InputError(file_ + ": unknown key '" + shown_text(key) + "'");
       }
-      if (!seen.insert(key).second) throw InputError(file_ + ": duplicate key '" + key + "'");
     }
   }
 
@@ -83,7 +73,7 @@ class Mapping {
     if (n.IsSequence()) return "a list";
     if (n.IsMap()) return "a mapping";
     if (n.IsNull()) return "nothing";
-    return n.Tag() == "!" ? "\"" + n.Scalar() + "\"" : n.Scalar();
+    return n.Tag() == "!" ? quoted_text(n.Scalar(), '"') : shown_text(n.Scalar());
   }
 
   // The text of a plain (unquoted) scalar, less one leading '+' (which from_chars refuses), or
@@ -121,7 +111,8 @@ class Mapping {
         return q->number * u.factor;
       }
     }
-    throw InputError(file_ + ": " + key + ": unknown unit '" + q->unit + "' in '" + n.Scalar() + "' (known: " +
+    throw InputError(file_ + ": " + key + ": unknown unit " + quoted_text(q->unit) + " in " + quoted_text(n.Scalar()) +
+                     " (known: " +
                      unit_names(units) + "; a bare number is " + units.front().name + ")");
   }
 
@@ -169,7 +160,9 @@ class Mapping {
   }
 
   std::string text(const std::string& key, const YAML::Node& n) const {
-    if (!n.IsScalar() || n.Scalar().empty()) throw InputError(file_ + ": " + key + " must be a non-empty string");
+    if (!n.IsScalar() || n.Scalar().empty()) {
+      throw InputError(file_ + ": " + key + " must be a non-empty string, got " + shown(n));
+    }
     return n.Scalar();
   }
 
@@ -258,22 +251,21 @@ std::shared_ptr<const NetworkScaling> load_network_scaling(const Mapping& m, con
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     std::int64_t v = 0;
     double b = 0;
-    try {
-      v = nodes[i].as<std::int64_t>();
-      b = bus[i].as<double>();
-    } catch (const YAML::Exception&) {
-      throw InputError(at + ": entry " + std::to_string(i + 1) + ": expected a node count and a bandwidth, got '" +
-                       (nodes[i].IsScalar() ? nodes[i].Scalar() : std::string("?")) + "', '" +
-                       (bus[i].IsScalar() ? bus[i].Scalar() : std::string("?")) + "'");
+    if (yaml_is_text(nodes[i]) || yaml_is_text(bus[i]) || !YAML::convert<std::int64_t>::decode(nodes[i], v) ||
+        !YAML::convert<double>::decode(bus[i], b)) {
+      throw InputError(at + ": entry " + std::to_string(i + 1) + ": expected a node count and a bandwidth, got " +
+                       Mapping::shown(nodes[i]) + ", " + Mapping::shown(bus[i]));
     }
     if (v < 2 || v > kMaxGpuCount) throw InputError(at + ".nodes: must be in [2, " + std::to_string(kMaxGpuCount) + "], got " + std::to_string(v));
     if (!net->nodes.empty() && v <= net->nodes.back()) throw InputError(at + ".nodes: must ascend, got " + std::to_string(v) + " after " + std::to_string(net->nodes.back()));
-    if (!(b >= 1e-3 && b <= 1e9)) throw InputError(at + ".allreduce_bus_GBps: must be in [0.001, 1e+09] GB/s, got " + bus[i].Scalar());
+    if (!(b >= 1e-3 && b <= 1e9)) {
+      throw InputError(at + ".allreduce_bus_GBps: must be in [0.001, 1e+09] GB/s, got " + Mapping::shown(bus[i]));
+    }
     net->nodes.push_back(v);
     net->allreduce_bus_GBps.push_back(b);
   }
   if (const YAML::Node src = n["source"]) {
-    if (!src.IsScalar()) throw InputError(at + ".source: expected text");
+    if (!src.IsScalar()) throw InputError(at + ".source: expected text, got " + Mapping::shown(src));
     net->source = src.Scalar();
   }
   return net;
@@ -306,6 +298,7 @@ std::shared_ptr<const std::vector<NetworkTier>> load_network_tiers(const Mapping
     const YAML::Node name = t["name"];
     if (!name) throw InputError(m.file() + ": " + key + ": missing key 'name'");
     tier.name = m.text(key + ".name", name);
+    check_name(m.file() + ": " + key + ".name", tier.name, NameUse::kLabel);
     key = "network_tiers[" + tier.name + "]";
     const std::string where = m.file() + ": " + key;
     if (const YAML::Node v = t["domains"]) {
@@ -353,6 +346,7 @@ System load_system(const fs::path& file) {
   System s;
   s.name = default_name(file);
   if (auto n = m.find("name")) s.name = m.text("name", *n);
+  check_name(m.file() + ": name", s.name, NameUse::kGroup);
   for (const SystemKey& k : kSystemKeys) {
     const std::optional<YAML::Node> n = k.required ? m.require(k.name) : m.find(k.name);
     if (!n) continue;
@@ -426,6 +420,25 @@ void load_model_options(const Mapping& m, Transformer& t) {
       }
     }
   }
+  // Launch-line numerics (model/transformer.hpp), no cost: each a positive number in its range.
+  if (auto n = m.find("rope_theta")) {
+    t.rope_theta = m.number("rope_theta", *n);
+    if (!(t.rope_theta > 0 && t.rope_theta < 1e12)) {
+      throw InputError(m.file() + ": rope_theta must be > 0 and < 1e12, got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("rope_scaling_factor")) {
+    t.rope_scaling_factor = m.number("rope_scaling_factor", *n);
+    if (!(t.rope_scaling_factor >= 1 && t.rope_scaling_factor <= 1024)) {
+      throw InputError(m.file() + ": rope_scaling_factor must be in [1, 1024], got " + Mapping::shown(*n));
+    }
+  }
+  if (auto n = m.find("norm_epsilon")) {
+    t.norm_epsilon = m.number("norm_epsilon", *n);
+    if (!(t.norm_epsilon > 0 && t.norm_epsilon < 1)) {
+      throw InputError(m.file() + ": norm_epsilon must be in (0, 1), got " + Mapping::shown(*n));
+    }
+  }
   if (auto n = m.find("moe")) {
     if (!n->IsMap()) throw InputError(m.file() + ": moe must be a mapping (experts, top_k, ffn_dim, ...), got " +
                                       Mapping::shown(*n));
@@ -456,10 +469,12 @@ void load_model_options(const Mapping& m, Transformer& t) {
 Transformer load_model(const fs::path& file) {
   const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples",
                          "num_kv_heads", "mlp", "norm", "bias", "qkv_bias", "dropout", "causal", "vocab_size", "tie_embeddings",
-                         "learned_positions", "logits_dtype", "moe"});
+                         "learned_positions", "logits_dtype", "moe", "rope_theta", "rope_scaling_factor",
+                         "norm_epsilon"});
   Transformer t;
   t.name = default_name(file);
   if (auto n = m.find("name")) t.name = m.text("name", *n);
+  check_name(m.file() + ": name", t.name, NameUse::kLabel);
   t.l = m.positive_integer("seq_len", m.require("seq_len"));
   t.e = m.positive_integer("embed_dim", m.require("embed_dim"));
   t.h = m.positive_integer("num_heads", m.require("num_heads"));
@@ -492,6 +507,9 @@ void check_model(const Transformer& model, const std::string& where) {
                      std::to_string(model.moe.experts));
   }
   if (model.qkv_bias && model.bias) throw InputError(where + ": qkv_bias: true needs bias: false (bias: true has it)");
+  if (!(model.dropout >= 0 && model.dropout < 1)) {
+    throw InputError(where + ": dropout=" + yaml_double(model.dropout) + " must be a probability in [0, 1)");
+  }
   if (const std::string error = model_limits_error(model); !error.empty()) throw InputError(where + ": " + error);
 }
 
@@ -499,9 +517,12 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
   if (name_or_path.empty()) throw InputError("empty " + singular(kind) + " name");
   std::error_code ec;
   const fs::path as_path(name_or_path);
-  if (fs::is_regular_file(as_path, ec)) return as_path;
+  const fs::file_status status = fs::status(as_path, ec);
+  if (fs::is_regular_file(status)) return as_path;
   if (name_or_path.find('/') != std::string::npos || has_input_extension(name_or_path)) {
-    throw InputError(name_or_path + ": no such file");
+    // a FIFO, a device or a folder is read as given, and its reader names what it is
+    if (fs::exists(status)) return as_path;
+    throw InputError(shown_text(name_or_path) + ": no such file");
   }
   std::vector<fs::path> dirs;
   if (const char* data_dir = std::getenv("PERFSWEEP_DATA_DIR"); data_dir && *data_dir) {
@@ -519,7 +540,7 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
   for (const fs::path& dir : dirs) add_available_names(dir, names);
   std::string list;
   for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw InputError("unknown " + singular(kind) + " '" + name_or_path + "'; available: " +
+  throw InputError("unknown " + singular(kind) + " " + quoted_text(name_or_path) + "; available: " +
                    (list.empty() ? std::string("(none)") : list));
 }
 
@@ -527,15 +548,17 @@ System load_system_named(const std::string& name_or_path) { return load_system(r
 
 Transformer load_model_named(const std::string& name_or_path) { return read_model(name_or_path).model; }
 
-ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
+fs::path model_file(const std::string& name_or_path) {
   std::error_code ec;
   fs::path file(name_or_path);
-  if (fs::is_directory(file, ec)) {
-    file /= "config.json";
-    if (!fs::is_regular_file(file, ec)) throw InputError(name_or_path + ": a folder without config.json");
-  } else {
-    file = resolve_input(name_or_path, "models");
-  }
+  if (!fs::is_directory(file, ec)) return resolve_input(name_or_path, "models");
+  file /= "config.json";
+  if (!fs::exists(file, ec)) throw InputError(shown_text(name_or_path) + ": a folder without config.json");
+  return file;
+}
+
+ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
+  const fs::path file = model_file(name_or_path);
   ModelInput in;
   if (is_hf_config(file)) {
     HfModel hf = load_hf_config(file);
@@ -554,18 +577,12 @@ ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len) {
 std::string system_key_range(const SystemKey& k) {
   char range[96];
   const bool unitless = std::string_view(k.unit) == "1";
-  std::snprintf(range, sizeof range, "%s%g, %g]%s%s", k.min_open ? "(" : "[", k.min, k.max, unitless ? "" : " ",
-                unitless ? "" : k.unit);
+  std::snprintf(range, sizeof range, "%s%s%g, %g]%s%s", k.zero_means_none ? "0 or " : "", k.min_open ? "(" : "[", k.min,
+                k.max, unitless ? "" : " ", unitless ? "" : k.unit);
   return range;
 }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": no such file");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+std::string read_text(const fs::path& file) { return read_input_file(file.string(), kMaxInputBytes); }
 
 std::string system_to_yaml(const System& system) {
   std::string out = "name: " + yaml_quoted(system.name) + "\n";
@@ -643,6 +660,9 @@ std::string model_to_yaml(const Transformer& model) {
     out += std::string("learned_positions: ") + (model.learned_positions ? "true" : "false") + "\n";
     out += std::string("logits_dtype: ") + (model.logits_dtype == LogitsDtype::Fp32 ? "fp32" : "bf16") + "\n";
   }
+  if (model.rope_theta > 0) out += "rope_theta: " + yaml_double(model.rope_theta) + "\n";
+  if (model.rope_scaling_factor > 0) out += "rope_scaling_factor: " + yaml_double(model.rope_scaling_factor) + "\n";
+  if (model.norm_epsilon > 0) out += "norm_epsilon: " + yaml_double(model.norm_epsilon) + "\n";
   if (model.is_moe()) {
     const MoeOptions& o = model.moe;
     out += "moe: {experts: " + std::to_string(o.experts) + ", top_k: " + std::to_string(o.top_k) +

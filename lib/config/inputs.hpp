@@ -44,6 +44,9 @@ struct ModelInput {
   std::vector<std::string> warnings;  // one line each, naming the file and the key
 };
 
+// The file a model argument names: a folder's config.json, or resolve_input's file.
+std::filesystem::path model_file(const std::string& name_or_path);
+
 // `name_or_path`: a model name (as load_model_named), a model YAML, a Hugging Face config.json or
 // a folder holding one (config/hf_config.hpp). seq_len > 0 replaces the file's sequence length
 // (--seq-len), checked as the file's would be.

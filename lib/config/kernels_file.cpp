@@ -8,6 +8,7 @@
 
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "core/files.hpp"
 #include "core/limits.hpp"
 
@@ -68,16 +69,13 @@ class Reader {
   double number(const YAML::Node& node, const Field& f, const std::string& at) const {
     const YAML::Node n = node[f.name];
     double v = NAN;
-    try {
-      v = n.as<double>();
-    } catch (const YAML::Exception&) {
-      throw InputError(file_ + ": " + at + "." + f.name + " must be a number, got '" + (n.IsScalar() ? n.Scalar() : "?") +
-                       "'");
+    if (yaml_is_text(n) || !YAML::convert<double>::decode(n, v)) {  // "0.5" in quotes is text
+      throw InputError(file_ + ": " + at + "." + f.name + " must be a number, got " + yaml_shown(n));
     }
     const bool ok = std::isfinite(v) && (f.min_open ? v > f.min : v >= f.min) && v <= f.max;
     if (!ok) {
       throw InputError(file_ + ": " + at + "." + f.name + " must be in " + (f.min_open ? "(" : "[") +
-                       std::to_string(f.min) + ", " + std::to_string(f.max) + "], got " + n.Scalar());
+                       std::to_string(f.min) + ", " + std::to_string(f.max) + "], got " + shown_text(n.Scalar()));
     }
     return v;
   }

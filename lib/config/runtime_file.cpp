@@ -4,14 +4,15 @@
 
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <span>
 #include <string_view>
 
 #include "config/inputs.hpp"
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/hash.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep {
 namespace {
@@ -46,7 +47,13 @@ struct MemberKey {
 };
 using BoolKey = MemberKey<Runtime, bool>;
 using Fp8BoolKey = MemberKey<Fp8Policy, bool>;  // how the runtime runs FP8, beside fp8_recipe
-using StateKey = MemberKey<StateBytes, double>;
+// A state's bytes per parameter; the required ones are what every training step keeps (an
+// optimizer without moments states 0), the others are 0 unless given (docs/runtimes.md).
+struct StateKey {
+  const char* name;
+  double StateBytes::*member;
+  bool required;
+};
 inline constexpr BoolKey kBoolKeys[] = {
     {"p2p_scatter_gather", &Runtime::p2p_scatter_gather}, {"sp_backward_gather", &Runtime::sp_backward_gather},
     {"fused_elementwise", &Runtime::fused_elementwise},   {"dp_after_backward", &Runtime::dp_after_backward},
@@ -60,11 +67,11 @@ inline constexpr Fp8BoolKey kFp8BoolKeys[] = {
     {"fp8_saved_inputs", &Fp8Policy::saved_inputs},
 };
 inline constexpr StateKey kStateKeys[] = {
-    {"weights", &StateBytes::weights},          {"gradients", &StateBytes::gradients},
-    {"accumulator", &StateBytes::accumulator},  {"master", &StateBytes::master},
-    {"moments", &StateBytes::moments},          {"casts", &StateBytes::casts},
-    {"zero_gradient_shard", &StateBytes::zero_gradient_shard},
-    {"zero_gather_buffer", &StateBytes::zero_gather_buffer},
+    {"weights", &StateBytes::weights, true},           {"gradients", &StateBytes::gradients, true},
+    {"accumulator", &StateBytes::accumulator, false},  {"master", &StateBytes::master, true},
+    {"moments", &StateBytes::moments, true},           {"casts", &StateBytes::casts, false},
+    {"zero_gradient_shard", &StateBytes::zero_gradient_shard, false},
+    {"zero_gather_buffer", &StateBytes::zero_gather_buffer, false},
 };
 // The values of the keys that name one of a few, in the order of their masks' bits and enums.
 constexpr std::string_view kStrategyNames[] = {"1d", "2d", "2d-seqp"};        // Strategy
@@ -89,29 +96,28 @@ class Reader {
     throw InputError(file_ + ": " + key + ": " + what);
   }
   std::string scalar(const YAML::Node& n, const std::string& key) const {
-    if (!n.IsScalar()) fail(key, "expected a single value, got a " + std::string(n.IsSequence() ? "list" : "mapping"));
+    if (!n.IsScalar()) fail(key, "expected a single value, got " + yaml_shown(n) + yaml_line(n));
     return n.Scalar();
   }
+  // A number as written (plain, not quoted: "0.5" in quotes is text) within [min, max].
   double number(const YAML::Node& n, const std::string& key, double min, double max) const {
-    const std::string text = scalar(n, key);
+    scalar(n, key);
     double v = 0;
-    try {
-      v = n.as<double>();
-    } catch (const YAML::Exception&) {
-      fail(key, "expected a number, got '" + text + "'");
+    if (yaml_is_text(n) || !YAML::convert<double>::decode(n, v)) {
+      fail(key, "expected a number, got " + yaml_shown(n) + yaml_line(n));
     }
     if (!std::isfinite(v) || v < min || v > max) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "must be in [%g, %g], got %s", min, max, text.c_str());
-      fail(key, buf);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "must be in [%g, %g], got ", min, max);
+      fail(key, buf + shown_text(n.Scalar()));
     }
     return v;
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
     const std::string text = scalar(n, key);
-    if (text == "true") return true;
-    if (text == "false") return false;
-    fail(key, "expected true or false, got '" + text + "'");
+    if (!yaml_is_text(n) && text == "true") return true;
+    if (!yaml_is_text(n) && text == "false") return false;
+    fail(key, "expected true or false, got " + yaml_shown(n) + yaml_line(n));
   }
   const std::string& file() const { return file_; }
 
@@ -130,21 +136,20 @@ bool names_key(const T (&keys)[N], const std::string& k) {
 }  // namespace
 
 Runtime load_runtime(const std::filesystem::path& path) {
-  const YAML::Node root = load_yaml_file(path);
+  // The text read once: what is hashed (outputs record it) is what is read.
+  const std::string text = read_input_file(path.string(), kMaxInputBytes);
+  const YAML::Node root = load_yaml_text(text, path.string());
   const Reader r(path.string());
   if (!root.IsMap()) throw InputError(r.file() + ": expected a mapping of keys to values");
   Runtime rt;
   rt.name = path.stem().string();
   rt.file = path.string();
-  rt.content_hash = fnv1a(read_text(path));
-  std::set<std::string> seen;
+  rt.content_hash = fnv1a(text);
   for (const auto& kv : root) {
-    if (!kv.first.IsScalar()) throw InputError(r.file() + ": keys must be plain names");
-    const std::string k = kv.first.Scalar();
+    const std::string& k = kv.first.Scalar();
     bool known = names_key(kNumberKeys, k) || names_key(kBoolKeys, k) || names_key(kFp8BoolKeys, k);
     for (const char* o : kOtherKeys) known = known || k == o;
-    if (!known) throw InputError(r.file() + ": unknown key '" + k + "'");
-    if (!seen.insert(k).second) throw InputError(r.file() + ": duplicate key '" + k + "'");
+    if (!known) throw InputError(r.file() + ": unknown key '" + shown_text(k) + "'");
   }
   for (const NumberKey& k : kNumberKeys) {
     if (root[k.name]) rt.*k.member = r.number(root[k.name], k.name, k.min, k.max);
@@ -156,18 +161,24 @@ Runtime load_runtime(const std::filesystem::path& path) {
     if (root[k.name]) rt.fp8.*k.member = r.boolean(root[k.name], k.name);
   }
   if (root["name"]) rt.name = r.scalar(root["name"], "name");
-  if (rt.name.empty()) r.fail("name", "must not be empty");
+  check_name(r.file() + ": name", rt.name, NameUse::kLabel);
   if (root["description"]) r.scalar(root["description"], "description");
   if (const YAML::Node states = root["states"]) {
-    if (!states.IsMap()) r.fail("states", "expected a mapping of bytes per parameter");
+    if (!states.IsMap()) r.fail("states", "expected a mapping of bytes per parameter, got " + yaml_shown(states));
     rt.has_states = true;
     rt.states = StateBytes{0, 0, 0, 0, 0, 0, 0, 0};
     for (const auto& kv : states) {
-      const std::string k = kv.first.Scalar();
-      if (!names_key(kStateKeys, k)) r.fail("states", "unknown key '" + k + "'");
+      const std::string& k = kv.first.Scalar();
+      if (!names_key(kStateKeys, k)) r.fail("states", "unknown key '" + shown_text(k) + "'");
     }
     for (const StateKey& k : kStateKeys) {
-      if (states[k.name]) rt.states.*k.member = r.number(states[k.name], std::string("states.") + k.name, 0, 64);
+      if (states[k.name]) {
+        rt.states.*k.member = r.number(states[k.name], std::string("states.") + k.name, 0, 64);
+      } else if (k.required) {
+        // a state left out would be costed at 0 bytes: an optimizer without moments is written 0
+        r.fail("states", std::string("missing key '") + k.name + "' (bytes per parameter; write 0 where the " +
+                             "framework keeps none)");
+      }
     }
     if (!(rt.states.weights > 0)) r.fail("states.weights", "must be > 0");
   }
@@ -187,7 +198,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
         }
         ++i;
       }
-      if (!found) r.fail(key, "unknown value '" + v + "'");
+      if (!found) r.fail(key, "unknown value '" + shown_text(v) + "'");
     }
     return mask;
   };

@@ -58,12 +58,15 @@ std::vector<SystemChoice> read_system_list(const std::filesystem::path& file) {
     SystemChoice c;
     c.system = yaml_scalar(e["system"], where + ".system", "a system name or path");
     const YAML::Node nvs = e["nvs"];
+    // a number as written: "8" in quotes is text
+    const auto count = [&](const YAML::Node& v) {
+      if (yaml_is_text(v)) throw InputError(where + ".nvs must be a positive integer, got text " + yaml_shown(v));
+      return nvlink_domain(yaml_scalar(v, where + ".nvs", "a positive integer"), where + ".nvs");
+    };
     if (nvs.IsScalar()) {
-      c.nvs.push_back(nvlink_domain(nvs.Scalar(), where + ".nvs"));
+      c.nvs.push_back(count(nvs));
     } else if (nvs.IsSequence() && nvs.size() > 0) {
-      for (const YAML::Node& v : nvs) {
-        c.nvs.push_back(nvlink_domain(yaml_scalar(v, where + ".nvs", "a positive integer"), where + ".nvs"));
-      }
+      for (const YAML::Node& v : nvs) c.nvs.push_back(count(v));
     } else {
       throw InputError(where + ".nvs must be a positive integer or a list of them");
     }

@@ -50,6 +50,69 @@ void require_regular_or_absent(const std::string& path, std::string_view role) {
   }
 }
 
+std::string read_input_file(const std::string& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw InputError(path + ": no such file");
+    throw InputError(path + ": cannot read: " + std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t m = st.st_mode;
+    ::close(fd);
+    throw InputError(path + ": is " + kind_of(m) + "; an input must be a regular file");
+  }
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    throw InputError(path + ": " + std::to_string(st.st_size) + " bytes; an input of this kind is at most " +
+                     std::to_string(max_bytes) + " bytes");
+  }
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  if (!read_all(fd, data, max_bytes)) {
+    const int err = errno;
+    ::close(fd);
+    throw InputError(path + ": cannot read: " + std::strerror(err));
+  }
+  ::close(fd);
+  return data;
+}
+
+bool read_all(int fd, std::string& data, std::size_t max_bytes) {
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    if (data.size() + static_cast<std::size_t>(n) > max_bytes) {
+      errno = EFBIG;
+      return false;
+    }
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void require_input_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw InputError(path + ": is " + kind_of(st.st_mode) + "; an input must be a regular file");
+  }
+}
+
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // a new file is none of the inputs
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      throw InputError(output + " is the input " + input +
+                       "; an output never replaces an input: choose another name for the output");
+    }
+  }
+}
+
 int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode) {
   const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -191,7 +254,16 @@ void publish_pair(const std::string& tmp, const std::string& path, const std::st
   if (kept) ::unlink(previous.c_str());
 }
 
-std::string begin_partial(const std::string& path) {
+std::string partial_path_for(const std::string& path, Temporary kind) {
+  std::string tmp = path + ".partial";
+  if (kind == Temporary::kUnique) {
+    tmp += '.';
+    tmp += std::to_string(::getpid());
+  }
+  return tmp;
+}
+
+std::string begin_partial(const std::string& path, Temporary kind) {
   require_regular_or_absent(path, "output");
   const std::filesystem::path target(path);
   if (target.has_parent_path()) {
@@ -199,14 +271,15 @@ std::string begin_partial(const std::string& path) {
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) throw IoError("cannot create directory " + target.parent_path().string() + ": " + ec.message());
   }
-  const std::string tmp = path + ".partial";
+  const std::string tmp = partial_path_for(path, kind);
   require_regular_or_absent(tmp, "temporary file");
   if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove stale", tmp);
   return tmp;
 }
 
-void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx) {
-  const std::string tmp = begin_partial(path);
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx,
+                           Temporary kind) {
+  const std::string tmp = begin_partial(path, kind);
   track_partial(tmp, 0);
   try {
     fill(tmp, ctx);

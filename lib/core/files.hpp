@@ -1,13 +1,15 @@
 #pragma once
 // Files that are never half-written and never something other than files: outputs are written
-// to `<path>.partial`, synced, renamed into place and the directory synced; inputs and outputs
+// to a temporary (`<path>.partial`, or one per process: Temporary below), synced, renamed into place and the directory synced; inputs and outputs
 // that must be regular files are checked without following symlinks or blocking on FIFOs.
 // Failures throw IoError naming the file and the operating system's reason.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace perfsweep {
 
@@ -18,9 +20,29 @@ namespace perfsweep {
 // device). `role` names it in the message ("output", "journal").
 void require_regular_or_absent(const std::string& path, std::string_view role);
 
+// The whole of an input file (a model, a system, a runtime, a sweep): InputError "PATH: no such
+// file", "PATH: is a FIFO; an input must be a regular file" (a FIFO is never read: it would block),
+// "PATH: N bytes; an input of this kind is at most MAX bytes", or one with the operating system's
+// reason. Symlinks are followed (a Hugging Face cache links config.json to its blob).
+std::string read_input_file(const std::string& path, std::size_t max_bytes);
+
+// For readers that stream a file (measurement tables), which report a missing one themselves:
+// InputError "PATH: is a FIFO; an input must be a regular file" when `path` names something other
+// than a regular file (following symlinks), which a stream would block on or misread.
+void require_input_file(const std::string& path);
+
+// InputError "OUTPUT is the input INPUT; an output never replaces an input: choose another name"
+// when `output` exists and is one of `inputs` (the same file by device and inode, whatever the
+// paths that name it: a link, "./x", "../d/x"). Inputs that do not exist are skipped.
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& inputs);
+
 // open(2) that neither follows a final symlink nor blocks on a FIFO, and refuses (InputError)
 // anything but a regular file. Returns a blocking descriptor.
 int open_regular(const std::string& path, int flags, std::string_view role, mode_t mode = 0644);
+
+// Appends what is left to read of fd to `data`, retrying interrupted reads; false with errno set
+// when a read fails, or EFBIG once `data` would pass max_bytes.
+bool read_all(int fd, std::string& data, std::size_t max_bytes);
 
 // Writes all of `bytes` to fd (retrying short writes); IoError naming `path` on failure.
 void write_all(int fd, std::string_view bytes, const std::string& path);
@@ -47,18 +69,31 @@ void publish_pair(const std::string& tmp, const std::string& path, const std::st
 // `<path>.previous`: the earlier file's second name while a pair is published.
 std::string previous_path_for(const std::string& path);
 
-// Prepares `path + ".partial"` for writing: creates the parent directory, refuses an output or
-// temporary that is not a regular file, removes a stale temporary. Returns the temporary's path.
-std::string begin_partial(const std::string& path);
+// Whose temporary a write uses. A writer that holds the output's lock (sweep: its journal's flock,
+// parallel/journal.hpp) is the only one that can write it: its temporary is `<path>.partial`, a
+// name tests and tools can watch, and a stale one left by a killed run is removed. Any other
+// writer (report, configs -o, comm fit, validate) may run beside another on the same output: its
+// temporary is its own, `<path>.partial.<pid>`, so that neither removes or renames the other's
+// half-written file (the last to finish publishes; each output is whole).
+enum class Temporary { kUnique, kLockHeld };
+
+// The temporary's name for `path` (`<path>.partial`, or `<path>.partial.<pid>` of this process).
+std::string partial_path_for(const std::string& path, Temporary kind);
+
+// Prepares the temporary of `path` for writing: creates the parent directory, refuses an output
+// or temporary that is not a regular file, removes a stale temporary of that name. Returns the
+// temporary's path.
+std::string begin_partial(const std::string& path, Temporary kind);
 
 // Writes `fill(tmp)` to a temporary and publishes it as `path`. On any failure the temporary is
 // removed, an earlier file at `path` is left as it was, and the error propagates.
-void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx);
+void write_atomically_impl(const std::string& path, void (*fill)(const std::string&, void*), void* ctx,
+                           Temporary kind);
 template <typename F>
-void write_atomically(const std::string& path, F&& fill) {
+void write_atomically(const std::string& path, F&& fill, Temporary kind = Temporary::kUnique) {
   write_atomically_impl(
       path, [](const std::string& tmp, void* ctx) { (*static_cast<std::remove_reference_t<F>*>(ctx))(tmp); },
-      const_cast<void*>(static_cast<const void*>(&fill)));
+      const_cast<void*>(static_cast<const void*>(&fill)), kind);
 }
 
 // Creates `path` (which must not exist) holding `text`; not synced (publish_file syncs).

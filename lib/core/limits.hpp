@@ -17,6 +17,9 @@ inline constexpr std::int64_t kMaxNvlinkDomain = std::int64_t{1} << 16;
 // GPUs per node: their product stays within kMaxGpuCount.
 inline constexpr std::int64_t kMaxNodes = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxGpusPerNode = std::int64_t{1} << 10;
+// Configurations `configs --max-points` may allow: each costs a whole step's evaluation (tens of
+// microseconds to milliseconds), so 2^40 is already years.
+inline constexpr std::int64_t kMaxConfigPoints = std::int64_t{1} << 40;
 // SUMMA blocks of a 2d layout: the blocks split a GPU's shard of e or f (at most 2^22).
 inline constexpr std::int64_t kMaxSummaBlocks = std::int64_t{1} << 22;
 

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/sha256.hpp"
+#include "core/text.hpp"
 #include "io/h5.hpp"
 #include "io/hw_summary.hpp"
 
@@ -35,7 +36,9 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
   const std::string y = sweep.axes[0].parameters.front().name;
   std::ostringstream o;
   o << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n";
-  o << "  <Grid Name=\"" << sweep.name << "\" GridType=\"Uniform\">\n";
+  // names from files (the sweep's file name, the output's) are escaped: "x&<y>" is XML's "x&amp;&lt;y&gt;"
+  const std::string h5 = xml_escaped(h5_name);
+  o << "  <Grid Name=\"" << xml_escaped(sweep.name) << "\" GridType=\"Uniform\">\n";
   // Axis titles with units, for viewers (scripts/paraview_hw_sweep.py): x is axis 1, y axis 0.
   auto title = [&](const std::string& name) { return name.empty() ? std::string() : name + " (" + find_system_key(name)->unit + ")"; };
   o << "   <Information Name=\"x_axis\" Value=\"" << title(x) << "\"/>\n";
@@ -47,10 +50,10 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
   if (x.empty()) {
     o << "    <DataItem Dimensions=\"1\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">0</DataItem>\n";
   } else {
-    o << "    <DataItem Dimensions=\"" << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name
+    o << "    <DataItem Dimensions=\"" << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5
       << ":/grid/" << x << "</DataItem>\n";
   }
-  o << "    <DataItem Dimensions=\"" << n0 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5_name
+  o << "    <DataItem Dimensions=\"" << n0 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">" << h5
     << ":/grid/" << y << "</DataItem>\n";
   o << "   </Geometry>\n";
   for (const std::string& metric : xdmf_metrics(with_days)) {
@@ -58,7 +61,7 @@ std::string xdmf_for(const std::string& h5_name, const HardwareSweep& sweep, con
     const std::string name = metric + "_" + std::to_string(n_gpus[k]) + "_gpus";
     o << "   <Attribute Name=\"" << name << "\" AttributeType=\"Scalar\" Center=\"Node\">\n";
     o << "    <DataItem Dimensions=\"" << n0 << " " << n1 << "\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">"
-      << h5_name << ":/xdmf/" << name << "</DataItem>\n";
+      << h5 << ":/xdmf/" << name << "</DataItem>\n";
     o << "   </Attribute>\n";
   }
   }
@@ -78,8 +81,9 @@ void write_hw_sweep_file(const std::string& path, const RunMetadata& meta, const
   const std::filesystem::path h5path(path);
   const std::string xmf = xdmf_path_for(path);
   const bool with_days = meta.model.dataset_samples > 0;
-  const std::string tmp = begin_partial(path);
-  const std::string xmf_tmp = begin_partial(xmf);
+  // sweep holds the output's journal lock
+  const std::string tmp = begin_partial(path, Temporary::kLockHeld);
+  const std::string xmf_tmp = begin_partial(xmf, Temporary::kLockHeld);
   track_partial(tmp, 0);
   track_partial(xmf_tmp, 1);
   auto discard = [&] {

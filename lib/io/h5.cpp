@@ -53,6 +53,26 @@ void quiet_errors() {
   (void)once;
 }
 
+// A corrupted header can claim any element count or string size; what a read allocates is
+// bounded by what the file could hold (uncompressed, as perfsweep writes it; a generous factor
+// for a compressed dataset written elsewhere), so a damaged file is an H5Error naming the object,
+// never an allocation failure.
+void check_claimed_bytes(hid_t obj, const std::string& name, double bytes) {
+  hsize_t file_bytes = 0;
+  const hid_t file = H5Iget_file_id(obj);
+  if (file >= 0) {
+    if (H5Fget_filesize(file, &file_bytes) < 0) file_bytes = 0;
+    H5Fclose(file);
+  }
+  const double limit = 64.0 * static_cast<double>(file_bytes) + 1048576.0;
+  if (!(bytes >= 0) || bytes > limit) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.4g bytes, more than a file of %llu bytes can hold", bytes,
+                  static_cast<unsigned long long>(file_bytes));
+    throw H5Error("HDF5: " + name + " claims " + buf + " (a damaged file?)");
+  }
+}
+
 }  // namespace
 
 hid_t check(hid_t id, const std::string& what) {
@@ -209,6 +229,21 @@ std::vector<T> read_numeric(hid_t parent, const std::string& name, hid_t type) {
   Handle space(check(H5Dget_space(d.id()), "get dataspace of " + name), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.id());
   check_status(n < 0 ? -1 : 0, "count elements of " + name);
+  check_claimed_bytes(d.id(), "dataset " + name, static_cast<double>(n) * sizeof(T));
+  // HDF5 copies a compact dataset's elements out of its object header without comparing the
+  // header's stored size with the dataspace; a damaged header would read past it.
+  // So is a contiguous one whose stored type is wider than the block its layout names.
+  Handle stored_type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(stored_type.id());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT) throw H5Error("HDF5: dataset " + name + " is not numeric");
+  Handle dcpl(check(H5Dget_create_plist(d.id()), "get creation properties of " + name), H5Pclose);
+  const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+  const hsize_t stored = H5Dget_storage_size(d.id());
+  const hsize_t needed = static_cast<hsize_t>(n) * H5Tget_size(stored_type.id());
+  if ((layout == H5D_COMPACT || (layout == H5D_CONTIGUOUS && stored > 0)) && stored < needed)
+    throw H5Error("HDF5: dataset " + name + " claims " + std::to_string(n) + " elements of " +
+                  std::to_string(H5Tget_size(stored_type.id())) + " bytes but stores " + std::to_string(stored) +
+                  " bytes (a damaged file?)");
   std::vector<T> out(static_cast<std::size_t>(n));
   if (n > 0) check_status(H5Dread(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   return out;
@@ -285,6 +320,11 @@ std::vector<std::int64_t> read_ints(hid_t parent, const std::string& name) {
 std::string read_text(hid_t parent, const std::string& name) {
   Handle d(check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name), H5Dclose);
   Handle type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
+  if (H5Tget_class(type.id()) != H5T_STRING || H5Tis_variable_str(type.id()) > 0)
+    throw H5Error("HDF5: dataset " + name + " is not a fixed-length string");
+  Handle space(check(H5Dget_space(d.id()), "get dataspace of " + name), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw H5Error("HDF5: dataset " + name + " is not one string");
+  check_claimed_bytes(d.id(), "dataset " + name, static_cast<double>(H5Tget_size(type.id())));
   std::string out(H5Tget_size(type.id()), '\0');
   check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
@@ -302,6 +342,11 @@ std::string read_string_attr(hid_t obj, const std::string& name) {
     H5free_memory(data);
     return out;
   }
+  Handle space(check(H5Aget_space(a.id()), "get dataspace of " + name), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw H5Error("HDF5: attribute " + name + " is not one string");
+  check_claimed_bytes(a.id(), "attribute " + name, static_cast<double>(H5Tget_size(type.id())));
+  if (H5Aget_storage_size(a.id()) < H5Tget_size(type.id()))
+    throw H5Error("HDF5: attribute " + name + " stores fewer bytes than its type claims (a damaged file?)");
   std::string out(H5Tget_size(type.id()), '\0');
   check_status(H5Aread(a.id(), type.id(), out.data()), "read attribute " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
@@ -351,17 +396,24 @@ std::vector<double> read_numeric_attr(hid_t obj, const std::string& name) {
   Handle space(check(H5Aget_space(a.id()), "get dataspace of " + name), H5Sclose);
   const hssize_t n = H5Sget_simple_extent_npoints(space.id());
   check_status(n < 0 ? -1 : 0, "count elements of " + name);
+  check_claimed_bytes(a.id(), "attribute " + name, static_cast<double>(n) * sizeof(double));
+  const hsize_t stored = H5Aget_storage_size(a.id());
+  if (stored < static_cast<hsize_t>(n) * H5Tget_size(type.id()))
+    throw H5Error("HDF5: attribute " + name + " claims " + std::to_string(n) + " elements but stores " +
+                  std::to_string(stored) + " bytes (a damaged file?)");
   std::vector<double> out(static_cast<std::size_t>(n));
   if (n > 0) check_status(H5Aread(a.id(), H5T_NATIVE_DOUBLE, out.data()), "read attribute " + name);
   return out;
 }
 
+bool attr_is_text(hid_t obj, const std::string& name) {
+  Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
+  Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
+  return H5Tget_class(type.id()) == H5T_STRING;
+}
+
 std::string attr_text(hid_t obj, const std::string& name) {
-  {
-    Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
-    Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
-    if (H5Tget_class(type.id()) == H5T_STRING) return read_string_attr(obj, name);
-  }
+  if (attr_is_text(obj, name)) return read_string_attr(obj, name);
   std::string out;
   for (const double v : read_numeric_attr(obj, name)) {
     char buf[32];

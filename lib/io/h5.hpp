@@ -92,5 +92,7 @@ bool is_group(hid_t parent, const std::string& name);
 std::vector<double> read_numeric_attr(hid_t obj, const std::string& name);
 // Any attribute as text: a string as it is, numbers as "%.10g" joined by ", ".
 std::string attr_text(hid_t obj, const std::string& name);
+// Whether the attribute holds text (a string type), not numbers.
+bool attr_is_text(hid_t obj, const std::string& name);
 
 }  // namespace perfsweep::h5

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.hpp"
 #include "core/published.hpp"
+#include "core/text.hpp"
 
 namespace perfsweep {
 
@@ -115,6 +117,14 @@ JsonWriter& JsonWriter::value(std::string_view v) {
 }
 
 void JsonWriter::write_string(std::string_view v) {
+  // Inputs are held to UTF-8 where they are read (config/yaml_file.hpp); a string that is not
+  // would make the whole document unreadable, so it is refused here, the last check.
+  if (const std::string bad = utf8_error(v); !bad.empty()) {
+    std::string message = "refusing to publish ";
+    message += field();
+    message += " = " + quoted_text(v) + ": not UTF-8 text (" + bad + "); nothing was written (check the inputs' names)";
+    throw InputError(message);
+  }
   std::string esc;
   for (char c : v) {
     switch (c) {

@@ -27,20 +27,31 @@ std::string offload_fraction(const Execution& x) {
 
 // Models with a NeMo 2.0 recipe (nemo/collections/llm/recipes/<recipe>.py) or a torchtitan
 // flavor (torchtitan/models/<name>/__init__.py) of the same shape; nullptr: none.
+// nemo_rope_scaling: the recipe's config class's Llama 3.1 rotary scaling factor
+// (nemo/collections/llm/gpt/model/llama.py: Llama31Config405B inherits Llama31Config's 8.0,
+// Llama32Config1B sets 32.0; 0: none), which GPTConfig has no field to override.
 struct KnownModel {
   std::string_view model;
   const char* nemo_recipe;
+  double nemo_rope_scaling;
   const char* torchtitan_name;
   const char* torchtitan_flavor;
 };
 constexpr KnownModel kKnownModels[] = {
-    {"gpt3", "gpt3_175b", nullptr, nullptr},
-    {"llama3_8b", "llama3_8b", "llama3", "8B"},
-    {"llama3_70b", "llama3_70b", "llama3", "70B"},
-    {"llama3_405b", "llama31_405b", "llama3", "405B"},
-    {"llama3_2_1b", "llama32_1b", nullptr, nullptr},
-    {"mixtral_8x7b", "mixtral_8x7b", nullptr, nullptr},
+    {"gpt3", "gpt3_175b", 0, nullptr, nullptr},
+    {"llama3_8b", "llama3_8b", 0, "llama3", "8B"},
+    {"llama3_70b", "llama3_70b", 0, "llama3", "70B"},
+    {"llama3_405b", "llama31_405b", 8, "llama3", "405B"},
+    {"llama3_2_1b", "llama32_1b", 32, nullptr, nullptr},
+    {"mixtral_8x7b", "mixtral_8x7b", 0, nullptr, nullptr},
 };
+// What every torchtitan llama3 flavor fixes beside the shape (v0.2.2 torchtitan/models/llama3:
+// rope_theta=500000 in each flavor, TransformerModelArgs' norm_eps 1e-5, and RoPEScalingArgs'
+// factor 8 applied to every flavor); test/data/launch/torchtitan_flavors.txt holds them as read.
+struct FlavorNumerics {
+  double rope_theta, norm_epsilon, rope_scaling_factor;
+};
+constexpr FlavorNumerics kTorchtitanLlama3{500000, 1e-5, 8};
 const KnownModel* known_model(const std::string& name) {
   for (const KnownModel& k : kKnownModels) {
     if (k.model == name) return &k;
@@ -152,15 +163,18 @@ Recompute effective_recompute(const Layout& c) {
 
 bool flash_attention(const LaunchInput& in) { return in.layout.attention.flash && in.runtime.flash_attention; }
 
-enum class ParamDtype : std::uint8_t {
-  Fp16,      // 2-byte weights and gradients (the reference's layout)
-  Bf16,      // bf16 weights, fp32 gradients and master weights (Megatron-LM's)
-  Autocast,  // fp32 weights with bf16 copies (PyTorch autocast)
+// The data types the runtime keeps (its states, or the --layout choice's): every runtime computes
+// in bf16 (the kernel calibrations are bf16 and FP8; no precision is fp16), with bf16 weights or,
+// under autocast, fp32 ones; gradients reduced and accumulated in bf16 (2-byte gradients with no
+// wider accumulator: NeMo's grad_reduce_in_fp32=False, the reference's 2 + 2 bytes) or in fp32
+// (Megatron-LM's default under --bf16; nanotron's fp32 accumulator).
+struct ParamDtypes {
+  bool fp32_weights = false;    // PyTorch autocast: fp32 weights, bf16 copies for the GEMMs
+  bool fp32_gradients = true;   // gradients accumulated and reduced in fp32
 };
-ParamDtype param_dtype(const LaunchInput& in) {
+ParamDtypes param_dtypes(const LaunchInput& in) {
   const StateBytes b = runtime_state_bytes(in.runtime, in.layout.exec);
-  if (b.weights > 2) return ParamDtype::Autocast;
-  return b.gradients > 2 ? ParamDtype::Bf16 : ParamDtype::Fp16;
+  return {b.weights > 2, b.gradients > 2 || b.accumulator > 2};
 }
 
 bool tp_comm_overlap(const LaunchInput& in) { return in.runtime.tp_comm_overlap > 0; }
@@ -191,7 +205,25 @@ struct CoreValue {
   const char* field;
   std::string value;
 };
-std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute) {
+// Megatron-LM and NeMo pad the tokenizer's vocabulary to a multiple of make_vocab_size_divisible_by
+// x tp (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding; nemo/lightning/base.py
+// get_vocab_size); the estimate holds ceil(V / tp) rows a GPU (model/block.cpp vocab_per_gpu), which
+// the largest power of two up to 128 (their default) dividing ceil(V / tp) gives.
+std::int64_t vocab_divisor(std::int64_t vocab, std::int64_t tp) {
+  const std::int64_t rows = (vocab + tp - 1) / tp;
+  std::int64_t d = 1;
+  while (d < 128 && rows % (2 * d) == 0) d *= 2;
+  return d;
+}
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t tp) { return (vocab + tp - 1) / tp * tp; }
+
+bool rotary(const Transformer& m) { return m.vocab_size > 0 && !m.learned_positions; }
+// A whole rotary base (Megatron-LM's --rotary-base and GPTConfig.rotary_base are ints).
+bool whole_rope_theta(const Transformer& m) {
+  return m.rope_theta > 0 && m.rope_theta == static_cast<double>(static_cast<std::int64_t>(m.rope_theta));
+}
+
+std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, std::int64_t tp) {
   const char* yes = "True";
   const char* no = "False";
   std::vector<CoreValue> v = {
@@ -208,9 +240,12 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute) {
   if (m.qkv_bias) v.push_back({"add_qkv_bias", yes});
   v.push_back({"hidden_dropout", real(m.dropout)});
   v.push_back({"attention_dropout", real(m.dropout)});
+  if (m.norm_epsilon > 0) v.push_back({"layernorm_epsilon", real(m.norm_epsilon)});
   if (m.vocab_size > 0) {
     v.push_back({"share_embeddings_and_output_weights", m.tie_embeddings ? yes : no});
     v.push_back({"position_embedding_type", m.learned_positions ? "learned_absolute" : "rope"});
+    if (rotary(m) && whole_rope_theta(m)) v.push_back({"rotary_base", num(static_cast<std::int64_t>(m.rope_theta))});
+    v.push_back({"make_vocab_size_divisible_by", num(vocab_divisor(m.vocab_size, tp))});
   }
   if (m.is_moe()) {
     v.push_back({"num_moe_experts", num(m.moe.experts)});
@@ -267,6 +302,7 @@ constexpr MegatronDefault kMegatronDefaults[] = {
 };
 std::string megatron_flag(std::string_view field) {
   if (field == "num_moe_experts") return "--num-experts";
+  if (field == "layernorm_epsilon") return "--norm-epsilon";
   std::string flag = "--";
   for (char ch : field) flag += ch == '_' ? '-' : ch;
   return flag;
@@ -325,6 +361,34 @@ InterleavedChunks slotted_chunks(const Transformer& m, const Layout& c) {
   return chunks.embedding_slot || chunks.loss_slot ? chunks : InterleavedChunks{};
 }
 
+// The first and last stages' blocks a line gives (0: the even split): the layout's (given, or
+// balanced by `auto`), or those of the runtime's partition (nanotron's) where the stages are
+// uneven. The frameworks split the rest evenly over the middle stages; a partition whose middle
+// stages differ has no such form: the line takes the balanced split of that form (`changed`).
+struct LineStages {
+  std::int64_t first = 0, last = 0;
+  bool changed = false;
+};
+LineStages line_stages(const Transformer& m, const Layout& c) {
+  const Execution& x = c.exec;
+  if (c.pp < 2) return {};
+  if (x.first_stage_blocks > 0 || x.last_stage_blocks > 0) return {x.first_stage_blocks, x.last_stage_blocks, false};
+  const StageBlocks b = stage_blocks(m, c.pp, x);
+  if (b.even()) return {};
+  if (b.first + b.last + b.middle * (c.pp - 2) == m.depth) return {b.first, b.last, false};
+  const StageBlocks even = balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1, 1, 0, 0, 0);
+  return {even.first, even.last, true};
+}
+void note_stages(Builder& b, const Transformer& m, const Layout& c, const char* framework) {
+  if (!line_stages(m, c).changed) return;
+  const StageBlocks est = stage_blocks(m, c.pp, c.exec);
+  const LineStages line = line_stages(m, c);
+  b.note("the runtime's stage partition (" + num(est.first) + " blocks on the first stage, up to " + num(est.middle) +
+         " on a middle one, " + num(est.last) + " on the last) has no " + framework +
+         " form, whose middle stages hold as many blocks each: the line puts " + num(line.first) + " on the first and " +
+         num(line.last) + " on the last");
+}
+
 // Megatron-Core's cp_comm_type for an exchange (--cp-comm-type; NeMo's model.config.cp_comm_type).
 const char* megatron_cp_comm(CpComm k) {
   switch (k) {
@@ -349,6 +413,69 @@ void note_mapping_limits(Builder& b, const Layout& c, const char* option) {
   b.note(std::move(n));
 }
 
+// Notes on the data types: the reference's own layout (no runtime states) runs its 2 + 2 bytes as
+// bf16 with bf16 gradient reduction (`reduction`: the framework's spelling); fp32 weights
+// (autocast) are not what the framework's bf16 (`bf16`) keeps.
+void note_dtypes(Builder& b, const LaunchInput& in, const char* reduction, const char* bf16) {
+  if (!in.runtime.has_states && in.layout.exec.params == ParamLayout::Reference) {
+    b.note(std::string("the reference's 2-byte weights and gradients run as bf16 with gradients reduced in bf16 (") +
+           reduction + "); --layout megatron keeps fp32 gradients");
+  }
+  if (param_dtypes(in).fp32_weights) {
+    b.note(std::string("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast); ") + bf16 +
+           " keeps bf16 weights with fp32 master weights");
+  }
+}
+
+// What the model leaves to the framework's defaults, and the vocabulary's padding: `theta` and
+// `epsilon` name the framework's fallbacks ("Megatron-LM's --rotary-base default 10000").
+void note_numerics(Builder& b, const Transformer& m, std::int64_t tp, const char* theta, const char* epsilon) {
+  if (rotary(m) && m.rope_theta == 0) {
+    b.note(std::string("the model gives no rope_theta (rotary base): ") + theta + " applies");
+  } else if (rotary(m) && !whole_rope_theta(m)) {
+    b.note("the model's rope_theta " + real(m.rope_theta) + " is not a whole number, which " + theta +
+           " must be: the line leaves it out");
+  }
+  if (m.norm_epsilon == 0) b.note(std::string("the model gives no norm_epsilon: ") + epsilon + " applies");
+  if (m.vocab_size > 0 && padded_vocab(m.vocab_size, tp) != m.vocab_size) {
+    b.note("the tokenizer's " + num(m.vocab_size) + " tokens padded to " + num(padded_vocab(m.vocab_size, tp)) +
+           " (a multiple of make-vocab-size-divisible-by " + num(vocab_divisor(m.vocab_size, tp)) + " x tensor " +
+           num(tp) + "), the rows the estimate costs");
+  }
+}
+
+// The estimate replicates key/value groups over a tensor group larger than their count, as
+// Megatron-Core does from 0.16 (model/block.hpp); the versions these lines target refuse it
+// (TransformerConfig: num_query_groups a multiple of tensor_model_parallel_size).
+void note_kv_replication(Builder& b, const Transformer& m, std::int64_t tp, const char* version) {
+  if (m.kv() % tp == 0) return;
+  b.note(std::string(version) + "'s TransformerConfig needs the key/value heads (num_query_groups " + num(m.kv()) +
+         ") a multiple of tensor " + num(tp) + "; the estimate replicates them over the tensor group as "
+         "Megatron-Core does from 0.16");
+}
+
+// Whether Megatron-Core's Transformer Engine activation offloading runs the layout: its
+// TransformerConfig refuses it with pipeline parallelism and with recomputation.
+bool activation_offload_runs(const Layout& c) {
+  return c.pp == 1 && effective_recompute(c) == Recompute::None;
+}
+
+// Whether the FP8 weights are gathered in FP8 (--fp8-param-gather): only where ZeRO gathers
+// weights at all (validate_args: "--fp8-param-gather only supported with distributed optimizer,
+// torch fsdp2, megatron fsdp"), and with the optimizer on the host only under delayed scaling.
+bool fp8_param_gather(const LaunchInput& in) {
+  const Execution& x = in.layout.exec;
+  return fp8(in) && in.runtime.fp8.weight_gather && x.zero >= 1 &&
+         !(x.offload == Offload::Optimizer && in.runtime.fp8.recipe != Fp8Recipe::Delayed);
+}
+void note_fp8_param_gather(Builder& b, const LaunchInput& in) {
+  if (!fp8(in) || !in.runtime.fp8.weight_gather || fp8_param_gather(in)) return;
+  b.note(in.layout.exec.zero == 0
+             ? "the runtime gathers weights in FP8, which needs ZeRO's gathers: none at ZeRO 0"
+             : "the runtime gathers weights in FP8, which Megatron-LM allows with the optimizer on the host only "
+               "under delayed scaling: the line gathers them in bf16");
+}
+
 // Megatron-LM's pretrain_gpt.py (names: megatron/training/arguments.py at core_v0.15.3).
 void megatron_line(const LaunchInput& in, Builder& b) {
   const auto [m, c, x] = parts(in);
@@ -359,12 +486,10 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("--account-for-embedding-in-pipeline-split");
   if (chunks.loss_slot) b.add("--account-for-loss-in-pipeline-split");
-  if (!chunks.valid && c.pp > 1 && x.first_stage_blocks > 0) {
-    b.add("--decoder-first-pipeline-num-layers", num(x.first_stage_blocks));
-  }
-  if (!chunks.valid && c.pp > 1 && x.last_stage_blocks > 0) {
-    b.add("--decoder-last-pipeline-num-layers", num(x.last_stage_blocks));
-  }
+  const LineStages stages = line_stages(m, c);
+  if (!chunks.valid && stages.first > 0) b.add("--decoder-first-pipeline-num-layers", num(stages.first));
+  if (!chunks.valid && stages.last > 0) b.add("--decoder-last-pipeline-num-layers", num(stages.last));
+  note_stages(b, m, c, "Megatron-LM");
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
   if (c.tensor.cp > 1) {
@@ -373,14 +498,14 @@ void megatron_line(const LaunchInput& in, Builder& b) {
     b.add("--context-parallel-size", num(c.tensor.cp));
     b.add("--cp-comm-type", megatron_cp_comm(x.cp_comm));
   }
-  // offload (megatron/training/arguments.py): HybridDeviceOptimizer with the whole optimizer on
-  // the host; Transformer Engine's activation offloading of every block but the last (its
-  // --cpu-offloading-num-layers must be below the depth)
+  // offload (megatron/training/arguments.py): HybridDeviceOptimizer with the optimizer's share on
+  // the host, which runs on the precision-aware optimizer's code path (validate_args asserts
+  // --use-precision-aware-optimizer with it). Activation offloading has no argument at
+  // core_v0.15.3 (launch_line notes it).
   if (x.offload == Offload::Optimizer) {
     b.add("--optimizer-cpu-offload");
     b.add("--optimizer-offload-fraction", offload_fraction(x));
-  } else if (x.offload == Offload::Activations) {
-    b.add("--cpu-offloading-num-layers", num(m.depth - 1));
+    b.add("--use-precision-aware-optimizer");
   }
   const DomainShares placed = layout_shares(c);
   if (pipeline_inner(in)) {
@@ -398,7 +523,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   b.add("--global-batch-size", num(in.global_batch));
   b.add("--max-position-embeddings", num(m.l));
   if (m.vocab_size > 0) b.add("--vocab-size", num(m.vocab_size));
-  for (const CoreValue& v : core_config(m, effective_recompute(c))) {
+  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1)) {
     const std::string_view field = v.field;
     if (field == "num_query_groups") {
       if (m.kv() == m.h) continue;
@@ -414,32 +539,34 @@ void megatron_line(const LaunchInput& in, Builder& b) {
     for (const MegatronDefault& d : kMegatronDefaults) spelled = spelled || (d.field == field && d.value == v.value);
     if (!spelled) b.add(megatron_flag(field), v.value);
   }
+  if (rotary(m) && m.rope_scaling_factor > 0) {  // Llama 3.1's "llama3" scaling (rotary_pos_embedding.py)
+    b.add("--use-rope-scaling");
+    b.add("--rope-scaling-factor", real(m.rope_scaling_factor));
+  }
+  note_numerics(b, m, c.tensor.tp1, "Megatron-LM's --rotary-base default 10000",
+                "Megatron-LM's --norm-epsilon default 1e-05");
+  note_kv_replication(b, m, c.tensor.tp1, "Megatron-Core core_v0.15.3");
   switch (x.zero) {
     case 0: break;  // DDP: every rank keeps whole optimizer states
     case 1: b.add("--use-distributed-optimizer"); break;
     default:
       b.add("--use-megatron-fsdp");
       b.add("--data-parallel-sharding-strategy", x.zero == 2 ? "optim_grads" : "optim_grads_params");
+      b.add("--ckpt-format", "fsdp_dtensor");  // validate_args: Megatron FSDP only saves fsdp_dtensor
       break;
   }
-  switch (param_dtype(in)) {
-    case ParamDtype::Fp16:
-      b.add("--fp16");
-      b.note("2-byte weights and gradients (the reference's parameter layout) are --fp16; --bf16 keeps fp32 "
-             "gradients (--layout megatron)");
-      break;
-    case ParamDtype::Bf16: b.add("--bf16"); break;
-    case ParamDtype::Autocast:
-      b.add("--bf16");
-      b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); Megatron-LM's "
-             "--bf16 keeps bf16 weights with fp32 gradients and master weights");
-      break;
-  }
+  // bf16 (never --fp16, whose loss scaling no runtime here models), the gradients reduced and
+  // accumulated in the runtime's type (validate_args: --bf16 alone accumulates in fp32)
+  const ParamDtypes dtypes = param_dtypes(in);
+  b.add("--bf16");
+  b.add(dtypes.fp32_gradients ? "--accumulate-allreduce-grads-in-fp32" : "--grad-reduce-in-bf16");
+  note_dtypes(b, in, "--grad-reduce-in-bf16", "Megatron-LM's --bf16");
   if (fp8(in)) {
     // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format)
     b.add("--fp8-format", "hybrid");
     b.add("--fp8-recipe", fp8_recipe_name(in));
-    if (in.runtime.fp8.weight_gather) b.add("--fp8-param-gather");
+    if (fp8_param_gather(in)) b.add("--fp8-param-gather");
+    note_fp8_param_gather(b, in);
   }
   b.add("--attention-backend", flash_attention(in) ? "flash" : "unfused");
   if (tp_comm_overlap(in)) {
@@ -449,6 +576,13 @@ void megatron_line(const LaunchInput& in, Builder& b) {
       b.note("the runtime overlaps tensor-parallel communication, which Megatron-LM's --tp-comm-overlap does "
              "only with tensor parallelism and --sequence-parallel");
     }
+  }
+  if (x.zero >= 2) {
+    b.note("environment: CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (validate_args: \"FSDP always requires "
+           "CUDA_DEVICE_MAX_CONNECTIONS value large than one\")");
+  } else if (c.tensor.tp1 > 1 || c.tensor.cp > 1) {
+    b.note("environment: CUDA_DEVICE_MAX_CONNECTIONS=1 (validate_args asserts it with tensor or context "
+           "parallelism on GPUs before Blackwell)");
   }
 }
 
@@ -466,11 +600,16 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
   b.add("trainer.strategy.context_parallel_size", num(c.tensor.cp));
   if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", megatron_cp_comm(x.cp_comm));
-  // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0 there)
+  // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0
+  // there; the HybridDeviceOptimizer runs on the precision-aware optimizer's code path, as
+  // Megatron-LM's validate_args requires). Transformer Engine's activation offloading of every
+  // block but the last (cpu_offloading_num_layers below the depth), which TransformerConfig
+  // refuses with pipeline parallelism or recomputation (launch_line notes it then).
   if (x.offload == Offload::Optimizer) {
     b.add("optim.config.optimizer_cpu_offload", yes);
     b.add("optim.config.optimizer_offload_fraction", offload_fraction(x));
-  } else if (x.offload == Offload::Activations) {
+    b.add("optim.config.use_precision_aware_optimizer", yes);
+  } else if (x.offload == Offload::Activations && activation_offload_runs(c)) {
     b.add("model.config.cpu_offloading", yes);
     b.add("model.config.cpu_offloading_num_layers", num(m.depth - 1));
     b.add("model.config.cpu_offloading_activations", yes);
@@ -480,12 +619,12 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
   if (chunks.loss_slot) b.add("trainer.strategy.account_for_loss_in_pipeline_split", yes);
-  if (!chunks.valid && c.pp > 1 && x.first_stage_blocks > 0) {
-    b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(x.first_stage_blocks));
+  const LineStages stages = line_stages(m, c);
+  if (!chunks.valid && stages.first > 0) {
+    b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(stages.first));
   }
-  if (!chunks.valid && c.pp > 1 && x.last_stage_blocks > 0) {
-    b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(x.last_stage_blocks));
-  }
+  if (!chunks.valid && stages.last > 0) b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(stages.last));
+  note_stages(b, m, c, "NeMo");
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
   const DomainShares placed = layout_shares(c);
   if (pipeline_inner(in)) {
@@ -500,31 +639,44 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("optim.config.use_distributed_optimizer", x.zero >= 1 ? yes : no);
   if (x.zero >= 2) {
     b.add("trainer.strategy.fsdp", "megatron");
+    // Megatron-FSDP saves fsdp_dtensor checkpoints only (MegatronStrategy, Megatron-LM's validate_args)
+    b.add("trainer.strategy.save_ckpt_format", "fsdp_dtensor");
     b.add("trainer.strategy.ddp.data_parallel_sharding_strategy", x.zero == 2 ? "optim_grads" : "optim_grads_params");
     b.note("trainer.strategy.ddp.* needs a recipe whose strategy has a DistributedDataParallelConfig (ddp=run.Config"
            "(DistributedDataParallelConfig, ...))");
   }
-  switch (param_dtype(in)) {
-    case ParamDtype::Fp16: b.add("trainer.plugins.grad_reduce_in_fp32", no); break;
-    case ParamDtype::Bf16: b.add("trainer.plugins.grad_reduce_in_fp32", yes); break;
-    case ParamDtype::Autocast:
-      b.add("trainer.plugins.grad_reduce_in_fp32", yes);
-      b.note("the estimate keeps fp32 weights with bf16 copies (PyTorch autocast, --layout amp); NeMo's bf16_mixed "
-             "keeps bf16 weights with fp32 gradients and master weights");
-      break;
-  }
-
+  // The precision plugin (MegatronMixedPrecision) sets the model's, optimizer's and DDP's data types
+  // and FP8 settings over model.config's (MegatronStrategy: update_config_with_dtype_overrides), so
+  // they go to trainer.plugins: bf16 compute, gradients reduced in the runtime's type (NeMo's
+  // performance recipes: grad_reduce_in_fp32=False).
+  const ParamDtypes dtypes = param_dtypes(in);
+  b.add("trainer.plugins.precision", "bf16-mixed");
+  b.add("trainer.plugins.grad_reduce_in_fp32", dtypes.fp32_gradients ? yes : no);
+  note_dtypes(b, in, "grad_reduce_in_fp32=False", "NeMo's bf16-mixed");
   if (fp8(in)) {
-    b.add("model.config.fp8", "hybrid");
-    b.add("model.config.fp8_recipe", fp8_recipe_name(in));
-    if (in.runtime.fp8.weight_gather) b.add("model.config.fp8_param", yes);
+    b.add("trainer.plugins.fp8", "hybrid");
+    b.add("trainer.plugins.fp8_recipe", fp8_recipe_name(in));
+    b.add("trainer.plugins.fp8_param_gather", fp8_param_gather(in) ? yes : no);
+    note_fp8_param_gather(b, in);
   }
   b.add("data.seq_length", num(m.l));
   b.add("data.micro_batch_size", num(c.mbs));
   b.add("data.global_batch_size", num(in.global_batch));
 
-  for (const CoreValue& v : core_config(m, effective_recompute(c))) {
+  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1)) {
     b.add(std::string("model.config.") + v.field, v.value);
+  }
+  note_numerics(b, m, c.tensor.tp1, "the recipe's model.config.rotary_base", "the recipe's layernorm_epsilon");
+  note_kv_replication(b, m, c.tensor.tp1, "Megatron-Core core_v0.14.0");
+  const KnownModel* known = known_model(m.name);
+  const double recipe_scaling = known != nullptr ? known->nemo_rope_scaling : 0;
+  if (rotary(m) && m.rope_scaling_factor != recipe_scaling) {
+    b.note(m.rope_scaling_factor > 0
+               ? "the model scales its rotary frequencies as Llama 3.1 (factor " + real(m.rope_scaling_factor) +
+                     "), which GPTConfig has no field for: the recipe's config class must (Llama31Config's "
+                     "scale_factor)"
+               : "the recipe's config class scales the rotary frequencies (Llama31Config's scale_factor " +
+                     real(recipe_scaling) + "); the model does not");
   }
   if (m.mlp == MlpKind::SwiGlu) {
     b.note("gated_linear_unit gates the MLP with the model config's activation_func: SwiGLU is F.silu, as the "
@@ -548,6 +700,23 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
   if (known != nullptr && known->torchtitan_name != nullptr) {
     b.add("--model.name", known->torchtitan_name);
     b.add("--model.flavor", known->torchtitan_flavor);
+    // the flavor fixes the numerics too; say where the model's differ
+    const FlavorNumerics& f = kTorchtitanLlama3;
+    std::string differ;
+    if (m.rope_theta > 0 && m.rope_theta != f.rope_theta) {
+      differ += "; rope_theta " + real(f.rope_theta) + " (the model's " + real(m.rope_theta) + ")";
+    }
+    if (m.norm_epsilon > 0 && m.norm_epsilon != f.norm_epsilon) {
+      differ += "; norm_eps " + real(f.norm_epsilon) + " (the model's " + real(m.norm_epsilon) + ")";
+    }
+    if (m.rope_scaling_factor != f.rope_scaling_factor) {
+      differ += "; Llama 3.1's rotary scaling with factor " + real(f.rope_scaling_factor) + " (the model: " +
+                (m.rope_scaling_factor > 0 ? "factor " + real(m.rope_scaling_factor) : std::string("none")) + ")";
+    }
+    if (!differ.empty()) {
+      b.note("torchtitan's " + std::string(known->torchtitan_name) + " " + known->torchtitan_flavor +
+             " flavor fixes " + differ.substr(2) + " (torchtitan/models/llama3)");
+    }
   } else {
     std::string n = "torchtitan takes the model as --model.name and --model.flavor, whose shape must be the "
                     "estimate's: ";
@@ -568,6 +737,10 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       n += num(m.moe.top_k);
       n += ")";
     }
+    if (m.vocab_size > 0) n += ", vocabulary " + num(m.vocab_size);
+    if (rotary(m) && m.rope_theta > 0) n += ", rope_theta " + real(m.rope_theta);
+    if (rotary(m) && m.rope_scaling_factor > 0) n += ", rope scaling factor " + real(m.rope_scaling_factor);
+    if (m.norm_epsilon > 0) n += ", norm_eps " + real(m.norm_epsilon);
     b.note(std::move(n));
   }
 
@@ -583,14 +756,20 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     }
   }
   b.add("--parallelism.pipeline_parallel_degree", num(c.pp));
-  if (x.zero == 0) {  // DDP
+  // DDP only as the one parallelism (parallelize_llama: "DDP has not supported > 1D parallelism")
+  const bool ddp = x.zero == 0 && c.tensor.tp1 == 1 && c.pp == 1 && c.tensor.cp == 1;
+  if (ddp) {
     b.add("--parallelism.data_parallel_replicate_degree", num(c.dp));
     b.add("--parallelism.data_parallel_shard_degree", "1");
   } else {  // FSDP2: states sharded; weights gathered once a step (never) or again for the backward (always)
     b.add("--parallelism.data_parallel_replicate_degree", "1");
     b.add("--parallelism.data_parallel_shard_degree", num(c.dp));
     b.add("--parallelism.fsdp_reshard_after_forward", x.zero == 3 ? "always" : "never");
-    if (x.zero == 1) {
+    if (x.zero == 0) {
+      b.note("ZeRO 0 (whole states on every data-parallel rank) is torchtitan's DDP, which runs no other "
+             "parallelism: FSDP with fsdp_reshard_after_forward never shards the optimizer states and gradients "
+             "(ZeRO-2)");
+    } else if (x.zero == 1) {
       b.note("ZeRO-1 (optimizer states sharded, gradients whole) has no torchtitan equivalent: FSDP with "
              "fsdp_reshard_after_forward never also shards the gradients (ZeRO-2)");
     }
@@ -631,7 +810,14 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       // generate_llm_fqn_per_model_part: the first stage holds per_stage - first_less blocks, the
       // last per_stage - last_less, the others per_stage, where per_stage = (depth + first_less +
       // last_less) / pp; these values make it the estimate's partition
-      const StageBlocks blocks = stage_blocks(m, c.pp, x);
+      const LineStages stages = line_stages(m, c);
+      StageBlocks blocks{m.depth / c.pp, m.depth / c.pp, m.depth / c.pp};
+      if (stages.first > 0 || stages.last > 0) {
+        blocks.first = stages.first > 0 ? stages.first : (m.depth - stages.last) / (c.pp - 1);
+        blocks.last = stages.last > 0 ? stages.last : (m.depth - stages.first) / (c.pp - 1);
+        blocks.middle = c.pp > 2 ? (m.depth - blocks.first - blocks.last) / (c.pp - 2) : blocks.first;
+      }
+      note_stages(b, m, c, "torchtitan");
       const std::int64_t per_stage = c.pp > 2 ? blocks.middle : std::max(blocks.first, blocks.last);
       b.add("--parallelism.pipeline_parallel_schedule", "1F1B");
       b.add("--parallelism.pipeline_parallel_first_stage_less_layers", num(per_stage - blocks.first));
@@ -654,9 +840,14 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       break;
     case Recompute::Full: b.add("--activation_checkpoint.mode", "full"); break;
   }
-  if (param_dtype(in) != ParamDtype::Autocast) {
+  const ParamDtypes dtypes = param_dtypes(in);
+  if (!dtypes.fp32_weights) {
     b.note("torchtitan keeps fp32 weights, gradients and optimizer states and computes in bf16 "
            "(training.mixed_precision_param): the estimate's --layout amp");
+  }
+  if (!dtypes.fp32_gradients) {
+    b.note("the runtime reduces gradients in bf16; torchtitan's FSDP reduces them in fp32 "
+           "(training.mixed_precision_reduce has no other choice)");
   }
   if (fp8(in)) {
     // torchao's float8 linear layers (torchtitan/components/quantization/float8.py)
@@ -751,16 +942,29 @@ LaunchLine launch_line(LaunchFramework framework, const LaunchInput& in) {
     b.note(std::move(note));
   }
   const Offload offload = in.layout.exec.offload;
-  const bool offload_spelled = offload == Offload::None ||
-                               (framework == LaunchFramework::Torchtitan ? offload == Offload::Weights
-                                                                          : offload != Offload::Weights);
+  bool offload_spelled = offload == Offload::None;
+  switch (framework) {
+    // Megatron-LM core_v0.15.3 has arguments for the optimizer's offload only
+    case LaunchFramework::Megatron: offload_spelled = offload_spelled || offload == Offload::Optimizer; break;
+    // NeMo sets Megatron-Core's activation offloading too, where its TransformerConfig runs it
+    case LaunchFramework::Nemo:
+      offload_spelled = offload_spelled || offload == Offload::Optimizer ||
+                        (offload == Offload::Activations && activation_offload_runs(in.layout));
+      break;
+    // torchtitan offloads whole FSDP states only
+    case LaunchFramework::Torchtitan: offload_spelled = offload_spelled || offload == Offload::Weights; break;
+  }
   if (!offload_spelled) {
-    // Megatron-Core's TE weight offloading has no argument; torchtitan offloads whole FSDP states only
     std::string note = "the estimate's offload ";
     note += kOffloadNames[static_cast<std::size_t>(offload)];
     note += " has no ";
     note += info.display;
-    note += " argument: the line keeps it on the GPU";
+    note += " argument";
+    if (framework == LaunchFramework::Nemo && offload == Offload::Activations) {
+      note += " with pipeline parallelism or recomputation (Megatron-Core's TransformerConfig refuses CPU "
+              "offloading with either)";
+    }
+    note += ": the line keeps it on the GPU";
     b.note(std::move(note));
   }
   switch (framework) {

@@ -2,8 +2,10 @@
 // A launch line: one evaluated configuration as a training framework's own arguments, so that the
 // layout estimate or configs chose can be run (docs/launch.md). Each framework's names are those
 // of the parser source read for it (kLaunchFrameworks: repository, path, version); the tests check
-// every name the generator emits against a copy of that parser's names (test/data/launch/).
-// What the framework cannot express is said in notes ('#' lines), never left out silently.
+// every line the writers give, over every shipped model and runtime, against that parser as
+// scripts/extract_launch_parsers.py read it (test/data/launch/: names, kinds, choices and the rules
+// the framework checks between arguments). What the framework cannot express, and what the
+// environment must give, is said in notes ('#' lines), never left out silently.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -567,7 +567,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   }
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
   if (!(layout.exec == Execution{})) {
-    o << "execution: " << execution_text(layout.exec) << "\n";
+    o << "execution: " << execution_text(layout.exec, ev.param_layout) << "\n";
   }
   if (partitioned(layout)) {
     const StageBlocks b = stage_blocks(model, layout.pp, layout.exec);

@@ -101,22 +101,6 @@ constexpr const char* kNothing = "#c8c8c8";
 
 }  // namespace
 
-std::string escape(std::string_view text) {
-  std::string o;
-  o.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
 std::string number(double v, int digits) {
   if (!std::isfinite(v)) return "-";
   char buf[40];

@@ -10,10 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.hpp"
+
 namespace perfsweep::svg {
 
 // `&`, `<`, `>`, `"` and `'` as HTML entities: for text and attribute values alike.
-std::string escape(std::string_view text);
+inline std::string escape(std::string_view text) { return xml_escaped(text); }
 // "%.{digits}g", with "-" for NaN or infinity.
 std::string number(double v, int digits = 4);
 

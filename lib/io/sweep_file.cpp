@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/published.hpp"
+#include "core/text.hpp"
 #include "io/h5.hpp"
 #include "model/block.hpp"
 #include "model/kernel_calibration.hpp"
@@ -37,19 +39,53 @@ class Reader {
 
   std::string text_attr(hid_t obj, const std::string& where, const std::string& name) const {
     if (!at(where + name, [&] { return h5::has_attr(obj, name); })) fail(where + name, "attribute missing");
-    return at(where + name, [&] { return h5::attr_text(obj, name); });
+    return utf8(where + name, at(where + name, [&] { return h5::attr_text(obj, name); }));
   }
+  // Text the page shows: UTF-8, as every input it came from was held to.
+  std::string utf8(const std::string& field, std::string text) const {
+    if (const std::string bad = utf8_error(text); !bad.empty()) fail(field, "not UTF-8 text, " + bad + altered());
+    return text;
+  }
+  // A number of the file that a sweep cannot have written: refused, never rendered.
+  [[noreturn]] void impossible(const std::string& field, double v, const char* what) const {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.17g", v);
+    std::string message = "= ";
+    message += value;
+    message += ": ";
+    message += what;
+    fail(field, message + altered());
+  }
+  // The names of an object's attributes or members (h5::attr_names, h5::member_names): names the
+  // page shows, so UTF-8 as the text is.
+  std::vector<std::string> names(const std::string& where, std::vector<std::string> found) const {
+    for (const std::string& n : found) utf8(where + " (a name in it)", n);
+    return found;
+  }
+  static const char* altered() { return " (a sweep writes none: the file was altered, or is not a sweep's)"; }
   double number_attr(hid_t obj, const std::string& where, const std::string& name) const {
     if (!at(where + name, [&] { return h5::has_attr(obj, name); })) fail(where + name, "attribute missing");
     const std::vector<double> v = at(where + name, [&] { return h5::read_numeric_attr(obj, name); });
     if (v.size() != 1 || !std::isfinite(v.front())) fail(where + name, "expected one finite number");
     return v.front();
   }
+  // A count, index or degree attribute: a whole number of at least `lo`.
+  std::int64_t whole_attr(hid_t obj, const std::string& where, const std::string& name, double lo) const {
+    const double v = number_attr(obj, where, name);
+    if (!(v >= lo && v <= 0x1p62 && v == std::floor(v))) impossible(where + name, v, "not a whole number in range");
+    return static_cast<std::int64_t>(v);
+  }
   std::vector<TextField> all_attrs(hid_t obj, const std::string& where, const std::vector<std::string>& skip = {}) const {
     std::vector<TextField> out;
-    for (const std::string& name : at(where, [&] { return h5::attr_names(obj); })) {
+    for (const std::string& name : names(where, at(where, [&] { return h5::attr_names(obj); }))) {
       if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
-      out.emplace_back(name, at(where + name, [&] { return h5::attr_text(obj, name); }));
+      // what a sweep writes, as it checks it when it writes: UTF-8 text, finite non-negative numbers
+      if (!at(where + name, [&] { return h5::attr_is_text(obj, name); })) {
+        for (const double v : at(where + name, [&] { return h5::read_numeric_attr(obj, name); })) {
+          if (!publishable(v)) impossible(where + name, v, "not a finite, non-negative number");
+        }
+      }
+      out.emplace_back(name, utf8(where + name, at(where + name, [&] { return h5::attr_text(obj, name); })));
     }
     return out;
   }
@@ -79,13 +115,38 @@ std::vector<std::string> split_keys(const std::string& text) {
 // Echoed input files are text attributes too: kept out of `parameters`, shown as files.
 const std::vector<std::string> kEchoedAttrs{"calibration_yaml", "runtime_yaml"};
 
+// The values a sweep writes, held to what it checks when it writes them (core/published.hpp) and to
+// what each column means: finite and not negative, throughput positive, counts, degrees and GPU
+// counts whole (degrees and GPU counts at least 1), execution options one of their codes.
+void check_column_values(const Reader& r, const ResultTarget& t, const std::string& where) {
+  const auto listed = [](const std::vector<std::string>& keys, const std::string& name) {
+    return std::find(keys.begin(), keys.end(), name) != keys.end();
+  };
+  for (const ResultColumn& c : t.columns) {
+    const ExecutionOption* option = listed(t.execution_keys, c.name) ? find_execution_option(c.name) : nullptr;
+    const bool degree = c.name == "n_gpus" || listed(t.config_keys, c.name) || listed(t.placement_keys, c.name);
+    const bool whole = degree || option != nullptr || c.name == "rank" || listed(t.execution_keys, c.name);
+    for (std::size_t i = 0; i < c.values.size(); ++i) {
+      const double v = c.values[i];
+      const std::string field = where + c.name + "[" + std::to_string(i) + "]";
+      if (!publishable(v)) r.impossible(field, v, "not a finite, non-negative number");
+      if (c.name == "throughput" && !(v > 0)) r.impossible(field, v, "no throughput");
+      if (whole && (v != std::floor(v) || v > 0x1p62)) r.impossible(field, v, "not a whole number");
+      if (degree && v < 1) r.impossible(field, v, "not a degree or GPU count (at least 1)");
+      if (option != nullptr && !option_code_possible(*option, static_cast<std::int64_t>(v))) {
+        r.impossible(field, v, "not a value of the option (io/sweep_file.hpp execution_value_name)");
+      }
+    }
+  }
+}
+
 ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) {
   ResultTarget t;
   t.group = "/" + group;
   const std::string where = t.group + "/";
   h5::Handle g = r.group(file, "", group);
   t.name = r.text_attr(g.id(), where, "name");
-  t.nvs = static_cast<std::int64_t>(r.number_attr(g.id(), where, "nvs"));
+  t.nvs = r.whole_attr(g.id(), where, "nvs", 1);
   t.hbm_capacity_gb = r.number_attr(g.id(), where, "hbm_capacity");
   t.runtime = r.text_attr(g.id(), where, "runtime");
   t.comm_model = r.text_attr(g.id(), where, "comm_model");
@@ -94,15 +155,15 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
   }
   t.parameters = r.all_attrs(g.id(), where, kEchoedAttrs);
   if (r.at(where, [&] { return h5::has_attr(g.id(), "i0"); })) {
-    t.i0 = static_cast<std::int64_t>(r.number_attr(g.id(), where, "i0"));
-    t.i1 = static_cast<std::int64_t>(r.number_attr(g.id(), where, "i1"));
+    t.i0 = r.whole_attr(g.id(), where, "i0", 0);
+    t.i1 = r.whole_attr(g.id(), where, "i1", 0);
   }
   h5::Handle top = r.group(g.id(), where, "top");
   const std::string top_where = where + "top/";
   t.config_keys = split_keys(r.text_attr(top.id(), top_where, "config_keys"));
   t.placement_keys = split_keys(r.text_attr(top.id(), top_where, "placement_keys"));
   t.execution_keys = split_keys(r.text_attr(top.id(), top_where, "execution_keys"));
-  for (const std::string& name : r.at(top_where, [&] { return h5::member_names(top.id()); })) {
+  for (const std::string& name : r.names(top_where, r.at(top_where, [&] { return h5::member_names(top.id()); }))) {
     if (name == "count") continue;
     ResultColumn c;
     c.name = name;
@@ -119,6 +180,7 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
   for (const char* required : {"n_gpus", "rank", "throughput", "mem", "t"}) {
     if (t.column(required) == nullptr) r.fail(top_where + required, "dataset missing");
   }
+  if (!(t.hbm_capacity_gb > 0)) r.impossible(where + "hbm_capacity", t.hbm_capacity_gb, "not a capacity");
   t.rows = t.column("n_gpus")->values.size();
   for (const ResultColumn& c : t.columns) {
     if (c.values.size() != t.rows) {
@@ -130,6 +192,7 @@ ResultTarget read_target(const Reader& r, hid_t file, const std::string& group) 
       if (t.column(k) == nullptr) r.fail(top_where + k, "dataset missing (named in the group's key attributes)");
     }
   }
+  check_column_values(r, t, top_where);
   return t;
 }
 
@@ -146,7 +209,7 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
   g.base_system = root("base_system");
   h5::Handle grid = r.group(file, "/", "grid");
   const std::string where = "/grid/";
-  const std::vector<std::string> names = r.at(where, [&] { return h5::member_names(grid.id()); });
+  const std::vector<std::string> names = r.names(where, r.at(where, [&] { return h5::member_names(grid.id()); }));
   const std::vector<std::string> axis_names = split_keys(root("sweep_axes"));
   g.axes.resize(axis_names.size());
   if (g.axes.empty() || g.axes.size() > 2) r.fail("/sweep_axes", "expected one or two axes");
@@ -176,9 +239,19 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
     std::swap(g.axes[a].units[0], g.axes[a].units[i]);
     std::swap(g.axes[a].values[0], g.axes[a].values[i]);
   }
-  for (const double n : r.doubles(grid.id(), where, "n_gpus")) g.n_gpus.push_back(static_cast<std::int64_t>(n));
+  for (const double n : r.doubles(grid.id(), where, "n_gpus")) {
+    if (!(n >= 1 && n <= 0x1p62 && n == std::floor(n))) r.impossible(where + "n_gpus", n, "not a GPU count");
+    g.n_gpus.push_back(static_cast<std::int64_t>(n));
+  }
   g.best_throughput = r.doubles(grid.id(), where, "best_throughput");
   g.speedup = r.doubles(grid.id(), where, "speedup");
+  for (const GridAxis& a : g.axes) {
+    for (std::size_t p = 0; p < a.names.size(); ++p) {
+      for (const double v : a.values[p]) {
+        if (!publishable(v)) r.impossible(where + a.names[p], v, "not a system parameter's value");
+      }
+    }
+  }
   std::size_t cells = g.n_gpus.size();
   for (const GridAxis& a : g.axes) cells *= a.size();
   for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{"best_throughput", &g.best_throughput},
@@ -186,6 +259,12 @@ ResultGrid read_grid(const Reader& r, hid_t file, std::vector<TextField>& run) {
     if (values->size() != cells) {
       r.fail(where + name, std::to_string(values->size()) + " values where the axes and n_gpus make " +
                                std::to_string(cells));
+    }
+    // NaN: nothing fits (the grid's documented marker); any other value a throughput or a ratio
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      if (!publishable((*values)[i], NanMeans::NothingFits)) {
+        r.impossible(where + name + "[" + std::to_string(i) + "]", (*values)[i], "not a throughput or a speed-up");
+      }
     }
   }
   return g;
@@ -220,22 +299,27 @@ SweepFile read_sweep_file(const std::string& path) {
   f.run = r.all_attrs(file.id(), "/");
   f.strategy = r.text_attr(file.id(), "/", "strategy");
   f.model = r.text_attr(file.id(), "/", "model");
-  f.global_batch = static_cast<std::int64_t>(r.number_attr(file.id(), "/", "global_batch_size"));
+  f.global_batch = r.whole_attr(file.id(), "/", "global_batch_size", 1);
   {
     h5::Handle model = r.group(file.id(), "/", "model");
     f.model_parameters = r.all_attrs(model.id(), "/model/");
   }
   {
     h5::Handle prov = r.group(file.id(), "/", "provenance");
-    for (const std::string& name : r.at("/provenance/", [&] { return h5::member_names(prov.id()); })) {
+    const auto members = [&](const std::string& where, hid_t group) {
+      return r.names(where, r.at(where, [&] { return h5::member_names(group); }));
+    };
+    for (const std::string& name : members("/provenance/", prov.id())) {
       if (r.at("/provenance/" + name, [&] { return h5::is_group(prov.id(), name); })) {
         h5::Handle sub = r.group(prov.id(), "/provenance/", name);
-        for (const std::string& inner : r.at("/provenance/" + name, [&] { return h5::member_names(sub.id()); })) {
+        for (const std::string& inner : members("/provenance/" + name, sub.id())) {
+          const std::string field = "/provenance/" + name + "/" + inner;
           f.provenance.emplace_back(name + "/" + inner,
-                                    r.at("/provenance/" + name + "/" + inner, [&] { return h5::read_text(sub.id(), inner); }));
+                                    r.utf8(field, r.at(field, [&] { return h5::read_text(sub.id(), inner); })));
         }
       } else {
-        f.provenance.emplace_back(name, r.at("/provenance/" + name, [&] { return h5::read_text(prov.id(), name); }));
+        const std::string field = "/provenance/" + name;
+        f.provenance.emplace_back(name, r.utf8(field, r.at(field, [&] { return h5::read_text(prov.id(), name); })));
       }
     }
   }
@@ -258,10 +342,20 @@ SweepFile read_sweep_file(const std::string& path) {
     if (by_index.size() != cells) {
       r.fail("/points", std::to_string(by_index.size()) + " points where the axes make " + std::to_string(cells));
     }
-    for (const auto& [index, name] : by_index) f.targets.push_back(read_target(r, file.id(), "points/" + name));
+    for (const auto& [index, name] : by_index) {
+      f.targets.push_back(read_target(r, file.id(), "points/" + name));
+      const ResultTarget& t = f.targets.back();
+      // a point's place on the grid, which the heatmaps index by
+      const std::size_t n1 = f.grid->axes.size() > 1 ? f.grid->axes[1].size() : 1;
+      if (t.i0 < 0 || t.i1 < 0 || static_cast<std::size_t>(t.i0) >= f.grid->axes[0].size() ||
+          static_cast<std::size_t>(t.i1) >= n1) {
+        r.fail(t.group + "/i0", "the point's place (" + std::to_string(t.i0) + ", " + std::to_string(t.i1) +
+                                     ") is not on the grid" + Reader::altered());
+      }
+    }
     f.targets.push_back(read_target(r, file.id(), "base"));
   } else {
-    for (const std::string& name : r.at("/", [&] { return h5::member_names(file.id()); })) {
+    for (const std::string& name : r.names("/", r.at("/", [&] { return h5::member_names(file.id()); }))) {
       if (name == "model" || name == "provenance") continue;
       if (!r.at("/" + name, [&] { return h5::is_group(file.id(), name); })) continue;
       f.targets.push_back(read_target(r, file.id(), name));

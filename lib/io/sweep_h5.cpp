@@ -212,7 +212,7 @@ void write_sweep_file(const std::string& path, const RunMetadata& meta, const st
       }
     }
     h5::write_file(file, tmp);
-  });
+  }, Temporary::kLockHeld);  // sweep holds the output's journal lock
 }
 
 }  // namespace perfsweep

@@ -26,6 +26,15 @@ std::string option_value_name(const ExecutionOption& o, std::int64_t code) {
   return std::to_string(code);
 }
 
+bool option_code_possible(const ExecutionOption& o, std::int64_t code) {
+  switch (o.values) {
+    case OptionValues::Integer: return code >= o.lo && code <= o.hi;
+    case OptionValues::OnOff: return code == 0 || code == 1;
+    case OptionValues::Named: return code >= 0 && static_cast<std::size_t>(code) < o.names.size();
+  }
+  return false;
+}
+
 std::int64_t parse_option_value(const ExecutionOption& o, const std::string& text, const std::string& flag) {
   switch (o.values) {
     case OptionValues::OnOff:

@@ -183,10 +183,11 @@ inline constexpr std::array kExecutionOptions = [] {
           "first_stage_blocks", "--first-stage-blocks",
           "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the stages not "
           "given share the rest evenly), or auto: the partition that balances the slowest stage (docs/models.md); "
-          "0: not given; configs: a list (each value with every other option)"),
+          "0: an even share; not given: even, or under a framework's runtime balanced where pp does not divide the "
+          "depth; configs: a list (each value with every other option)"),
       d::given<&X::last_stage_blocks>(
           "last_stage_blocks", "--last-stage-blocks",
-          "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: not given; "
+          "blocks on the last pipeline stage (--decoder-last-pipeline-num-layers), or auto; 0: an even share; "
           "configs: a list"),
       d::named<&X::precision, &C::precision>(
           "precision", "--precision",
@@ -262,6 +263,9 @@ const ExecutionOption* find_execution_option(std::string_view key);
 
 // A value as flags and texts spell it: the name of a code, "on"/"off", or the integer.
 std::string option_value_name(const ExecutionOption& o, std::int64_t code);
+// Whether `code` is one the option can have (a flag's range, on/off, one of its names): what a
+// journal record or a sweep's file may hold.
+bool option_code_possible(const ExecutionOption& o, std::int64_t code);
 // The code of a flag's value; InputError naming `flag` and the value otherwise ("--zero must be an
 // integer from 0 to 3, got '5'"; "--recompute must be none, selective or full, got 'x'").
 std::int64_t parse_option_value(const ExecutionOption& o, const std::string& text, const std::string& flag);

@@ -108,14 +108,20 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
   return out;
 }
 
-std::string execution_text(const Execution& x) {
+std::string execution_text(const Execution& x) { return execution_text(x, {}); }
+
+std::string execution_text(const Execution& x, std::string_view param_layout) {
   std::string out;
   for (const ExecutionOption& o : kExecutionOptions) {
     if (!option_shown(o, x)) continue;
     if (!out.empty()) out += ' ';
     out += o.key;
     out += '=';
-    out += option_value_name(o, o.get(x));
+    if (!param_layout.empty() && std::string_view(o.key) == "layout") {
+      out += param_layout;
+    } else {
+      out += option_value_name(o, o.get(x));
+    }
   }
   return out;
 }

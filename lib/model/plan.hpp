@@ -317,6 +317,9 @@ std::vector<std::pair<const char*, std::string>> execution_values(const Executio
 // are given, " precision=fp8" unless bf16, " schedule=zb-h1" unless 1f1b, " cp_comm=all-gather"
 // unless p2p, " offload=optimizer" unless none.
 std::string execution_text(const Execution& x);
+// The same with the layout's value given (`param_layout`, runtime.hpp's param_layout_text: the
+// runtime's own bytes per parameter where its file gives them); empty: the --layout choice's name.
+std::string execution_text(const Execution& x, std::string_view param_layout);
 // "none", "selective" or "full" (kExecutionOptions' names); InputError naming `flag` and the value
 // otherwise. The other options parse with parse_option_value.
 Recompute parse_recompute(const std::string& text, const std::string& flag);

@@ -1,5 +1,9 @@
 #include "model/runtime.hpp"
 
+#include <cstdio>
+#include <string_view>
+#include <utility>
+
 namespace perfsweep {
 
 StateBytes state_bytes(ParamLayout layout) {
@@ -50,6 +54,30 @@ void fill_runtime_defaults(const Runtime& rt, ExecutionChoices& choices) {
 
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec) {
   return rt.has_states ? rt.states : state_bytes(exec.params);
+}
+
+std::string param_layout_text(const Runtime& rt, ParamLayout chosen) {
+  if (!rt.has_states) return execution_option_detail::kParamLayoutNames[static_cast<std::size_t>(chosen)];
+  std::string out = rt.name + " (B/parameter:";
+  const StateBytes& b = rt.states;
+  const std::pair<const char*, double> parts[] = {
+      {"weights", b.weights},   {"gradients", b.gradients}, {"accumulator", b.accumulator},
+      {"master", b.master},     {"moments", b.moments},     {"casts", b.casts},
+      {"zero gradient shard", b.zero_gradient_shard},       {"zero gather buffer", b.zero_gather_buffer}};
+  bool first = true;
+  for (const auto& [what, bytes] : parts) {
+    const bool always = std::string_view(what) == "weights" || std::string_view(what) == "gradients";
+    if (bytes == 0 && !always) continue;
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", bytes);
+    out += first ? " " : ", ";
+    out += what;
+    out += ' ';
+    out += value;
+    first = false;
+  }
+  out += ')';
+  return out;
 }
 
 }  // namespace perfsweep

@@ -173,4 +173,10 @@ void fill_runtime_defaults(const Runtime& rt, ExecutionChoices& choices);
 // The bytes per parameter a layout keeps under a runtime.
 StateBytes runtime_state_bytes(const Runtime& rt, const Execution& exec);
 
+// The parameter layout as reports name it (`layout=`): the --layout choice ("reference",
+// "megatron", "amp"), or under a runtime whose file gives its bytes per parameter (states), which
+// the choice then does not change, the runtime's own: "nemo (B/parameter: weights 2, gradients 2,
+// master 4, moments 8)", naming also its accumulator, casts and ZeRO buffers where it has them.
+std::string param_layout_text(const Runtime& rt, ParamLayout chosen);
+
 }  // namespace perfsweep

@@ -484,8 +484,16 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
   require(last == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2,
           "last_stage_blocks=" + str(last) + ": the runtime partitions the stages itself (stage_partition nanotron)");
   if (first == 0 && last == 0) {
-    require(m.depth % pp == 0, "pp=" + str(pp) + " does not divide depth " + str(m.depth) +
-                                   " (first_stage_blocks and last_stage_blocks split it unevenly)");
+    if (m.depth % pp != 0) {
+      std::string dividing;
+      for (I d = 1; d <= m.depth; ++d) {
+        if (m.depth % d == 0) dividing += (dividing.empty() ? "" : ", ") + str(d);
+      }
+      throw ConfigError("pp=" + str(pp) + " does not divide depth " + str(m.depth) +
+                        ": give the end stages' blocks (--first-stage-blocks and --last-stage-blocks: numbers, or "
+                        "auto to balance the stages) under a runtime that runs uneven stages, or a pp dividing " +
+                        str(m.depth) + " (" + dividing + ")");
+    }
     return stage_blocks(m, pp, c.exec);
   }
   const std::string given = (first > 0 ? "first_stage_blocks=" + str(first) : std::string()) +
@@ -1297,6 +1305,7 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit) && fits_host(s, ev.totals);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
+  ev.param_layout = param_layout_text(rt, c.exec.params);
   ev.capacity_in_gib = rt.capacity_in_gib && !s.hbm_capacity_exact;
   ev.capacity_gb = ev.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;
   return ev;

@@ -1,6 +1,7 @@
 #pragma once
 // One training step of a parallel configuration: data- and pipeline-parallel communication and
 // the step totals (the reference's DataParallel and PipelineParallel layers and execution.totals).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -150,6 +151,20 @@ inline constexpr std::array<TotalsField, 3> kOffloadTotalsFields{{
     {"t_host_optimizer", &Totals::t_host_optimizer, "s"},
     {"host_mem", &Totals::host_mem, "GB"},
 }};
+
+// Every field of Totals, for what must see each one (the journal's checks of a resumed record):
+// the reference's, the runtime's and the offload's fields. A field added to Totals without a
+// list here fails to compile.
+template <std::size_t... N>
+constexpr std::array<TotalsField, (N + ...)> joined_fields(const std::array<TotalsField, N>&... lists) {
+  std::array<TotalsField, (N + ...)> all{};
+  auto out = all.begin();
+  ((out = std::copy(lists.begin(), lists.end(), out)), ...);
+  return all;
+}
+inline constexpr auto kAllTotalsFields = joined_fields(kTotalsFields, kRuntimeTotalsFields, kOffloadTotalsFields);
+static_assert(sizeof(Totals) == kAllTotalsFields.size() * sizeof(double),
+              "every field of Totals is listed in kTotalsFields, kRuntimeTotalsFields or kOffloadTotalsFields");
 
 // Memory per GPU (GB) of a stage of `blocks` blocks: weights, their gradients, fp32 master
 // weights and Adam moments (the reference: 6x the fp16 weights) sharded over dp x seqp as the
@@ -349,6 +364,9 @@ struct Evaluation {
   // The runtime it was composed under, for reports (reference: the built-in, hash 0).
   std::string runtime = "reference";
   std::uint64_t runtime_hash = 0;
+  // The parameter layout it was composed with, as reports name it (runtime.hpp: param_layout_text:
+  // the --layout choice, or the runtime's own bytes per parameter).
+  std::string param_layout;
   // The GPU's memory in GB as the runtime reads hbm_capacity (GiB where it says so, else the
   // number as given), before the driver's and the allocator's shares (totals.mem_limit is after).
   double capacity_gb = 0;

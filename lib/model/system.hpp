@@ -133,18 +133,21 @@ struct SystemKey {
   double max;        // largest accepted value
   bool sweepable;    // may be an axis of a hardware sweep
   const char* what;  // one line for documentation and HDF5 attribute descriptions
+  // 0 is accepted besides [min, max]: the key's "none" (no FP8 tensor cores, no host link), whose
+  // absence the model checks before it divides; any other value is held to the floor `min`.
+  bool zero_means_none = false;
 };
 inline constexpr SystemKey kSystemKeys[] = {
     {"matrix_flops_fp16", &System::matrix_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,
      "tensor-core dense fp16/bf16 peak"},
-    {"matrix_flops_fp8", &System::matrix_flops_fp8, "TFLOP/s", false, 0, false, 1e7, false,
-     "tensor-core dense FP8 peak with per-tensor scales (0: no FP8 tensor cores)"},
-    {"matrix_flops_mxfp8", &System::matrix_flops_mxfp8, "TFLOP/s", false, 0, false, 1e7, false,
-     "tensor-core dense MXFP8 peak, FP8 with per-32-element block scales in hardware (0: none)"},
-    {"matrix_flops_fp4", &System::matrix_flops_fp4, "TFLOP/s", false, 0, false, 1e7, false,
-     "tensor-core dense FP4 peak (recorded, not used by the model; 0: none)"},
-    {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s", false, 0, false, 1e7, true,
-     "CUDA-core fp32 peak (recorded, not used by the model)"},
+    {"matrix_flops_fp8", &System::matrix_flops_fp8, "TFLOP/s", false, 1e-3, false, 1e7, false,
+     "tensor-core dense FP8 peak with per-tensor scales (0: no FP8 tensor cores)", true},
+    {"matrix_flops_mxfp8", &System::matrix_flops_mxfp8, "TFLOP/s", false, 1e-3, false, 1e7, false,
+     "tensor-core dense MXFP8 peak, FP8 with per-32-element block scales in hardware (0: none)", true},
+    {"matrix_flops_fp4", &System::matrix_flops_fp4, "TFLOP/s", false, 1e-3, false, 1e7, false,
+     "tensor-core dense FP4 peak (recorded, not used by the model; 0: none)", true},
+    {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s", false, 1e-3, false, 1e7, true,
+     "CUDA-core fp32 peak (recorded, not used by the model)", true},
     {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,
      "CUDA-core fp16 peak"},
     {"hbm_bandwidth", &System::hbm_bandwidth, "GB/s", true, 1e-3, false, 1e9, true, "HBM bandwidth"},
@@ -163,11 +166,11 @@ inline constexpr SystemKey kSystemKeys[] = {
     {"mask_element_size", &System::mask_element_size, "GB", false, 1e-12, false, 1e-6, false,
      "size of one dropout-mask element"},
     {"flops_units", &System::flops_units, "TFLOP per flop", false, 1e-15, false, 1, false, "TFLOP per counted flop"},
-    {"host_bandwidth", &System::host_bandwidth, "GB/s", false, 0, false, 1e6, true,
-     "GPU to host memory bandwidth per GPU, one direction (PCIe, NVLink-C2C; 0: no host link, no offload)"},
-    {"host_memory", &System::host_memory, "GB", false, 0, false, 1e6, true, "host memory per GPU (offload)"},
-    {"host_cpu_bandwidth", &System::host_cpu_bandwidth, "GB/s", false, 0, false, 1e6, true,
-     "host memory bandwidth of a GPU's share of the CPUs (the host optimizer step of offload)"},
+    {"host_bandwidth", &System::host_bandwidth, "GB/s", false, 1e-3, false, 1e6, true,
+     "GPU to host memory bandwidth per GPU, one direction (PCIe, NVLink-C2C; 0: no host link, no offload)", true},
+    {"host_memory", &System::host_memory, "GB", false, 1e-3, false, 1e6, true, "host memory per GPU (offload)", true},
+    {"host_cpu_bandwidth", &System::host_cpu_bandwidth, "GB/s", false, 1e-3, false, 1e6, true,
+     "host memory bandwidth of a GPU's share of the CPUs (the host optimizer step of offload)", true},
 };
 
 // The key named `name`, or null.
@@ -178,9 +181,9 @@ inline const SystemKey* find_system_key(std::string_view name) {
   return nullptr;
 }
 
-// Whether v lies in the key's range (NaN never does).
+// Whether v lies in the key's range, or is its "none" (NaN never does).
 inline bool in_range(const SystemKey& k, double v) {
-  return (k.min_open ? v > k.min : v >= k.min) && v <= k.max;
+  return (k.zero_means_none && v == 0) || ((k.min_open ? v > k.min : v >= k.min) && v <= k.max);
 }
 
 }  // namespace perfsweep

@@ -59,6 +59,15 @@ struct Transformer {
   LogitsDtype logits_dtype = LogitsDtype::Fp32;  // the dtype the cross-entropy reads the logits in
   MoeOptions moe;
 
+  // Numerics that change no cost but that a framework must be given to train this model (the
+  // launch lines, io/launch.hpp); 0: not given (the framework's default applies). rope_theta: the
+  // rotary positions' base; rope_scaling_factor: Llama 3.1's rotary frequency scaling ("llama3"
+  // rope_scaling: low and high frequency factors 1 and 4 over 8192 original positions, as
+  // Megatron-Core's --use-rope-scaling applies it); norm_epsilon: the LayerNorm's or RMSNorm's.
+  double rope_theta = 0;
+  double rope_scaling_factor = 0;
+  double norm_epsilon = 0;
+
   std::int64_t kv() const { return kv_heads > 0 ? kv_heads : h; }
   std::int64_t head_dim() const { return e / h; }
   bool has_dropout() const { return dropout > 0; }

@@ -127,11 +127,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   // every execution option within what its flag takes (model/execution_options.hpp): zero, interleave
   // and ep within their bounds, a stage's blocks 0 (an even share) or a count within the degrees'
   for (const ExecutionOption& o : kExecutionOptions) {
-    const std::int64_t v = o.get(l.exec);
-    const bool ok = o.values == OptionValues::Integer ? v >= o.lo && v <= o.hi
-                    : o.values == OptionValues::OnOff  ? v == 0 || v == 1
-                                                       : v >= 0 && static_cast<std::size_t>(v) < o.names.size();
-    if (!ok) return false;
+    if (!option_code_possible(o, o.get(l.exec))) return false;
   }
   std::int64_t gpus = 1;
   for (const std::int64_t degree : {l.dp, l.pp, t.tp1, t.tp2, t.cp}) {
@@ -139,18 +135,29 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
   }
   // Published numbers: finite and non-negative (times, memory, FLOPs, fractions), throughput > 0.
   if (!(std::isfinite(c.throughput) && c.throughput > 0 && std::isfinite(c.mem) && c.mem >= 0)) return false;
-  for (const TotalsField& f : kTotalsFields) {
+  for (const TotalsField& f : kAllTotalsFields) {
     const double v = c.totals.*(f.member);
     if (!(std::isfinite(v) && v >= 0)) return false;
   }
   return true;
 }
 
+// Counts the search could have made: none negative, no more infeasible configurations than
+// evaluated ones.
+bool counters_possible(const SearchCounters& k) {
+  for (const std::int64_t v : {k.tensor_splits, k.tensor_splits_too_thin, k.pipelines_rejected_dp, k.candidates,
+                               k.infeasible_memory, k.module_evaluations}) {
+    if (v < 0) return false;
+  }
+  return k.infeasible_memory <= k.candidates;
+}
+
 bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size_t top_n, std::size_t& target,
                    TargetResult& r) {
   std::size_t q = 0;
   std::uint64_t id = 0, n_tops = 0;
-  if (!get(payload, q, id) || !get(payload, q, r.counters) || !get(payload, q, n_tops) || n_tops != n_gpu_counts) {
+  if (!get(payload, q, id) || !get(payload, q, r.counters) || !counters_possible(r.counters) || !get(payload, q, n_tops) ||
+      n_tops != n_gpu_counts) {
     return false;
   }
   for (std::uint64_t i = 0; i < n_tops; ++i) {
@@ -174,18 +181,11 @@ bool parse_payload(std::string_view payload, std::size_t n_gpu_counts, std::size
 std::string read_regular(const std::string& path) {
   const int fd = open_regular(path, O_RDONLY, "journal");
   std::string data;
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      errno = err;
-      throw_errno("cannot read journal", path);
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<std::size_t>(n));
+  if (!read_all(fd, data, std::string().max_size())) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    throw_errno("cannot read journal", path);
   }
   ::close(fd);
   return data;
@@ -343,9 +343,7 @@ Journal::Journal(const std::string& path, const std::string& fingerprint, Journa
   done = std::move(found);
   if (scan_.dropped_bytes > 0) {
     // Keep only the accepted records, so later appends follow an intact one.
-    write_atomically(path, [&](const std::string& tmp) {
-      write_new_file(tmp, kept_bytes);
-    });
+    write_atomically(path, [&](const std::string& tmp) { write_new_file(tmp, kept_bytes); }, Temporary::kLockHeld);
   }
   fd_ = open_regular(path, O_WRONLY | O_APPEND, "journal");
 }

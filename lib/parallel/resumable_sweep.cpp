@@ -108,17 +108,29 @@ void check_size(const SweepOptions& o, std::size_t n_targets, std::size_t n_coun
   }
 }
 
-// Outputs, their temporaries, the journal and its lock must be regular files or absent.
+// The runtime files the targets read (the built-in reference reads none).
+void add_runtime_files(SweepPlan& plan) {
+  for (const SweepTarget& t : plan.targets) {
+    if (!t.problem.runtime.file.empty()) plan.input_files.push_back(t.problem.runtime.file);
+  }
+}
+
+// Outputs, their temporaries, the journal and its lock must be regular files or absent, and none
+// of them an input.
 void check_output_paths(const SweepPlan& plan) {
   const std::pair<const char*, const char*> files[] = {{"", "output"},
                                                        {".partial", "temporary file"},
                                                        {".journal", "journal"},
                                                        {".journal.lock", "lock file"},
                                                        {".journal.partial", "temporary file"}};
-  for (const auto& [suffix, role] : files) require_regular_or_absent(plan.output + suffix, role);
+  for (const auto& [suffix, role] : files) {
+    require_regular_or_absent(plan.output + suffix, role);
+    refuse_output_over_input(plan.output + suffix, plan.input_files);
+  }
   if (plan.hardware_sweep) {
     const std::string xmf = xdmf_path_for(plan.output);
     require_regular_or_absent(xmf, "output");
+    refuse_output_over_input(xmf, plan.input_files);
     require_regular_or_absent(xmf + ".partial", "temporary file");
     require_regular_or_absent(previous_path_for(plan.output), "temporary file");
   }
@@ -151,6 +163,10 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   AttentionMode attention = p.attention;
   apply_runtime(p.runtime, base, attention);
   if (attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) return false;
+  // what the search never sets, and the cost does not read (block_split derives the expert
+  // group from exec.ep; one SUMMA block outside 2d)
+  if (l.tensor.ep != 1 || l.tensor.nv_ep != 1) return false;
+  if (!has_summa_blocks(plan_of(l.strategy)) && l.tensor.nb != 1) return false;
   Execution x = l.exec;
   x.first_stage_blocks = 0;
   x.last_stage_blocks = 0;
@@ -173,8 +189,17 @@ bool searchable(const SearchProblem& p, const Layout& l) {
 bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, const TargetResult& r) {
   const SearchProblem& p = searcher.problem();
   if (r.tops.size() != n_gpus.size()) return false;
+  // every kept configuration is a feasible one the search counted
+  std::int64_t kept = 0;
+  for (const TopN& top : r.tops) kept += static_cast<std::int64_t>(top.items().size());
+  if (kept > r.counters.candidates - r.counters.infeasible_memory) return false;
   for (std::size_t k = 0; k < n_gpus.size(); ++k) {
-    for (const Candidate& c : r.tops[k].items()) {
+    const std::vector<Candidate>& items = r.tops[k].items();
+    for (std::size_t i = 1; i < items.size(); ++i) {
+      // the search keeps each configuration once: the list strictly ordered
+      if (!ranks_before(items[i - 1], items[i])) return false;
+    }
+    for (const Candidate& c : items) {
       const Layout& l = c.layout;
       // the journal's decoding bounds each degree and their product by 2^30, mbs by 2^32
       if (l.strategy != p.strategy || l.n_gpus() != n_gpus[k] ||
@@ -190,7 +215,7 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
             again.layout.exec.last_stage_blocks != l.exec.last_stage_blocks) {
           return false;
         }
-        for (const TotalsField& f : kTotalsFields) {
+        for (const TotalsField& f : kAllTotalsFields) {
           if (!same_bits(again.totals.*(f.member), c.totals.*(f.member))) return false;
         }
       } catch (const std::exception&) {
@@ -201,7 +226,8 @@ bool reproduces(Searcher& searcher, const std::vector<std::int64_t>& n_gpus, con
   return true;
 }
 
-// Drops the resumed targets whose record does not reproduce; returns how many.
+}  // namespace
+
 std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, TargetResult>& done) {
   std::size_t dropped = 0;
   std::unique_ptr<Searcher> searcher;
@@ -222,8 +248,6 @@ std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, Targe
   return dropped;
 }
 
-}  // namespace
-
 SweepPlan plan_sweep(const SweepOptions& o) {
   SweepPlan plan;
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");
@@ -235,6 +259,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
   ModelInput model = read_model(o.model, o.seq_len);
   for (const std::string& w : model.warnings) spdlog::warn("{}", w);
   plan.model = std::move(model.model);
+  plan.input_files.push_back(model_file(o.model).string());
   plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);
   const std::string model_part = file_name_part(plan.model.name);
   const std::string strat_part(strategy_name(plan.strategy));
@@ -244,6 +269,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       throw InputError("--sweep takes its base system from the sweep file; drop --system/--systems/--nvs");
     }
     const auto path = resolve_input(o.sweep_file, "sweeps");
+    plan.input_files.push_back(path.string());
     plan.hardware_sweep = true;
     plan.sweep = load_hardware_sweep(path);
     plan.sweep_yaml = read_text(path);
@@ -254,6 +280,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     }
     plan.targets.push_back(make_target(o, plan.strategy, plan.model, plan.sweep.base, "base", plan.dropped));
     for (const SweepTarget& t : plan.targets) plan.system_yaml.push_back(system_to_yaml(t.problem.system));
+    add_runtime_files(plan);
     plan.output = !o.output.empty() ? o.output
                                     : o.out_dir + "/sweep_" + file_name_part(plan.sweep.name) + "_" + strat_part + "_" +
                                           model_part + ".h5";
@@ -272,13 +299,16 @@ SweepPlan plan_sweep(const SweepOptions& o) {
     choices.push_back(c);
   } else {
     if (!o.nvs.empty()) throw InputError("--nvs goes with --system");
-    choices = load_system_list(resolve_input(o.systems_file.empty() ? "paper" : o.systems_file, "sweeps"));
+    const auto list = resolve_input(o.systems_file.empty() ? "paper" : o.systems_file, "sweeps");
+    plan.input_files.push_back(list.string());
+    choices = load_system_list(list);
   }
   std::size_t n_targets = 0;
   for (const SystemChoice& c : choices) n_targets += c.nvs.size();
   check_size(o, n_targets, plan.n_gpus.size(), plan);
   for (const SystemChoice& c : choices) {
     const System base = load_system_named(c.system);
+    plan.input_files.push_back(resolve_input(c.system, "systems").string());
     for (std::int64_t nvs : c.nvs) {
       System sys = base;
       sys.nvlink_size = nvs;
@@ -291,6 +321,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
       plan.targets.push_back(std::move(t));
     }
   }
+  add_runtime_files(plan);
   // With --system, the system's name is part of the default name: runs on different systems do not collide.
   const std::string system_part =
       o.system.empty() ? "" : "_" + file_name_part(std::filesystem::path(o.system).stem().string());

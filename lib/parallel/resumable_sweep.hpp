@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "config/execution_flags.hpp"
@@ -60,6 +61,7 @@ struct SweepPlan {
   std::int64_t searches = 0;         // targets x GPU counts
   double estimated_output_bytes = 0;  // of the HDF5 file
   std::vector<std::string> dropped;  // option values the strategy or runtime cannot run (logged)
+  std::vector<std::string> input_files;  // the model, system, list, sweep and runtime files read
 };
 
 // A target's best configuration at the largest GPU count where it has one.
@@ -77,6 +79,13 @@ SweepPlan plan_sweep(const SweepOptions& options);
 // run): software version, a hash of the output and journal schema, strategy, model, batch,
 // top-n, GPU counts, every system and the content of every calibration.
 std::string sweep_fingerprint(const SweepPlan& plan, const SweepOptions& options);
+
+// Drops the resumed targets (journal records, by target index) whose record the plan's search could
+// not have written: every field of every kept configuration is costed again for its target and must
+// come out bit for bit (the layout one the search builds, every totals field, throughput and
+// memory), each list strictly ordered and no longer than its target's feasible count. Returns how
+// many were dropped.
+std::size_t drop_unreproduced(const SweepPlan& plan, std::map<std::size_t, TargetResult>& done);
 
 // Collective over comm: the whole run. Returns on every rank; only rank 0 writes. Rank 0 gets each
 // target's best configuration (targets with none left out), the others nothing.

@@ -96,9 +96,15 @@ std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Tran
   return out;
 }
 
-ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
-                          std::int64_t global_batch, const ConfigRanges& r) {
-  ConfigSweep out;
+namespace {
+
+// The walk `configs` makes, shared by counting and evaluating: at(layout, placement choice) for
+// every layout of the ranges in enumeration order (tensor split, pp and dp, mbs, nb, each execution
+// option's list in the search's order, attention, the stages' blocks), the reasons for what cannot
+// run in out.rejections and the degree combinations in out.combinations; stopped() ends the walk.
+template <typename At, typename Stopped>
+void walk_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                  std::int64_t global_batch, const ConfigRanges& r, ConfigSweep& out, At&& at, Stopped&& stopped) {
   auto reject = [&](const std::string& why) {
     if (std::find(out.rejections.begin(), out.rejections.end(), why) == out.rejections.end()) {
       out.rejections.push_back(why);
@@ -148,29 +154,6 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   const std::vector<std::int64_t> nbs = summa && !r.nb.empty() ? r.nb : std::vector<std::int64_t>{1};
   const bool search_mbs = r.all_micro_batch_sizes ||
                           (r.mbs.empty() && r.tp1.empty() && r.tp2.empty() && r.pp.empty() && r.dp.empty());
-  // The rows of one layout: its fastest placement, or each placement.
-  auto add_rows = [&](Layout c) {
-    c.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked below
-    try {
-      if (r.balance_stages) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
-      validate_layout(sys, model, c, global_batch);
-    } catch (const ConfigError& e) {
-      reject(e.what());
-      return;
-    }
-    if (r.all_placements) {
-      const std::size_t before = out.rows.size();
-      for_each_placement(sys, model, c, choice, [&](const Layout& given) {
-        const Layout placed = r.balance_stages ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
-        out.rows.push_back(make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch));
-      });
-      if (out.rows.size() == before) reject("no NVLink placement of the search matches the given --nv-* values");
-    } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, r.balance_stages)) {
-      out.rows.push_back(make_row(c, *ev, global_batch));
-    } else {
-      reject("no NVLink placement of the search matches the given --nv-* values");
-    }
-  };
   // The search's nest (search/dimensions.hpp walk_dimensions) with the user's lists: pp (and dp),
   // mbs, nb, then each execution option's list in the search's order; the placement at the leaf.
   // Every value given is tried, so that validate_layout says why one cannot run.
@@ -214,6 +197,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     return out_values;
   };
   auto enter = [&](std::size_t, std::size_t d, const Choice&, const Layout&) {
+    if (stopped()) return false;
     if (d == nb_dim) ++out.combinations;
     return true;
   };
@@ -225,12 +209,14 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
         x.attention = attention;
         x.exec.first_stage_blocks = stages.first_stage_blocks;
         x.exec.last_stage_blocks = stages.last_stage_blocks;
-        add_rows(x);
+        x.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition
+        at(x, choice, reject);
       }
     }
   };
   WalkPolicy policy{values, enter, leaf};
   for (const TensorSplit& t : splits) {
+    if (stopped()) return;
     const std::int64_t tp = t.tp1 * t.tp2 * t.cp;  // the GPUs of one replica's pipeline stage
     if (tp < 1 || n_gpus % tp != 0) {
       reject((t.cp > 1 ? "tp x cp=" : "tp=") + std::to_string(tp) + " does not divide " + std::to_string(n_gpus) +
@@ -268,6 +254,81 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     c.tensor = t;
     walk_dimensions(dims, walked, c, policy);
   }
+}
+
+// The points of one layout: its NVLink placements (each one evaluated), or 1 for a layout that
+// cannot run (validate_layout says why, at the cost of a check).
+std::int64_t layout_points(const System& sys, const Transformer& model, const Layout& c, const PlacementChoice& choice) {
+  std::int64_t placements = 0;
+  for_each_placement(sys, model, c, choice, [&](const Layout&) { ++placements; });
+  return std::max<std::int64_t>(placements, 1);
+}
+
+// Where a row goes: those that do not fit left out with fits_only; with `keep`, only the first
+// `keep` in the order the rows are listed (by_throughput: those that fit first, then by
+// throughput, ties in enumeration order, as std::stable_sort orders them), so that memory holds
+// at most `keep` rows whatever the space.
+void keep_row(std::vector<ConfigRow>& rows, ConfigRow&& row, const ConfigRanges& r) {
+  if (r.fits_only && !row.fits) return;
+  if (r.keep == 0) {
+    rows.push_back(std::move(row));
+    return;
+  }
+  auto at = rows.end();
+  if (r.by_throughput) {
+    at = std::upper_bound(rows.begin(), rows.end(), row, [](const ConfigRow& a, const ConfigRow& b) {
+      return a.fits != b.fits ? a.fits : a.throughput > b.throughput;
+    });
+  }
+  if (rows.size() == r.keep && at == rows.end()) return;
+  rows.insert(at, std::move(row));
+  if (rows.size() > r.keep) rows.pop_back();
+}
+
+}  // namespace
+
+std::int64_t count_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                           std::int64_t global_batch, const ConfigRanges& r, std::int64_t limit) {
+  ConfigSweep scratch;
+  std::int64_t points = 0;
+  walk_configs(
+      sys, model, strategy, n_gpus, global_batch, r, scratch,
+      [&](const Layout& c, const PlacementChoice& choice, auto&&) { points += layout_points(sys, model, c, choice); },
+      [&] { return points > limit; });
+  return points;
+}
+
+ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                          std::int64_t global_batch, const ConfigRanges& r) {
+  ConfigSweep out;
+  // The rows of one layout: its fastest placement, or each placement.
+  auto add_rows = [&](Layout c, const PlacementChoice& choice, auto&& reject) {
+    if (r.on_points) r.on_points(layout_points(sys, model, c, choice));
+    const bool balance = r.balance_stages || (!r.stages_given && balances_where_uneven(r.runtime, model, c));
+    try {
+      if (balance) c = with_balanced_stages(sys, model, r.runtime, c, global_batch);
+      validate_layout(sys, model, c, global_batch);
+    } catch (const ConfigError& e) {
+      reject(e.what());
+      return;
+    }
+    if (r.all_placements) {
+      bool any = false;
+      for_each_placement(sys, model, c, choice, [&](const Layout& given) {
+        const Layout placed = balance ? with_balanced_stages(sys, model, r.runtime, given, global_batch) : given;
+        keep_row(out.rows, make_row(placed, evaluate(sys, model, r.runtime, placed, global_batch), global_batch), r);
+        any = true;
+      });
+      if (!any) reject("no NVLink placement of the search matches the given --nv-* values");
+    } else if (auto ev = best_placement(sys, model, c, global_batch, choice, r.runtime, balance)) {
+      keep_row(out.rows, make_row(c, *ev, global_batch), r);
+    } else {
+      reject("no NVLink placement of the search matches the given --nv-* values");
+    }
+  };
+  // in the order asked for, the first `keep` rows are all there are to keep
+  const auto full = [&] { return r.keep > 0 && !r.by_throughput && out.rows.size() == r.keep; };
+  walk_configs(sys, model, strategy, n_gpus, global_batch, r, out, add_rows, full);
   return out;
 }
 

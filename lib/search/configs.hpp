@@ -70,7 +70,19 @@ struct ConfigRanges {
   std::vector<AttentionMode> attentions{AttentionMode{}};
   std::vector<Execution> stage_choices{Execution{}};
   bool balance_stages = false;   // each row's partition of the blocks: with_balanced_stages (else exec's)
+  // The end stages' blocks given (stage_choices from --first-stage-blocks, --last-stage-blocks):
+  // else a row whose pp does not split the depth evenly is balanced where the runtime runs uneven
+  // stages (balances_where_uneven), as the search's leaf balances it.
+  bool stages_given = false;
   Runtime runtime;               // how the framework executes them (the reference's by default)
+  // The rows kept: without those that do not fit (fits_only); with keep > 0 only the first keep in
+  // the order they are listed (by_throughput: those that fit first, then the fastest; else the
+  // enumeration's), so memory holds keep rows however large the space.
+  bool fits_only = false;
+  std::size_t keep = 0;
+  bool by_throughput = false;
+  // Called with each layout's points (count_configs) as it is evaluated: progress reports.
+  std::function<void(std::int64_t)> on_points;
 };
 
 struct ConfigRow {
@@ -87,6 +99,12 @@ struct ConfigSweep {
   std::size_t combinations = 0;            // degree combinations that make up the GPU count
   std::vector<std::string> rejections;     // why the others could not be evaluated (distinct)
 };
+
+// The points sweep_configs would evaluate, counted without evaluating any: each layout's NVLink
+// placements (1 for a layout that cannot run). Counting stops once past `limit` (the result is then
+// more than limit), so that a space of billions is refused in the time of `limit` points.
+std::int64_t count_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
+                           std::int64_t global_batch, const ConfigRanges& ranges, std::int64_t limit);
 
 ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
                           std::int64_t global_batch, const ConfigRanges& ranges);

@@ -100,4 +100,12 @@ inline bool splits_evenly(const Transformer& m, std::int64_t pp) {
   return m.depth % pp == 0 && (m.depth / pp) % every == 0;
 }
 
+// Whether a layout whose end stages' blocks were not given takes the balanced partition
+// (with_balanced_stages), as the search's leaf does: under a runtime that runs uneven stages (any
+// but the reference's, partitioning them as Megatron-LM's given counts do) where pp does not split
+// the blocks evenly.
+inline bool balances_where_uneven(const Runtime& rt, const Transformer& m, const Layout& c) {
+  return !rt.is_reference() && rt.stage_partition == StagePartition::Even && c.pp > 1 && !splits_evenly(m, c.pp);
+}
+
 }  // namespace perfsweep

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -250,8 +252,25 @@ void compose_candidate(const System& sys, const SearchProblem& p, bool even, con
 }
 }  // namespace
 
+void check_capacity(const System& s, const Runtime& rt) {
+  const double limit = memory_limit_gb(s, rt);
+  if (limit > 0 && std::isfinite(limit)) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "hbm_capacity %.6g GB%s leaves the runtime %s nothing to allocate (its driver_reserve_gib %.6g GiB "
+                "comes off the capacity; what is left: %.6g GB)",
+                s.hbm_capacity, s.hbm_capacity_exact || !rt.capacity_in_gib ? "" : " (read as GiB)", rt.name.c_str(),
+                rt.driver_reserve_gib, limit);
+  std::string message = "system '";
+  message += s.name;
+  message += "': ";
+  message += text;
+  throw InputError(message);
+}
+
 void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
                            std::vector<std::string>* dropped) {
+  check_capacity(s, rt);
   const std::string strat = plan_of(strategy).name;
   if (!rt.runs(strategy)) {
     throw StrategyNotRunError("runtime " + rt.name + " does not run strategy " + strat +
@@ -860,6 +879,9 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
         ++counters[i].infeasible_memory;
         continue;
       }
+      // the one totals field a capacity changes: each capacity's configuration carries its own
+      // limit, as evaluating it on that capacity's system gives (and --resume checks)
+      cand.totals.mem_limit = limits[i];
       if (!tops[i].push(cand)) break;
       kept = true;
     }

@@ -34,6 +34,11 @@ class StrategyNotRunError : public InputError {
   using InputError::InputError;
 };
 
+// InputError naming the system, its capacity and the runtime unless the runtime can allocate some
+// of the system's HBM (model/step.hpp memory_limit_gb > 0): a capacity below the driver's reserve
+// is refused where the inputs meet, before any search (check_runtime_choices calls it).
+void check_capacity(const System& system, const Runtime& rt);
+
 // The choices the runtime runs on the system: the strategy (StrategyNotRunError otherwise), the ZeRO stages of `choices` it has,
 // sequence parallelism off only for 1d, and fp8 only where the runtime has an fp8_recipe, the
 // strategy is 1d and the system has the recipe's tensor cores. The others are dropped from the

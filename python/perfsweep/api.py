@@ -8,21 +8,29 @@ tools: apps/python/module.cpp).
 
 Keyword arguments are the tools' flags with dashes as underscores: True adds a flag, False and None
 leave it out, a list or tuple is a comma-separated list (`zero=[0, 1]`), anything else its str().
-A tool that exits non-zero raises PerfsweepError with its exit code (2: bad input); its message is
-on standard error, as from the command line.
+A tool that exits non-zero raises PerfsweepError with its exit code (2: bad input) and its message
+(what the tool prints on standard error: "estimate: error: ..."); its warnings, where it succeeds,
+go to sys.stderr. help=True or version=True returns the tool's text (its --help, its --version).
+The tools run in this process any number of times.
 """
 import io
 import json
+import sys
 
 __all__ = ['estimate', 'search', 'PerfsweepError', 'flags_of']
 
 
 class PerfsweepError(RuntimeError):
-    """A tool's non-zero exit: `code` 2 for bad input, 1 for a failure to write."""
+    """A tool's non-zero exit: `code` 2 for bad input, 1 for a failure to write; `message` the
+    tool's error lines ("estimate: error: ..."), `stderr` all it printed there."""
 
-    def __init__(self, tool, code, args):
-        super().__init__(f'{tool} exited with {code} (arguments: {" ".join(args)})')
+    def __init__(self, tool, code, args, stderr=''):
+        errors = [line for line in stderr.splitlines() if line.startswith(f'{tool}: error:')]
+        self.message = '\n'.join(errors) if errors else stderr.strip()
+        self.stderr = stderr
         self.code = code
+        shown = self.message or f'{tool} exited with {code}'
+        super().__init__(f'{shown} (exit {code}; arguments: {" ".join(args)})')
 
 
 def flags_of(**flags):
@@ -44,21 +52,32 @@ def flags_of(**flags):
 
 def _run(tool, words):
     from . import _perfsweep  # built beside this file by the C++ build (apps/CMakeLists.txt)
-    code, out = _perfsweep.run(tool, words)
+    code, out, err = _perfsweep.run(tool, words)
     if code != 0:
-        raise PerfsweepError(tool, code, words)
+        raise PerfsweepError(tool, code, words, err)
+    if err:
+        sys.stderr.write(err)
     return out
+
+
+def _text(flags):
+    """Whether the flags ask for the tool's own text (--help, --version) rather than results."""
+    return bool(flags.get('help') or flags.get('version'))
 
 
 def estimate(**flags):
     """`estimate FLAGS --json` in-process: its JSON object as a dict (floats as the text gives them,
     so bit for bit what the command prints)."""
+    if _text(flags):
+        return _run('estimate', flags_of(**flags))
     return json.loads(_run('estimate', flags_of(**flags) + ['--json', '--quiet']))
 
 
 def search(**flags):
     """`configs FLAGS --csv` in-process: its rows as a pandas DataFrame (floats parsed round-trip,
     so bit for bit what the command prints)."""
+    if _text(flags):
+        return _run('configs', flags_of(**flags))
     import pandas as pd
     out = _run('configs', flags_of(**flags) + ['--csv', '--quiet'])
     return pd.read_csv(io.StringIO(out), float_precision='round_trip')

@@ -2,9 +2,12 @@
 // files; test/data/README.md lists the sources) against the published parameter totals, and the
 // reader's warnings and errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "config/hf_config.hpp"
@@ -47,6 +50,27 @@ TEST(HfConfig, LlamaMatchesPublishedTotals) {
   const std::int64_t llama32 = total("Llama-3.2-1B");
   EXPECT_EQ(llama32, 16 * (2048LL * (32 + 16) * 64 + 2048LL * 2048 + 3 * 2048LL * 8192 + 2 * 2048) + 128256LL * 2048 + 2048);
   EXPECT_EQ(llama32 / 10000000, 123);
+}
+
+// The launch lines' numerics: the rotary base, a llama3 rope_scaling's factor and the norm's
+// epsilon under each config class's key; absent keys and other scalings stay not given (0).
+TEST(HfConfig, LaunchNumerics) {
+  const Transformer llama31 = hf("Llama-3.1-8B").model;
+  EXPECT_EQ(llama31.rope_theta, 500000);
+  EXPECT_EQ(llama31.rope_scaling_factor, 8);
+  EXPECT_EQ(llama31.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("Meta-Llama-3-70B").model.rope_scaling_factor, 0);  // rope_scaling null
+  EXPECT_EQ(hf("Llama-3.2-1B").model.rope_scaling_factor, 32);
+  EXPECT_EQ(hf("Mixtral-8x7B-v0.1").model.rope_theta, 1e6);
+  EXPECT_EQ(hf("Qwen2.5-7B").model.norm_epsilon, 1e-6);
+  const Transformer deepseek = hf("DeepSeek-V3").model;  // yarn scaling: not a llama3 factor
+  EXPECT_EQ(deepseek.rope_theta, 10000);
+  EXPECT_EQ(deepseek.rope_scaling_factor, 0);
+  const Transformer gpt2 = hf("gpt2").model;
+  EXPECT_EQ(gpt2.rope_theta, 0);
+  EXPECT_EQ(gpt2.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("gpt-neox-20b").model.norm_epsilon, 1e-5);
+  EXPECT_EQ(hf("falcon-7b").model.rope_theta, 0);  // not in its file: FalconConfig's default applies
 }
 
 TEST(HfConfig, MistralAndMixtral) {
@@ -173,6 +197,55 @@ TEST(HfConfig, ClearErrors) {
   expect_input_error((kHf / "bad" / "missing_heads.json").string(), "missing key 'num_attention_heads'");
   expect_input_error((kHf / "bad").string(), "a folder without config.json");
   EXPECT_THROW(read_model("llama3_8b", std::int64_t{1} << 40), InputError);  // too long for int64 counts
+}
+
+// A copy of test/data/hf/FOLDER/config.json with `from` replaced by `to` (which must occur), in a
+// folder of its own.
+std::string edited(const std::string& folder, const std::string& from, const std::string& to) {
+  std::ifstream in(kHf / folder / "config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  const fs::path dir = fs::temp_directory_path() / ("perfsweep_hf_hostile_" + std::to_string(::getpid())) / folder;
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json", std::ios::binary) << text;
+  return dir.string();
+}
+
+// What a hostile config.json used to get past the reader: a key twice (transformers takes the
+// last, a YAML reader the first), text where a number belongs, a probability past 1, a value of
+// 20 MB echoed whole into a warning; and what JSON allows that a YAML reader refused.
+TEST(HfConfig, HostileValues) {
+  const struct {
+    const char* folder;
+    const char* from;
+    const char* to;
+    const char* message;
+  } refused[] = {
+      {"Mixtral-8x7B-v0.1", R"("num_local_experts": 8,)", R"("num_local_experts": 8, "num_local_experts": 64,)",
+       "config.json: duplicate key 'num_local_experts' (line 18, column 27)"},
+      {"Meta-Llama-3-8B", R"("hidden_size": 4096)", R"("hidden_size": "4096")",
+       R"(config.json: hidden_size must be a positive integer, got "4096")"},
+      {"gpt2", R"("resid_pdrop": 0.1)", R"("resid_pdrop": 2.0)",
+       "config.json: resid_pdrop must be a probability (a number in [0, 1]), got 2.0"},
+      {"gpt2", R"("resid_pdrop": 0.1)", R"("resid_pdrop": 1)", "config.json: dropout=1 must be a probability in [0, 1)"},
+      {"Mixtral-8x7B-v0.1", R"("attention_dropout": 0.0)", R"("attention_dropout": -0.5)",
+       "config.json: attention_dropout must be a probability"},
+      {"Mixtral-8x7B-v0.1", R"("tie_word_embeddings": false)", R"("tie_word_embeddings": "false")",
+       R"(config.json: tie_word_embeddings must be true or false, got "false")"},
+      {"Mixtral-8x7B-v0.1", R"("hidden_act": "silu")", R"("hidden_act": ["silu"])",
+       "config.json: hidden_act must be a string, got 1 values"},
+  };
+  for (const auto& r : refused) expect_input_error(edited(r.folder, r.from, r.to), r.message);
+  const ModelInput big = read_model(edited("Mixtral-8x7B-v0.1", "\"use_cache\": true", "\"tokenizer_blob\": \"" + std::string(20'000'000, 'x') + "\""));
+  ASSERT_EQ(big.warnings.size(), 1u);
+  EXPECT_LT(big.warnings.front().size(), 1000u) << "a 20 MB value echoed whole";
+  EXPECT_NE(big.warnings.front().find("(20000000 bytes in all)"), std::string::npos) << big.warnings.front();
+  // json.dump's surrogate pair for an emoji is valid JSON
+  const ModelInput emoji = read_model(edited("Mixtral-8x7B-v0.1", "\"torch_dtype\": \"bfloat16\"", "\"torch_dtype\": \"\\ud83d\\ude00\""));
+  EXPECT_EQ(model_to_yaml(emoji.model), model_to_yaml(hf("Mixtral-8x7B-v0.1").model));
+  fs::remove_all(fs::temp_directory_path() / ("perfsweep_hf_hostile_" + std::to_string(::getpid())));
 }
 
 }  // namespace

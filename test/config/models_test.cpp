@@ -109,6 +109,28 @@ TEST(ModelOptions, BadValuesNameTheFieldAndValue) {
   EXPECT_EQ(load_error("moe: {experts: 4, top_k: 5}\n"), "moe.top_k=5 exceeds moe.experts=4");
   EXPECT_EQ(load_error("moe: {experts: 4, top_k: 2, kind: x}\n"), "unknown key 'moe.kind'");
   EXPECT_EQ(load_error("moe: {top_k: 2}\n"), "missing key 'moe.experts'");
+  EXPECT_EQ(load_error("rope_theta: 0\n"), "rope_theta must be > 0 and < 1e12, got 0");
+  EXPECT_EQ(load_error("rope_theta: .nan\n"), "rope_theta must be a finite number, got .nan");
+  EXPECT_EQ(load_error("rope_scaling_factor: 0.5\n"), "rope_scaling_factor must be in [1, 1024], got 0.5");
+  EXPECT_EQ(load_error("norm_epsilon: 1\n"), "norm_epsilon must be in (0, 1), got 1");
+  EXPECT_EQ(load_error("norm_epsilon: tiny\n"), "norm_epsilon must be a finite number, got tiny");
+}
+
+// The launch lines' numerics (no cost) as the released config.json files give them.
+TEST(ShippedModels, LaunchNumericsAreTheReleasedConfigs) {
+  for (const char* name : {"llama3_8b", "llama3_70b", "llama3_405b", "llama3_2_1b"}) {
+    const Transformer m = shipped(name);
+    EXPECT_EQ(m.rope_theta, 500000) << name;
+    EXPECT_EQ(m.norm_epsilon, 1e-5) << name;
+  }
+  EXPECT_EQ(shipped("llama3_70b").rope_scaling_factor, 0);  // Llama 3: rope_scaling null
+  EXPECT_EQ(shipped("llama3_405b").rope_scaling_factor, 8);
+  EXPECT_EQ(shipped("llama3_2_1b").rope_scaling_factor, 32);
+  EXPECT_EQ(shipped("mixtral_8x7b").rope_theta, 1e6);
+  EXPECT_EQ(shipped("gpt2_small").rope_theta, 0);  // learned positions
+  EXPECT_EQ(shipped("gpt2_small").norm_epsilon, 1e-5);
+  // the reference's models give none, and their canonical YAML stays without them
+  EXPECT_EQ(model_to_yaml(shipped("gpt3_1T")).find("epsilon"), std::string::npos);
 }
 
 // A model without a vocabulary may state the vocabulary's options as what they mean without one

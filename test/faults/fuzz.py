@@ -2,9 +2,12 @@
 """A deterministic, seeded mutation fuzzer over the shipped inputs of every kind (issue 23).
 
 Each case is one shipped input (a model, system, runtime, calibration or kernel file, a hardware
-sweep, a system list, measured runs, a journal, or a command line) with one to three mutations (a
-scalar replaced by a list, a mapping, text or an extreme number; a key deleted or duplicated; the
-file truncated; random bytes), run through the tools that read it under a per-case timeout. A case
+sweep, a system list, measured runs, a journal, a command line, a Hugging Face config.json, a
+system's network tiers, or a sweep's HDF5 file that `report` renders) with one to three mutations
+(a scalar replaced by a list, a mapping, text or an extreme number; a key deleted or duplicated, at
+any depth; the file truncated; random bytes; in JSON a number as text, surrogate pairs and other
+escapes, bytes that are not UTF-8, a value of megabytes; in a sweep's file a value, code or
+attribute no sweep writes), run through the tools that read it under a per-case timeout. A case
 fails on:
 
   - a signal (exit code < 0) or an exit code other than 0, 1 and 2;
@@ -14,7 +17,8 @@ fails on:
     --json, configs --csv or any dataset or attribute of the sweep's HDF5 (NaN only as the
     documented "nothing fits" marker of /grid/best_throughput, speedup, days and their /xdmf
     slices), "nan" or "inf" in any other printed result, or output that does not parse;
-  - exit 2 with "unexpected error" (an exception no input check foresaw: no file or key named).
+  - exit 2 with "unexpected error" (an exception no input check foresaw: no file or key named);
+  - a report page that is not UTF-8 or shows NaN or inf.
 
 The same seed gives the same cases, in the same order. Cases are spread round-robin over the input
 kinds; the run stops early (reporting how far it got) when --time-limit is reached.
@@ -85,8 +89,8 @@ def read(path, mode='r'):
 
 def write(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'wb' if isinstance(data, bytes) else 'w') as f:
-        f.write(data)
+    with open(path, 'wb') as f:
+        f.write(data if isinstance(data, bytes) else data.encode('utf-8'))
 
 
 # ---------------------------------------------------------------- mutations
@@ -276,6 +280,50 @@ def mutate_json(rng, text):
     return out, '; '.join(what)
 
 
+def mutate_json_text(rng, text):
+    """What a JSON reader must take or refuse that json.dumps never writes: a number as text, a key
+    twice in a nested object, escapes (surrogate pairs, lone surrogates, control characters), bytes
+    that are not UTF-8, a value of megabytes; else a mutation of the parsed document."""
+    op = rng.random()
+    if op < 0.15:  # a number as a string: "4096" is text
+        numbers = list(re.finditer(r'(?<=": )-?\d[\d.eE+-]*', text))
+        if numbers:
+            m = rng.choice(numbers)
+            return text[:m.start()] + '"' + m.group() + '"' + text[m.end():], f'number at {m.start()} as text'
+    if op < 0.3:  # a key of a nested object (or the top) given twice, with another value
+        keyed = list(re.finditer(r'\n(\s*)"([^"]+)": ([^\n{\[]+?)(,?)\n', text))
+        if keyed:
+            m = rng.choice(keyed)
+            twice = f'\n{m.group(1)}"{m.group(2)}": {json.dumps(hostile_json(rng))},'
+            return text[:m.start()] + twice + text[m.start():], f'key {m.group(2)!r} twice'
+    if op < 0.45:  # a string value replaced by escapes
+        strings = list(re.finditer(r'(?<=": )"[^"\n]*"', text))
+        if strings:
+            m = rng.choice(strings)
+            new = rng.choice(['"\\ud83d\\ude00"', '"\\ud83d"', '"\\ude00x"', '"a\\u0000b"', '"\\u001b[31m"',
+                              '"a\tb"', '"\\x41"', '"\\u12"', '"' + 'x' * 3_000_000 + '"', '"caf\u00e9"', None])
+            if new is None:  # bytes that are not UTF-8
+                return (text[:m.start()].encode() + b'"\xff\xfe\xc0\x80"' + text[m.end():].encode(),
+                        f'string at {m.start()} -> not UTF-8')
+            return text[:m.start()] + new + text[m.end():], f'string at {m.start()} -> escapes'
+    if op < 0.5:  # an unknown key with a huge or nested value
+        value = rng.choice(['"' + 'y' * 3_000_000 + '"', '[' * 300 + ']' * 300, '{"a": {"b": {"c": [1, 2, {"d": null}]}}}'])
+        return text.replace('{', '{"fuzz_key": ' + value + ', ', 1), 'an unknown key with a large value'
+    return mutate_json(rng, text)
+
+
+def mutate_block(rng, text, start_key):
+    """A YAML mutation inside the block that starts at `start_key:` (to the next key at its
+    indentation): the network tiers of a system."""
+    lines = text.split('\n')
+    first = next(i for i, line in enumerate(lines) if line.startswith(start_key + ':'))
+    last = first + 1
+    while last < len(lines) and (not lines[last] or lines[last][0] in ' #-'):
+        last += 1
+    block, what = mutate_yaml(rng, '\n'.join(lines[first:last]))
+    return '\n'.join(lines[:first] + [block] + lines[last:]), what
+
+
 # ---------------------------------------------------------------- journals
 
 def mutate_journal(rng, data):
@@ -302,6 +350,59 @@ def mutate_journal(rng, data):
         recompute_checksum(data, start, length)
         return bytes(data), '; '.join(what) + ' (checksum recomputed)'
     return mutate_bytes(rng, data)
+
+
+# ---------------------------------------------------------------- sweep files (report)
+
+def mutate_h5(rng, data, work):
+    """A sweep's HDF5 file altered as no sweep writes it: a value of a dataset (a time, a throughput,
+    an option's code, a degree, a point's place) or a numeric attribute made hostile, a text
+    attribute made markup or not UTF-8, a dataset or attribute deleted; or its bytes changed."""
+    if rng.random() < 0.15:
+        return mutate_bytes(rng, data)
+    tmp = os.path.join(work, f'mutating-{os.getpid()}.h5')
+    write(tmp, data)
+    what = []
+    with h5py.File(tmp, 'r+') as f:
+        datasets, attrs = [], []
+        f.visititems(lambda name, obj: datasets.append(name) if isinstance(obj, h5py.Dataset) else None)
+        f.visititems(lambda name, obj: attrs.extend((name, k) for k in obj.attrs))
+        attrs.extend(('', k) for k in f.attrs)
+        numeric = [d for d in datasets if f[d].dtype.kind in 'fiu' and f[d].size > 0]
+        for _ in range(rng.choice([1, 1, 2])):
+            op = rng.random()
+            if op < 0.55 and numeric:
+                name = rng.choice(numeric)
+                values = f[name][()]
+                flat = values.reshape(-1)
+                i = rng.randrange(flat.size)
+                v = rng.choice([-1, 0, 99, 2**62, 2**63 - 1, 1e308, 5e-324, float('nan'), float('inf'), -0.5, 2.5])
+                if values.dtype.kind == 'f':
+                    flat[i] = v
+                else:
+                    flat[i] = int(v) if math.isfinite(v) and abs(v) < 2**63 else -1
+                f[name][...] = values
+                what.append(f'{name}[{i}] = {v}')
+            elif op < 0.8 and attrs:
+                obj, key = rng.choice(attrs)
+                target = f[obj] if obj else f
+                value = rng.choice([np.float64(-1), np.float64(float('nan')), np.int64(0), np.int64(2**62),
+                                    np.bytes_(b'<script>x</script>&'), np.bytes_(b'A100\xff'), np.bytes_(b'a/b'),
+                                    np.bytes_(b'\x1b[31m'), np.array([1.0, 2.0])])
+                del target.attrs[key]
+                target.attrs[key] = value
+                what.append(f'{obj}@{key} = {value!r}'[:120])
+            elif datasets:
+                name = rng.choice(datasets)
+                del f[name]
+                what.append(f'{name} deleted')
+                # A second operation never names what the first deleted.
+                datasets.remove(name)
+                numeric = [d for d in numeric if d != name]
+                attrs = [(obj, key) for obj, key in attrs if obj != name]
+    data = read(tmp, 'rb')
+    os.remove(tmp)
+    return data, '; '.join(what) or 'unchanged'
 
 
 # ---------------------------------------------------------------- output checks
@@ -386,6 +487,17 @@ def check_h5(path):
     return bad[:5]
 
 
+def check_html(path):
+    """The page `report` published: UTF-8, and no NaN or infinity among the numbers it shows (the
+    marks' data: the svg text and the tables)."""
+    try:
+        text = read(path, 'rb').decode('utf-8')
+    except (OSError, UnicodeDecodeError) as e:
+        return [f'the page is not UTF-8 text: {e}']
+    shown = re.sub(r'<script.*?</script>|<style.*?</style>', '', text, flags=re.S)
+    return check_text(re.sub(r'<[^>]+>', ' ', shown))
+
+
 def names_in(files):
     """The `name:` values of the case's YAML files: a model or system may be named "inf", and its
     name is printed, not computed."""
@@ -457,6 +569,8 @@ def run_case(case):
             problems += check_json(out)
         elif kind == 'csv':
             problems += check_csv(out)
+        elif kind == 'html':
+            problems += check_html(os.path.join(d, 'r.html'))
         elif kind == 'h5':
             h5 = os.path.join(d, 'out.h5')
             problems += check_h5(h5) if os.path.exists(h5) else ['exit 0 without out.h5']
@@ -537,6 +651,19 @@ def corpus():
                     ([tool('perfsweep_bench'), '--systems', f, '--n-min', '8192', '--models', 'gpt3', '--strats', '1d',
                       '-q'], 'text')], 'yaml')
         for n in ('paper.yaml', 'h100_nvs8.yaml')]
+    # Hugging Face config.json files, read as JSON: each in a folder of its own, named as the model.
+    def hf_runs(f):
+        folder = os.path.dirname(f)
+        one_stage = [a if a != '2' or est[i - 1] != '--pp' else '1' for i, a in enumerate(est)]  # depths such as 61
+        return [(one_stage + ['--model', folder, '--json'], 'json'), (cfg + ['--model', folder, '--csv'], 'csv'),
+                (swp + ['--model', folder, '--system', 'H100'], 'h5')]
+
+    kinds['hf_config'] = [(f'test/data/hf/{n}/config.json', read(p('test', 'data', 'hf', n, 'config.json')), hf_runs,
+                           'hf_json') for n in sorted(os.listdir(p('test', 'data', 'hf'))) if n != 'bad']
+    # The network tiers of a system (docs/network.md), mutated within their block.
+    kinds['network_tiers'] = [(f'systems/{n}', read(p('systems', n)), system_runs, 'tiers')
+                              for n in sorted(os.listdir(p('systems'))) if n.endswith('.yaml') and
+                              'network_tiers:' in read(p('systems', n))]
     val = tool('validate')
     kinds['measured'] = [
         ('test/data/cluster/megatron_published.csv', read(p('test/data/cluster/megatron_published.csv')),
@@ -589,7 +716,7 @@ def make_cases():
     kinds = corpus()
     only = set(filter(None, ARGS.kinds.split(',')))
     order = [k for k in ('model', 'system', 'runtime', 'calibration', 'sweep', 'system_list', 'measured', 'journal',
-                         'cli') if not only or k in only]
+                         'cli', 'hf_config', 'network_tiers', 'report') if not only or k in only]
     baselines, cases = [], []
 
     def files_for(kind, seed_name, text):
@@ -600,24 +727,29 @@ def make_cases():
                      'h100_kernels.yaml': ('H100-calibrated.yaml', 'kernels'),
                      'a100_kernels.yaml': ('selene_a100.yaml', 'kernels'),
                      'a100_kernels_from_h100.yaml': ('vtrain_a100.yaml', 'kernels'),
-                     'blackwell_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels')}[base]
+                     'b200_kernels_from_h100.yaml': ('B200-calibrated.yaml', 'kernels'),
+                     'gb200_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels')}[base]
             system = read(os.path.join(REPO, 'systems', owner[0]))
             system = re.sub(rf'^{owner[1]}:\s*\S+', f'{owner[1]}: calibrations/fuzz.yaml', system, flags=re.M)
             return {'systems/calibrations/fuzz.yaml': text, 'systems/fuzz.yaml': system}, '{D}/systems/fuzz.yaml'
-        if kind == 'system':
+        if kind in ('system', 'network_tiers'):
             return {f'systems/{base}': text}, '{D}/systems/' + base
+        if kind == 'hf_config':
+            folder = os.path.basename(os.path.dirname(seed_name))
+            return {f'{folder}/config.json': text}, '{D}/' + folder + '/config.json'
         return {base: text}, '{D}/' + base
 
     def shared_files(kind):
         # calibrated systems name their sidecars relative to themselves: the shipped ones alongside
-        if kind in ('system', 'calibration'):
+        if kind in ('system', 'calibration', 'network_tiers'):
             return {f'systems/calibrations/{n}': read(os.path.join(REPO, 'systems', 'calibrations', n))
                     for n in os.listdir(os.path.join(REPO, 'systems', 'calibrations'))}
         return {}
 
-    mutators = {'yaml': mutate_yaml, 'csv': mutate_csv, 'json': mutate_json}
+    mutators = {'yaml': mutate_yaml, 'csv': mutate_csv, 'json': mutate_json, 'hf_json': mutate_json_text,
+                'tiers': lambda r, t: mutate_block(r, t, 'network_tiers')}
     for kind in order:
-        if kind in ('journal', 'cli'):
+        if kind in ('journal', 'cli', 'report'):
             continue
         # Each unmutated input once, through one of its tools in turn: it must exit 0 with
         # outputs that pass the same checks, or the checks would prove nothing.
@@ -629,6 +761,10 @@ def make_cases():
                                   out, f'{seed_name} unmutated'))
 
     journal = make_journal() if 'journal' in order else None
+    sweep_files = make_sweep_files() if 'report' in order else None
+    for seed_name, seed in sweep_files or []:
+        baselines.append(Case('report', f'base-report-{len(baselines)}', {'in.h5': seed},
+                              [tool('report'), '{D}/in.h5', '-o', '{D}/r.html', '-q'], 'html', f'{seed_name} unmutated'))
     per_kind = {k: 0 for k in order}
     for n in range(ARGS.cases):
         kind = order[n % len(order)]
@@ -637,6 +773,11 @@ def make_cases():
         if kind == 'journal':
             data, what = mutate_journal(rng, journal[0])
             cases.append(Case(kind, name, {'out.h5.journal': data}, journal[1], 'h5', what))
+        elif kind == 'report':
+            seed_name, seed = rng.choice(sweep_files)
+            data, what = mutate_h5(rng, seed, WORK)
+            cases.append(Case(kind, name, {'in.h5': data}, [tool('report'), '{D}/in.h5', '-o', '{D}/r.html', '-q'],
+                              'html', f'{seed_name}: {what}'))
         elif kind == 'cli':
             base, out = rng.choice(CLI_BASES)
             cmd = list(base)
@@ -680,6 +821,23 @@ def make_journal():
     r = subprocess.run([tool('sweep'), *plain, '-o', REFERENCE_H5], env=ENV, capture_output=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     return read(journal, 'rb'), [tool('sweep'), *plain, '-o', '{D}/out.h5', '--resume']
+
+
+def make_sweep_files():
+    """A plain sweep's file (two systems, the execution options' columns) and a hardware sweep's,
+    which `report` reads: the report cases' seeds, each also a baseline."""
+    d = os.path.join(WORK, 'report')
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    plain, grid = os.path.join(d, 'plain.h5'), os.path.join(d, 'grid.h5')
+    for cmd in ([tool('sweep'), '--model', 'llama3_8b', '--system', 'H100', '--nvs', '4,8', '--n-gpus', '8,16',
+                 '--global-batch-size', '64', '--runtime', 'megatron', '--recompute', 'none,full', '--top-n', '2',
+                 '-q', '-o', plain],
+                [tool('sweep'), '--sweep', os.path.join(REPO, 'test', 'python', 'data', 'hw_sweep_small.yaml'),
+                 '--model', 'gpt3', '--n-gpus', '64,128', '--top-n', '2', '-q', '-o', grid]):
+        r = subprocess.run(cmd, env=ENV, capture_output=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+    return [('plain.h5', read(plain, 'rb')), ('grid.h5', read(grid, 'rb'))]
 
 
 def main():

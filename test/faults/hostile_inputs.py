@@ -8,11 +8,14 @@ flag), print nothing on stdout, and never die of a signal or an escaped exceptio
 
 Exit 0: passed, 1: failed.
 """
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
+import xml.etree.ElementTree as ET
 
 BIN, REPO, WORK = sys.argv[1:4]
 ENV = dict(os.environ, OMPI_MCA_btl='self', PMIX_MCA_gds='hash', OMPI_ALLOW_RUN_AS_ROOT='1',
@@ -62,6 +65,7 @@ def expect_exit_2(name, args, *patterns):
         if r.stdout:
             print('  stdout: ' + r.stdout[:300])
         failures.append(name)
+    return r
 
 
 shutil.rmtree(WORK, ignore_errors=True)
@@ -127,6 +131,139 @@ grid = mutated('test/python/data/hw_sweep_zipped_small.yaml', 'twice_on_axis.yam
                '    hbm_capacity: [80, 192, 1000]\n    hbm_capacity: [80, 192, 1000]\n')
 expect_exit_2('sweep file, a parameter twice on one axis', ['sweep', '--sweep', grid, '--model', 'gpt3', '-o', path('o4.h5')],
               r"twice_on_axis\.yaml: axes\[0\]: duplicate key 'hbm_capacity'")
+
+# Round 3 (issue 39): what got through as silently wrong, destroyed an input, failed after the
+# work, broke an output or ran unbounded. Each bad input exits 2 before any work: a sweep leaves no
+# output, journal or lock and logs no search.
+def expect_exit_2_before_work(name, args, *patterns):
+    out = args[args.index('-o') + 1]
+    r = expect_exit_2(name, args, *patterns)
+    left = [out + s for s in ('', '.journal', '.journal.lock') if os.path.exists(out + s)]
+    log = r.stdout + r.stderr
+    ok = not left and 'work units' not in log and 'searches (' not in log
+    print(('ok    ' if ok else 'FAIL  ') + f'{name}: refused before any search ({left})', flush=True)
+    if not ok:
+        failures.append(name + ': before the work')
+
+
+def read_text(source):
+    with open(os.path.join(REPO, source), encoding='utf-8') as f:
+        return f.read()
+
+
+def written(name, text):
+    out = path(name)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, 'w', encoding='utf-8') as f:
+        f.write(text)
+    return out
+
+
+def refused_everywhere(name, inputs, pattern):
+    """`inputs` (--model FILE, --system FILE, ...) refused by estimate, and by sweep before any search."""
+    expect_exit_2(name + ' (estimate)', ['estimate', *inputs, '--dp', '8'], pattern)
+    slug = re.sub(r'\W+', '_', name)
+    expect_exit_2_before_work(name + ' (sweep)', ['sweep', *inputs, '--n-gpus', '8', '-o', path(slug + '.h5')], pattern)
+
+
+# A key twice inside a {...} mapping: Mixtral's experts, costed as 362 B parameters.
+model = mutated('models/mixtral_8x7b.yaml', 'mixtral_dup.yaml', 'moe: {experts: 8,', 'moe: {experts: 8, experts: 64,')
+refused_everywhere('model, a key twice in a flow mapping', ['--model', model, '--system', 'A100'],
+              r"mixtral_dup\.yaml: moe: duplicate key 'experts' \(line \d+\)")
+runtime = mutated('runtimes/megatron.yaml', 'runtimes/dup_state.yaml', 'moments: 8}', 'moments: 8, moments: 0}')
+refused_everywhere('runtime, a key twice in states', ['--runtime', runtime, '--model', 'llama3_8b', '--system', 'H100'],
+              r"dup_state\.yaml: states: duplicate key 'moments'")
+hf = json.loads(read_text('test/data/hf/Mixtral-8x7B-v0.1/config.json'))
+text = json.dumps(hf, indent=1).replace('"num_local_experts": 8', '"num_local_experts": 8, "num_local_experts": 64')
+dup_config = written('hf_dup/config.json', text)
+refused_everywhere('config.json, a key twice', ['--model', os.path.dirname(dup_config), '--system', 'H100'],
+              r"hf_dup/config\.json: duplicate key 'num_local_experts' \(line \d+, column \d+\)")
+# A state left out would be costed at 0 bytes (Adam's moments: 4 GB of states instead of 12).
+runtime = mutated('runtimes/megatron.yaml', 'runtimes/no_moments.yaml', ', moments: 8}', '}')
+refused_everywhere('runtime states without moments', ['--runtime', runtime, '--model', 'llama3_8b', '--system', 'H100'],
+              r"no_moments\.yaml: states: missing key 'moments'")
+# Physical bounds and kinds.
+system = mutated('systems/H100.yaml', 'systems/host_tiny.yaml', 'host_bandwidth: 63', 'host_bandwidth: 1e-300')
+refused_everywhere('host_bandwidth 1e-300', ['--system', system, '--model', 'llama3_8b'],
+              r'host_tiny\.yaml: host_bandwidth must be in 0 or \[0\.001, 1e\+06\] GB/s, got 1e-300')
+gpt2 = json.loads(read_text('test/data/hf/gpt2/config.json'))
+gpt2['resid_pdrop'] = 2.0
+config = written('gpt2_pdrop/config.json', json.dumps(gpt2))
+refused_everywhere('resid_pdrop 2.0', ['--model', os.path.dirname(config), '--system', 'H100'],
+              r'gpt2_pdrop/config\.json: resid_pdrop must be a probability \(a number in \[0, 1\]\), got 2\.0')
+llama = json.loads(read_text('test/data/hf/Meta-Llama-3-8B/config.json'))
+config = written('llama_text/config.json', json.dumps(dict(llama, hidden_size='4096')))
+refused_everywhere('hidden_size as text', ['--model', os.path.dirname(config), '--system', 'H100'],
+              r'llama_text/config\.json: hidden_size must be a positive integer, got "4096"')
+# JSON as JSON: json.dump's surrogate pair for an emoji is valid; a FIFO is named as one.
+config = written('llama_emoji/config.json', json.dumps(dict(llama, torch_dtype='\U0001F600')))
+r = subprocess.run([os.path.join(BIN, 'estimate'), '--model', os.path.dirname(config), '--dp', '8', '--json', '-q'],
+                   capture_output=True, text=True, env=ENV, cwd=WORK, timeout=60)
+ok = r.returncode == 0 and json.loads(r.stdout)['inputs']['model']['name'] == 'llama_emoji'
+print(('ok    ' if ok else 'FAIL  ') + f'config.json with a surrogate pair: exit {r.returncode} {r.stderr.strip()[:200]}')
+if not ok:
+    failures.append('surrogate pair')
+fifo = path('fifo_model.yaml')
+os.mkfifo(fifo)
+expect_exit_2('a FIFO as --model', ['estimate', '--model', fifo], r'fifo_model\.yaml: is a FIFO; an input must be a regular file')
+table = path('fifo_runs.csv')
+os.mkfifo(table)
+for what, args in (('--system', ['estimate', '--system', fifo]), ('--runtime', ['estimate', '--runtime', fifo]),
+                  ('--sweep', ['sweep', '--sweep', fifo, '-o', path('f.h5')]),
+                  ('measured runs', ['validate', 'megatron', '-m', table]),
+                  ('nccl-tests rows', ['comm', 'validate', '-m', table, '--system', 'A100'])):
+    expect_exit_2(f'a FIFO as {what} ({args[0]})', args,
+                  r'fifo_(model\.yaml|runs\.csv): is a FIFO; an input must be a regular file')
+# Text that is not UTF-8 in a model's name (estimate --json emitted invalid JSON).
+model = path('bad_utf8.yaml')
+with open(model, 'wb') as f:
+    f.write(read_text('models/gpt3.yaml').encode().replace(b'name: gpt3', b'name: gpt3\xff'))
+refused_everywhere('a model name not UTF-8', ['--model', model, '--system', 'A100'],
+              r'bad_utf8\.yaml: name: not UTF-8 text, at byte 4 \(0xff\)')
+# A 20 MB value of an unknown config.json key is echoed at most a few hundred bytes.
+config = written('llama_big/config.json', json.dumps(dict(llama, tokenizer_blob='x' * 20_000_000)))
+r = subprocess.run([os.path.join(BIN, 'estimate'), '--model', os.path.dirname(config), '--dp', '8', '--json'],
+                   capture_output=True, text=True, env=ENV, cwd=WORK, timeout=60)
+ok = r.returncode == 0 and len(r.stderr) < 4000 and '(20000000 bytes in all)' in r.stderr
+print(('ok    ' if ok else 'FAIL  ') + f'a 20 MB value echoed capped: exit {r.returncode}, {len(r.stderr)} bytes of stderr')
+if not ok:
+    failures.append('20 MB value')
+# Names that become HDF5 groups, and capacities below a runtime's reserve: refused before the work.
+system = mutated('systems/A100.yaml', 'systems/slash.yaml', 'name: A100', 'name: a/b')
+expect_exit_2_before_work('a system name with "/"', ['sweep', '--system', system, '--model', 'gpt3', '--n-gpus', '64',
+                                                     '-o', path('slash.h5')],
+                          r"slash\.yaml: name must be a name of 1 to 256 bytes .*got 'a/b': a '/'")
+grid = mutated('test/python/data/hw_sweep_small.yaml', 'below_reserve.yaml', 'hbm_capacity: [80, 192, 1000]',
+               'hbm_capacity: [0.5, 192, 1000]')
+for flags in ([], ['--resume']):
+    expect_exit_2_before_work('hbm_capacity below the driver reserve ' + ' '.join(flags),
+                              ['sweep', '--sweep', grid, '--model', 'llama3_8b', '--runtime', 'megatron', '--n-gpus',
+                               '8', '-o', path('reserve.h5'), *flags],
+                              r"system 'B200': hbm_capacity 0\.5 GB \(read as GiB\) leaves the runtime megatron nothing "
+                              r"to allocate")
+# A sweep file named x&<y>.yaml: the XDMF sidecar is XML that parses, its grid named as the file.
+grid = mutated('test/python/data/hw_sweep_small.yaml', 'x&<y>.yaml', '[80, 192, 1000]', '[80, 192]')
+out = path('xml.h5')
+r = subprocess.run([os.path.join(BIN, 'sweep'), '--sweep', grid, '--model', 'gpt3', '--n-gpus', '64', '-q', '-o', out],
+                   capture_output=True, text=True, env=ENV, cwd=WORK, timeout=120)
+try:
+    name = ET.parse(path('xml.xmf')).getroot().find('Domain/Grid').get('Name')
+except (ET.ParseError, OSError, AttributeError) as e:
+    name = repr(e)
+ok = r.returncode == 0 and name == 'x&<y>'
+print(('ok    ' if ok else 'FAIL  ') + f'sweep file x&<y>.yaml: exit {r.returncode}, the sidecar\'s grid {name!r}')
+if not ok:
+    failures.append('xdmf name')
+# configs over every option list at 16,384 GPUs ran past 10 minutes: refused at once.
+t0 = time.time()
+expect_exit_2('configs past --max-points',
+              ['configs', '--model', 'llama3_405b', '--system', 'H100', '--n-gpus', '16384', '--runtime', 'megatron',
+               '--mbs', 'all', '--recompute', 'none,selective,full', '--zero', '0,1', '--interleave', '1,2,4,8',
+               '--schedule', '1f1b,zb-h1,zb-h2,dualpipe', '--cp', '1,2,4,8', '--cp-comm', 'p2p,all-gather,a2a',
+               '--rank-order', 'tp-cp-ep-dp-pp,tp-cp-ep-pp-dp', '--precision', 'bf16,fp8', '--offload',
+               'none,optimizer', '--offload-percent', '25,50,100', '--all-placements'],
+              r'configs would evaluate more than --max-points=1000000 configurations')
+print(f'      (refused in {time.time() - t0:.2f} s)')
 
 # perfsweep_bench: parse errors and non-positive counts.
 for flag, value in [('--n-min', '0'), ('--repeat', 'abc'), ('--global-batch-size', '-1'), ('--repeat', '0')]:

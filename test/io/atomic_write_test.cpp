@@ -2,12 +2,14 @@
 // as it was and no temporary; a good write replaces it; outputs must be regular files.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -54,6 +56,15 @@ class AtomicWriteTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // The temporaries of out.h5 in the folder, whoever's.
+  std::vector<std::string> temporaries() const {
+    std::vector<std::string> out;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_)) {
+      if (e.path().filename().string().starts_with("out.h5.partial")) out.push_back(e.path().filename().string());
+    }
+    return out;
+  }
+
   // An HDF5 file holding `n` doubles.
   void write_h5(std::size_t n) {
     write_atomically(path_, [&](const std::string& tmp) {
@@ -80,7 +91,7 @@ TEST_F(AtomicWriteTest, FullDiskLeavesTheEarlierFile) {
     EXPECT_NE(m.find(path_), std::string::npos) << m;
   }
   EXPECT_EQ(bytes_of(path_), earlier);
-  EXPECT_FALSE(fs::exists(path_ + ".partial"));
+  EXPECT_TRUE(temporaries().empty());
   write_h5(1000);  // once the fault is cleared
   h5::Handle file = h5::open_file(path_);
   EXPECT_EQ(h5::read_doubles(file.id(), "values").size(), 1000u);
@@ -109,14 +120,44 @@ TEST_F(AtomicWriteTest, FailedFillLeavesNoTemporary) {
                                 }),
                IoError);
   EXPECT_EQ(bytes_of(path_), "earlier");
-  EXPECT_FALSE(fs::exists(path_ + ".partial"));
+  EXPECT_TRUE(temporaries().empty());
 }
 
+// The writer that holds the output's lock (sweep) has the one temporary `<path>.partial`; a
+// stale one, left by a killed run, is replaced.
 TEST_F(AtomicWriteTest, StaleTemporaryIsReplaced) {
   { std::ofstream(path_ + ".partial") << "left by a killed run"; }
-  write_text_atomically(path_, "new");
+  write_atomically(path_, [](const std::string& tmp) { write_new_file(tmp, "new"); }, Temporary::kLockHeld);
   EXPECT_EQ(bytes_of(path_), "new");
-  EXPECT_FALSE(fs::exists(path_ + ".partial"));
+  EXPECT_TRUE(temporaries().empty());
+}
+
+// Writers without a lock (report, configs -o) each have their own temporary: another's
+// half-written file is neither removed nor renamed, and both publish a whole file. Here a second
+// process writes the same output while the first is between writing its temporary and publishing
+// it (with one temporary name, the second removed the first's, whose rename then failed).
+TEST_F(AtomicWriteTest, ConcurrentWritersKeepTheirOwnTemporaries) {
+  { std::ofstream(path_ + ".partial") << "a sweep's, half-written"; }
+  write_atomically(path_, [&](const std::string& tmp) {
+    write_new_file(tmp, "first");
+    const pid_t child = ::fork();
+    if (child == 0) {
+      try {
+        write_text_atomically(path_, "second");
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the second writer failed";
+    EXPECT_EQ(bytes_of(path_), "second");
+    EXPECT_EQ(bytes_of(tmp), "first") << "the second writer touched the first's temporary";
+  });
+  EXPECT_EQ(bytes_of(path_), "first");
+  EXPECT_EQ(bytes_of(path_ + ".partial"), "a sweep's, half-written");
+  EXPECT_EQ(temporaries(), std::vector<std::string>{"out.h5.partial"});
 }
 
 TEST_F(AtomicWriteTest, OutputsMustBeRegularFiles) {
@@ -125,7 +166,7 @@ TEST_F(AtomicWriteTest, OutputsMustBeRegularFiles) {
   fs::remove(path_);
   const fs::path victim = dir_ / "victim";
   { std::ofstream(victim) << "keep"; }
-  fs::create_symlink(victim, path_ + ".partial");
+  fs::create_symlink(victim, partial_path_for(path_, Temporary::kUnique));
   EXPECT_THROW(write_text_atomically(path_, "x"), InputError);
   EXPECT_EQ(bytes_of(victim), "keep");
   EXPECT_FALSE(fs::exists(path_));

@@ -61,6 +61,31 @@ TEST_F(H5Test, RoundTrip) {
   EXPECT_EQ(h5::read_text(g.id(), "model.yaml"), "name: gpt3\nseq_len: 2048\n");
 }
 
+// A damaged header may claim any element count: the read is refused with an H5Error naming the
+// dataset before anything is allocated (a dataset of 2^40 doubles, never written, in a file of a
+// few kilobytes).
+TEST_F(H5Test, ClaimsBeyondTheFileAreRefused) {
+  const std::string path = (dir_ / "claims.h5").string();
+  {
+    h5::Handle file = h5::create_file(path);
+    const hsize_t n = hsize_t{1} << 40;
+    h5::Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+    h5::Handle d(H5Dcreate2(file.id(), "huge", H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 H5Dclose);
+    ASSERT_GE(d.id(), 0);
+    d.close("huge");
+    h5::write_file(file, path);
+  }
+  h5::Handle file = h5::open_file(path);
+  try {
+    h5::read_doubles(file.id(), "huge");
+    FAIL() << "read";
+  } catch (const H5Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset huge claims 8.796e+12 bytes, more than a file of"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A negative, infinite or NaN number is refused before it is written, naming its path in the file;
 // NaN passes only where the caller says it marks "nothing fits".
 TEST_F(H5Test, NonsensicalNumbersAreRefused) {

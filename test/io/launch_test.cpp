@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/inputs.hpp"
+#include "config/runtime_file.hpp"
 #include "core/error.hpp"
 #include "io/launch.hpp"
 
@@ -24,7 +25,7 @@ std::set<std::string> parser_names(const std::string& framework) {
   std::set<std::string> names;
   std::string line;
   while (std::getline(in, line)) {
-    if (!line.empty() && line.front() != '#') names.insert(line);
+    if (!line.empty() && line.front() != '#') names.insert(line.substr(0, line.find('\t')));
   }
   return names;
 }
@@ -189,8 +190,9 @@ TEST(Launch, MegatronLlama70b) {
             "--micro-batch-size 1 --global-batch-size 2048 --max-position-embeddings 8192 --vocab-size 128256 "
             "--seq-length 8192 --num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64 "
             "--group-query-attention --num-query-groups 8 --normalization RMSNorm --swiglu --disable-bias-linear "
-            "--hidden-dropout 0 --attention-dropout 0 --untie-embeddings-and-output-weights "
-            "--position-embedding-type rope --use-distributed-optimizer --bf16 --attention-backend flash");
+            "--hidden-dropout 0 --attention-dropout 0 --norm-epsilon 1e-05 --untie-embeddings-and-output-weights "
+            "--position-embedding-type rope --rotary-base 500000 --make-vocab-size-divisible-by 64 "
+            "--use-distributed-optimizer --bf16 --accumulate-allreduce-grads-in-fp32 --attention-backend flash");
   const std::string text = launch_text(line);
   EXPECT_NE(text.find("# 512 GPUs: "), std::string::npos) << text;
   EXPECT_NE(text.find("(data-parallel size 32 = 512 / (tensor 4 x pipeline 4))"), std::string::npos) << text;
@@ -204,14 +206,18 @@ TEST(Launch, MegatronLlama70bFp8) {
   l.layout.exec.precision = Precision::Fp8;
   l.runtime.fp8 = Fp8Policy{Fp8Recipe::Delayed, true, true};
   const std::string text = launch_arguments_text(l.line(LaunchFramework::Megatron));
-  EXPECT_NE(text.find("--bf16 --fp8-format hybrid --fp8-recipe delayed --attention-backend flash"), std::string::npos)
+  EXPECT_NE(text.find("--bf16 --accumulate-allreduce-grads-in-fp32 --fp8-format hybrid --fp8-recipe delayed "
+                      "--attention-backend flash"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.find("--fp8-param-gather"), std::string::npos) << text;
   l.runtime.fp8.weight_gather = true;
   EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Megatron)).find("--fp8-recipe delayed --fp8-param-gather"),
             std::string::npos);
   l.runtime.fp8.recipe = Fp8Recipe::Current;
-  EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Nemo)).find("model.config.fp8_recipe=tensorwise"),
+  // NeMo's precision plugin sets the model config's FP8 fields: they go to trainer.plugins
+  EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Nemo))
+                .find("trainer.plugins.fp8=hybrid trainer.plugins.fp8_recipe=tensorwise trainer.plugins.fp8_param_gather=True"),
             std::string::npos);
   EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Torchtitan)).find("--model.converters quantize.linear.float8"),
             std::string::npos);
@@ -223,13 +229,15 @@ TEST(Launch, NemoLlama70b) {
             "trainer.strategy.tensor_model_parallel_size=4 trainer.strategy.pipeline_model_parallel_size=4 "
             "trainer.strategy.virtual_pipeline_model_parallel_size=None trainer.strategy.context_parallel_size=1 "
             "trainer.strategy.sequence_parallel=True optim.config.use_distributed_optimizer=True "
-            "trainer.plugins.grad_reduce_in_fp32=True data.seq_length=8192 data.micro_batch_size=1 "
+            "trainer.plugins.precision=bf16-mixed trainer.plugins.grad_reduce_in_fp32=True data.seq_length=8192 "
+            "data.micro_batch_size=1 "
             "data.global_batch_size=2048 model.config.seq_length=8192 model.config.num_layers=80 "
             "model.config.hidden_size=8192 model.config.ffn_hidden_size=28672 model.config.num_attention_heads=64 "
             "model.config.num_query_groups=8 model.config.normalization=RMSNorm model.config.gated_linear_unit=True "
             "model.config.add_bias_linear=False model.config.hidden_dropout=0 model.config.attention_dropout=0 "
-            "model.config.share_embeddings_and_output_weights=False model.config.position_embedding_type=rope "
-            "model.config.recompute_granularity=None");
+            "model.config.layernorm_epsilon=1e-05 model.config.share_embeddings_and_output_weights=False "
+            "model.config.position_embedding_type=rope model.config.rotary_base=500000 "
+            "model.config.make_vocab_size_divisible_by=64 model.config.recompute_granularity=None");
   EXPECT_EQ(line.notes.front(), "nemo llm pretrain --factory llama3_70b followed by these overrides");
 }
 
@@ -254,7 +262,8 @@ TEST(Launch, TorchtitanLlama70b) {
 
 // Mixtral 8x7B on 64 GPUs: tp 2, pp 4 with 2 virtual stages a GPU, dp 8 with experts over ep 4,
 // micro-batch 2, global batch 256, full recomputation, no ZeRO, the reference's 2 + 2 bytes a
-// parameter, and a runtime that overlaps tensor-parallel communication.
+// parameter (bf16 with bf16 gradient reduction), and a runtime that overlaps tensor-parallel
+// communication. The vocabulary: 32000 / 2 = 16000 rows a GPU, 128 x 125, so 128 pads nothing.
 TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
   const Transformer model = load_model_named("mixtral_8x7b");
   Layout c = layout_1d(2, 4, 8, 2);
@@ -271,22 +280,96 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
             "--max-position-embeddings 4096 --vocab-size 32000 --seq-length 4096 --num-layers 32 --hidden-size 4096 "
             "--ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 "
             "--normalization RMSNorm --swiglu --disable-bias-linear --hidden-dropout 0 --attention-dropout 0 "
-            "--untie-embeddings-and-output-weights --position-embedding-type rope "
+            "--norm-epsilon 1e-05 --untie-embeddings-and-output-weights --position-embedding-type rope "
+            "--rotary-base 1000000 --make-vocab-size-divisible-by 128 "
             "--num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 14336 --moe-token-dispatcher-type alltoall "
-            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --fp16 "
-            "--attention-backend flash --tp-comm-overlap");
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --bf16 "
+            "--grad-reduce-in-bf16 --attention-backend flash --tp-comm-overlap");
 
   const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 256, 8});
   const std::string args = launch_arguments_text(titan);
-  // DDP over 8, experts over 4 of them and the tensor group; 4 blocks a virtual stage
+  // ZeRO 0 is torchtitan's DDP, which runs with no other parallelism: FSDP over 8 (with a note);
+  // experts over 4 of them and the tensor group; 4 blocks a virtual stage
+  EXPECT_NE(launch_text(titan).find("# ZeRO 0 (whole states on every data-parallel rank) is torchtitan's DDP"),
+            std::string::npos);
   for (const char* part :
-       {"--parallelism.data_parallel_replicate_degree 8 --parallelism.data_parallel_shard_degree 1 ",
+       {"--parallelism.data_parallel_replicate_degree 1 --parallelism.data_parallel_shard_degree 8 "
+        "--parallelism.fsdp_reshard_after_forward never ",
         "--parallelism.expert_parallel_degree 4 --parallelism.expert_tensor_parallel_degree 2 ",
         "--training.local_batch_size 32 --parallelism.pipeline_parallel_microbatch_size 2 "
         "--parallelism.pipeline_parallel_schedule Interleaved1F1B --parallelism.pipeline_parallel_layers_per_stage 4 ",
         "--activation_checkpoint.mode full --parallelism.enable_async_tensor_parallel --compile.enable"}) {
     EXPECT_NE(args.find(part), std::string::npos) << part << " not in " << args;
   }
+}
+
+// The case: Llama 3 70B under the nemo runtime (bf16 gradient buffers, current-scaling
+// FP8, TP overlap), tp 4, pp 8 with 5 virtual stages. Megatron-LM trains it in bf16 with gradients
+// reduced in bf16 (never --fp16), with the model's rotary base and norm epsilon, and a vocabulary
+// padded to the estimate's 128256 rows: ceil(128256 / 4) = 32064 = 64 x 501, so 64 (its default
+// 128 would pad to 128512). NeMo takes the data types and FP8 from its precision plugin.
+TEST(Launch, Llama70bUnderNemoRuntime) {
+  const Transformer model = load_model_named("llama3_70b");
+  const Runtime rt = load_runtime_named("nemo");
+  Layout c = layout_1d(4, 8, 2, 1);
+  c.nv_dp = 2;
+  c.exec.interleave = 5;
+  c.exec.precision = Precision::Fp8;
+  const std::string megatron = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 128, 8}));
+  EXPECT_EQ(megatron.find("--fp16"), std::string::npos) << megatron;
+  for (const char* part : {"--norm-epsilon 1e-05 ", "--rotary-base 500000 --make-vocab-size-divisible-by 64 ",
+                           "--bf16 --grad-reduce-in-bf16 --fp8-format hybrid --fp8-recipe tensorwise "}) {
+    EXPECT_NE(megatron.find(part), std::string::npos) << part << " not in " << megatron;
+  }
+  const std::string nemo = launch_arguments_text(launch_line(LaunchFramework::Nemo, {model, c, rt, 128, 8}));
+  EXPECT_NE(nemo.find("trainer.plugins.precision=bf16-mixed trainer.plugins.grad_reduce_in_fp32=False "
+                      "trainer.plugins.fp8=hybrid trainer.plugins.fp8_recipe=tensorwise "
+                      "trainer.plugins.fp8_param_gather=False "),
+            std::string::npos)
+      << nemo;
+  EXPECT_EQ(nemo.find("model.config.fp8"), std::string::npos) << nemo;
+  // torchtitan reduces in fp32 only, and its 70B flavor scales the rotary frequencies as Llama 3.1
+  const std::string titan = launch_text(launch_line(LaunchFramework::Torchtitan, {model, c, rt, 128, 8}));
+  EXPECT_NE(titan.find("# the runtime reduces gradients in bf16; torchtitan's FSDP reduces them in fp32"),
+            std::string::npos)
+      << titan;
+  EXPECT_NE(titan.find("# torchtitan's llama3 70B flavor fixes Llama 3.1's rotary scaling with factor 8 (the model: "
+                       "none)"),
+            std::string::npos)
+      << titan;
+}
+
+// What the model leaves open, and a vocabulary the tensor group does not divide: GPT-2's 50257
+// tokens over tp 4 are 12565 rows a GPU (odd: divisible by 1 only), padded to 50260; its learned
+// positions have no rotary base. The 1.3B GPT of the measured runs gives no rope_theta: Megatron's
+// default, with a note. Llama 3.1 405B scales its rotary frequencies (factor 8).
+TEST(Launch, NumericsAndVocabularyPadding) {
+  const Runtime rt;
+  const Layout c = layout_1d(4, 1, 2, 1);
+  const LaunchLine gpt2 = launch_line(LaunchFramework::Megatron, {load_model_named("gpt2_small"), c, rt, 16, 8});
+  const std::string gpt2_args = launch_arguments_text(gpt2);
+  EXPECT_NE(gpt2_args.find("--make-vocab-size-divisible-by 1 "), std::string::npos) << gpt2_args;
+  EXPECT_EQ(gpt2_args.find("--rotary-base"), std::string::npos) << gpt2_args;
+  EXPECT_NE(launch_text(gpt2).find("# the tokenizer's 50257 tokens padded to 50260 (a multiple of "
+                                   "make-vocab-size-divisible-by 1 x tensor 4), the rows the estimate costs"),
+            std::string::npos)
+      << launch_text(gpt2);
+  const std::string gpt13 =
+      launch_text(launch_line(LaunchFramework::Megatron, {load_model_named("gpt_1_3b"), c, rt, 16, 8}));
+  EXPECT_NE(gpt13.find("# the model gives no rope_theta (rotary base): Megatron-LM's --rotary-base default 10000 "
+                       "applies"),
+            std::string::npos)
+      << gpt13;
+  const std::string big = launch_arguments_text(
+      launch_line(LaunchFramework::Megatron, {load_model_named("llama3_405b"), layout_1d(8, 1, 2, 1), rt, 16, 8}));
+  EXPECT_NE(big.find("--use-rope-scaling --rope-scaling-factor 8 "), std::string::npos) << big;
+  // tensor 16 over 8 key/value heads: Megatron-Core 0.16's replication, which the targets refuse
+  const std::string wide = launch_text(
+      launch_line(LaunchFramework::Megatron, {load_model_named("llama3_405b"), layout_1d(16, 1, 1, 1), rt, 16, 8}));
+  EXPECT_NE(wide.find("# Megatron-Core core_v0.15.3's TransformerConfig needs the key/value heads (num_query_groups "
+                      "8) a multiple of tensor 16"),
+            std::string::npos)
+      << wide;
 }
 
 // Uneven stages (7 blocks on each end stage of llama3_8b's 32 over 4 stages, 9 on the middle ones)

@@ -204,7 +204,9 @@ TEST(UnevenStages, ErrorsNameThePartition) {
   EXPECT_EQ(partition_error(30, 2, stages(14, 15)), "first_stage_blocks=14 and last_stage_blocks=15 must add up to "
                                                      "depth 30 with pp=2");
   EXPECT_EQ(partition_error(126, 16, {}),
-            "pp=16 does not divide depth 126 (first_stage_blocks and last_stage_blocks split it unevenly)");
+            "pp=16 does not divide depth 126: give the end stages' blocks (--first-stage-blocks and "
+            "--last-stage-blocks: numbers, or auto to balance the stages) under a runtime that runs uneven stages, "
+            "or a pp dividing 126 (1, 2, 3, 6, 7, 9, 14, 18, 21, 42, 63, 126)");
   // interleaved: Llama 3's 7 + 14 x 8 + 7 is Megatron-LM's slotted split (the embedding and the
   // loss each taking a slot of the ends) for V = 2, 4, 8; V = 3 divides no stage's 8 slots
   Execution interleaved = stages(7, 7);

@@ -235,7 +235,9 @@ TEST(ValidateLayout, NamesTheBadDegree) {
   odd_e.e = 1000;
   EXPECT_EQ(layout_error(one_d(1, 16, 1, 1), 64, odd_e), "tp=16 does not divide embed_dim 1000");
   EXPECT_EQ(layout_error(one_d(1, 1, 3, 1)),
-            "pp=3 does not divide depth 8 (first_stage_blocks and last_stage_blocks split it unevenly)");
+            "pp=3 does not divide depth 8: give the end stages' blocks (--first-stage-blocks and "
+            "--last-stage-blocks: numbers, or auto to balance the stages) under a runtime that runs uneven stages, "
+            "or a pp dividing 8 (1, 2, 4, 8)");
   EXPECT_EQ(layout_error(one_d(3, 1, 1, 1)), "dp=3 does not divide the global batch size 64");
   EXPECT_EQ(layout_error(one_d(2, 1, 1, 3)), "mbs=3 does not divide the local batch size 32");
 }

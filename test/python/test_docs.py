@@ -33,7 +33,7 @@ import yaml
 COMMAND = re.compile(r'^(build/bin/|scripts/|bash |/usr/bin/python3 |mpirun |cmake |pvpython |xvfb-run |'
                      r'jupyter-nbconvert |[A-Z_]+=\S* )')
 MARK = re.compile(r'<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->')
-LINKS = ('scripts', 'sweeps', 'systems', 'models', 'runtimes', 'test', 'python', 'pyproject.toml')
+LINKS = ('scripts', 'sweeps', 'systems', 'models', 'runtimes', 'validation', 'test', 'python', 'pyproject.toml')
 TOOLS = 'estimate|configs|sweep|comm|validate|perfsweep_bench|report'
 INLINE = re.compile(r'`((?:' + TOOLS + r')(?: [a-z][a-z-]*)?(?: -[-a-z0-9]+(?: [^\s`-][^\s`]*)?){3,})`')
 

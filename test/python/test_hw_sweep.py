@@ -264,6 +264,9 @@ def cmd_resume(sweep, repo, out, sig, mpiexec=None):
     print(log.strip())
     line = [ln for ln in log.splitlines() if 'resuming from' in ln]
     assert line, 'no resume line in the log'
+    if 'did not re-evaluate' in log:
+        print('intact journal records did not re-evaluate bit for bit')
+        return 1
     done = int(line[0].split(': ')[-1].split(' of ')[0])
     print(f'full run {t_full:.2f} s; killed after {t_killed:.2f} s with {done} points journaled; '
           f'resumed run {t_resume:.2f} s')

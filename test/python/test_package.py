@@ -36,13 +36,30 @@ rows = perfsweep.search(**search)
 csv = subprocess.run([bin_dir + "/configs", *perfsweep.api.flags_of(**search), "--csv", "-q"], capture_output=True,
                      text=True, check=True).stdout
 want_rows = pd.read_csv(io.StringIO(csv), float_precision="round_trip")
-try:
-    perfsweep.estimate(model="llama3_70b", tp=3)
-    code = 0
-except perfsweep.PerfsweepError as e:
-    code = e.code
+# Every failure, after good calls too, is a PerfsweepError with the tool's message; the tools run
+# again and again in one process (one logger per run); help and version are the tools' text.
+failures = []
+for tool, bad, expected in [(perfsweep.estimate, dict(model="llama3_70b", tp=3), "tp=3 does not divide the 64 heads"),
+                            (perfsweep.estimate, dict(model="nope"), "unknown model 'nope'"),
+                            (perfsweep.search, dict(model="llama3_70b", n_gpus=64, tp=3), "--tp=3 does not divide"),
+                            (perfsweep.estimate, dict(model="llama3_70b", tp=3), "tp=3 does not divide the 64 heads")]:
+    try:
+        tool(**bad)
+        failures.append(f"{bad}: accepted")
+    except perfsweep.PerfsweepError as e:
+        if e.code != 2 or expected not in e.message or expected not in str(e):
+            failures.append(f"{bad}: code {e.code}, message {e.message!r}")
+    except Exception as e:
+        failures.append(f"{bad}: {type(e).__name__}: {e}")
+if perfsweep.estimate(**flags) != want:
+    failures.append("a later estimate differs")
+version = perfsweep.estimate(version=True)
+if not version.startswith("perfsweep ") or perfsweep.search(version=True) != version:
+    failures.append(f"version: {version!r}")
+if "--global-batch-size" not in perfsweep.estimate(help=True):
+    failures.append("help")
 print(json.dumps({"estimate_equal": got == want, "t": got["totals"]["t"], "rows": len(rows),
-                  "search_equal": rows.equals(want_rows), "bad_input_code": code}))
+                  "search_equal": rows.equals(want_rows), "failures": failures}))
 '''
 
 
@@ -104,8 +121,7 @@ def main(repo, work, h5, bin_dir):
         failures.append('perfsweep.estimate differs from estimate --json')
     if not api['search_equal'] or api['rows'] != 5:
         failures.append(f'perfsweep.search differs from configs --csv ({api["rows"]} rows)')
-    if api['bad_input_code'] != 2:
-        failures.append(f'bad input raised code {api["bad_input_code"]}, not 2')
+    failures += [f'in-process API: {f}' for f in api['failures']]
     for msg in failures:
         print('FAIL', msg)
     print(f'{len(expected_best)} systems, {expected_rows} rows' if not failures else f'{len(failures)} failure(s)')

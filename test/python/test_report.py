@@ -21,6 +21,7 @@
     test_report.py console HTML
       only the console check, of any page (exit 1 on a console error).
 """
+import glob
 import json
 import os
 import re
@@ -120,7 +121,37 @@ def bad(bin_dir, out):
     shutil.copy(good, other_model)
     with h5py.File(other_model, 'r+') as f:
         f.attrs['model'] = np.bytes_('gpt3')
+    # Values a sweep cannot have written (it checks each as it writes): refused, never rendered.
+    def altered(name, edit):
+        path = f'{out}/{name}.h5'
+        shutil.copy(good, path)
+        with h5py.File(path, 'r+') as f:
+            edit(f)
+        return path
+
+    def set_value(dataset, value):
+        def edit(f):
+            data = f[dataset][()]
+            data[0] = value
+            f[dataset][...] = data
+        return edit
+
+    negative_t = altered('negative_t', set_value('H100-NVS8/top/t', -1.0))
+    nan_throughput = altered('nan_throughput', set_value('H100-NVS8/top/throughput', float('nan')))
+    code_99 = altered('code_99', set_value('H100-NVS8/top/recompute', 99))
+    zero_dp = altered('zero_dp', set_value('H100-NVS8/top/dp', 0))
+
+    def bad_name(f):
+        del f['H100-NVS8'].attrs['name']
+        f['H100-NVS8'].attrs['name'] = np.bytes_(b'H100\xff')
+    not_utf8 = altered('not_utf8', bad_name)
     cases = [
+        ([negative_t], r'negative_t\.h5: /H100-NVS8/top/t\[0\]: = -1: not a finite, non-negative number \(a sweep '
+                       r'writes none: the file was altered'),
+        ([nan_throughput], r'nan_throughput\.h5: /H100-NVS8/top/throughput\[0\]: = nan: not a finite'),
+        ([code_99], r'code_99\.h5: /H100-NVS8/top/recompute\[0\]: = 99: not a value of the option'),
+        ([zero_dp], r'zero_dp\.h5: /H100-NVS8/top/dp\[0\]: = 0: not a degree or GPU count'),
+        ([not_utf8], r'not_utf8\.h5: /H100-NVS8/name: not UTF-8 text'),
         ([f'{out}/absent.h5'], r'absent\.h5: no such file'),
         ([not_h5], r'not\.h5: not an HDF5 file'),
         ([no_schema], r'no_schema\.h5: /schema: attribute missing: not a perfsweep sweep file'),
@@ -142,7 +173,19 @@ def bad(bin_dir, out):
                 check(not os.path.exists(output), 'no output written')
             else:
                 check(open(output).read() == earlier, 'the earlier output left as it was')
-            check(not os.path.exists(output + '.partial'), 'no temporary left')
+            check(not glob.glob(glob.escape(output) + '.partial*'), 'no temporary left')
+
+
+def output_is_input(bin_dir, out):
+    """`report run.h5 -o run.h5` would replace the sweep's results with the page: refused, the file
+    left as it was, under any name for it."""
+    good = f'{out}/plain.h5'
+    before = open(good, 'rb').read()
+    for output in (good, f'{out}/../{os.path.basename(out)}/plain.h5'):
+        p = run([f'{bin_dir}/report', good, '-o', output], expect=2)
+        check(re.search(r'report: error: .*plain\.h5 is the input .*plain\.h5; an output never replaces an input',
+                        p.stderr), f'-o {output}: refused')
+        check(open(good, 'rb').read() == before, 'the input left as it was')
 
 
 def free_port():
@@ -283,6 +326,7 @@ def main():
             page(sys.argv[2], sys.argv[3])
         elif mode == 'bad':
             bad(sys.argv[2], sys.argv[3])
+            output_is_input(sys.argv[2], sys.argv[3])
         elif mode == 'browser':
             return browser(sys.argv[2])
         elif mode == 'console':

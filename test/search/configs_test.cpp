@@ -109,6 +109,49 @@ TEST(configs, FrameworkPlacementsFollowItsRankOrder) {
   EXPECT_TRUE(split_tensor_group);
 }
 
+// With nothing given, `configs` searches what the search does under a framework's runtime too,
+// where pipelines that do not divide the depth run with their stages balanced: the same best at
+// depths 126 (Llama 3.1 405B), 61 (DeepSeek-V3's), 80 (Llama 3 70B) and 27 (DeepSeek-V2-Lite's).
+TEST(configs, SameBestAsTheSearchAtEveryDepth) {
+  struct DepthCase {
+    const char* model;
+    std::int64_t depth;
+    std::int64_t gpus[2];
+  };
+  for (const DepthCase& d : {DepthCase{"llama3_405b", 126, {128, 512}}, DepthCase{"llama3_8b", 61, {16, 64}},
+                             DepthCase{"llama3_70b", 80, {32, 128}}, DepthCase{"llama3_8b", 27, {16, 64}}}) {
+    SearchProblem p;
+    p.model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(d.model) + ".yaml");
+    p.model.depth = d.depth;
+    p.system = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+    p.runtime = load_runtime_named("megatron");
+    p.global_batch = 256;
+    p.top_n = 1;
+    fill_runtime_defaults(p.runtime, p.exec);
+    check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
+    Searcher searcher(p);
+    ConfigRanges r;
+    r.runtime = p.runtime;
+    r.choices = p.exec;
+    for (const std::int64_t n : d.gpus) {
+      SearchCounters counters;
+      const TopN top = searcher.run_all(n, counters);
+      const ConfigSweep sweep = sweep_configs(p.system, p.model, p.strategy, n, p.global_batch, r);
+      const ConfigRow* best = nullptr;
+      for (const ConfigRow& row : sweep.rows) {
+        if (row.fits && (!best || row.throughput > best->throughput)) best = &row;
+      }
+      ASSERT_FALSE(top.items().empty()) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      ASSERT_NE(best, nullptr) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      const Candidate& s = top.items().front();
+      EXPECT_EQ(best->throughput, s.throughput) << d.model << " depth " << d.depth << ", " << n << " GPUs";
+      EXPECT_EQ(best->layout.pp, s.layout.pp) << d.model << " depth " << d.depth;
+      EXPECT_EQ(best->layout.exec.first_stage_blocks, s.layout.exec.first_stage_blocks) << d.model << " " << d.depth;
+      EXPECT_EQ(best->layout.exec.last_stage_blocks, s.layout.exec.last_stage_blocks) << d.model << " " << d.depth;
+    }
+  }
+}
+
 // The notebook's first sweep: TP 8, PP 1..128 at 16384 GPUs, DP derived, one micro-batch.
 // The notebook's system: B200 in NVLink domains of 8.
 System b200_nvs8() {
@@ -238,6 +281,57 @@ TEST(configs, ChoicesAStrategyCannotTake) {
   EXPECT_THROW(check_runtime_choices(sys, reference, Strategy::TwoD, off), InputError);
   ExecutionChoices any;
   EXPECT_THROW(check_runtime_choices(sys, load_runtime_named("megatron"), Strategy::TwoD, any), StrategyNotRunError);
+}
+
+// The work counted before configs starts is the work it does, and counting stops past its limit;
+// the rows kept with --top are the first of the whole sweep's, whatever the order, while memory
+// holds only those.
+TEST(configs, CountedWorkAndRowsKeptByTop) {
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/llama3_8b.yaml");
+  ConfigRanges r;
+  r.runtime = load_runtime_named("megatron");
+  r.choices.recompute = {Recompute::None, Recompute::Full};
+  r.choices.zero = {0, 1};
+  r.all_placements = true;
+  check_runtime_choices(sys, r.runtime, Strategy::OneD, r.choices);
+  const std::int64_t n = 256, batch = 512;
+  std::int64_t evaluated = 0;
+  r.on_points = [&](std::int64_t points) { evaluated += points; };
+  const ConfigSweep all = sweep_configs(sys, model, Strategy::OneD, n, batch, r);
+  const std::int64_t counted = count_configs(sys, model, Strategy::OneD, n, batch, r, std::int64_t{1} << 40);
+  EXPECT_EQ(counted, evaluated);
+  EXPECT_GE(counted, static_cast<std::int64_t>(all.rows.size()));
+  ASSERT_GT(all.rows.size(), 20u);
+  // past the limit, counting stops: more than the limit, far less than the whole
+  const std::int64_t stopped = count_configs(sys, model, Strategy::OneD, n, batch, r, 10);
+  EXPECT_GT(stopped, 10);
+  EXPECT_LT(stopped, counted);
+
+  for (const bool by_throughput : {false, true}) {
+    for (const bool fits_only : {false, true}) {
+      std::vector<ConfigRow> expected = all.rows;
+      if (fits_only) std::erase_if(expected, [](const ConfigRow& row) { return !row.fits; });
+      if (by_throughput) {
+        std::stable_sort(expected.begin(), expected.end(), [](const ConfigRow& a, const ConfigRow& b) {
+          return a.fits != b.fits ? a.fits : a.throughput > b.throughput;
+        });
+      }
+      expected.resize(std::min<std::size_t>(expected.size(), 7));
+      ConfigRanges kept = r;
+      kept.keep = 7;
+      kept.by_throughput = by_throughput;
+      kept.fits_only = fits_only;
+      const ConfigSweep top = sweep_configs(sys, model, Strategy::OneD, n, batch, kept);
+      ASSERT_EQ(top.rows.size(), expected.size()) << by_throughput << fits_only;
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(top.rows[i].throughput, expected[i].throughput) << i;
+        EXPECT_EQ(top.rows[i].layout.dp, expected[i].layout.dp) << i;
+        EXPECT_EQ(top.rows[i].layout.exec.recompute, expected[i].layout.exec.recompute) << i;
+        EXPECT_EQ(top.rows[i].layout.tensor.nv1, expected[i].layout.tensor.nv1) << i;
+      }
+    }
+  }
 }
 
 }  // namespace

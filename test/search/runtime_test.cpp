@@ -212,7 +212,18 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\ntp_comm_overlap: 2\n", "tp_comm_overlap: must be in [0, 1], got 2");
   fails_with("name: x\noptimizer_bytes: [1, 2]\n", "optimizer_bytes: expected a single value, got a list");
   fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
-  fails_with("name: x\nstates: {weights: 0}\n", "states.weights");
+  fails_with("name: x\nstates: {weights: 0, gradients: 2, master: 4, moments: 8}\n", "states.weights");
+  // a state every step keeps, left out, would be costed at 0 bytes (Adam's moments: 8 of 12 B/parameter)
+  fails_with("name: x\nstates: {weights: 2, gradients: 4, master: 4}\n", "states: missing key 'moments'");
+  fails_with("name: x\nstates: {weights: 2, gradients: 4, moments: 8}\n", "states: missing key 'master'");
+  // a key twice at any depth, the first or the last value would win silently
+  fails_with("name: x\nstates: {weights: 2, gradients: 4, master: 4, moments: 8, moments: 0}\n",
+             "states: duplicate key 'moments' (line 2)");
+  // text is not a number, nor a boolean
+  fails_with("name: x\ntp_comm_overlap: \"0.5\"\n", "tp_comm_overlap: expected a number, got '0.5'");
+  fails_with("name: x\nflash_attention: \"false\"\n", "flash_attention: expected true or false, got 'false'");
+  fails_with("name: \"\"\n", "name must be a name of 1 to 256 bytes");
+  fails_with("name: \"x\\u0007\"\n", "got 'x\\x07': a control character");
   fails_with("name: reference\nallocator_reserve: 0.1\n", "needs another name");
   fails_with("name: x\nrank_order: tp-dp-pp\n",
              "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");

@@ -94,7 +94,8 @@ TEST(SearchVsEstimate, ExpertParallelAsDimension) {
 
 // One walk judged against several HBM capacities (a hardware sweep's capacity axis) keeps, for
 // each capacity, exactly the top-N and the counts of a search at that capacity alone: the
-// capacities offered out of order, some equal, one fitting nothing, one fitting everything.
+// capacities offered out of order, some equal, one fitting nothing, one fitting everything; each
+// configuration kept with the totals a search at that capacity gives.
 TEST(SearchVsEstimate, CapacitiesShareOneWalk) {
   for (Strategy strategy : {Strategy::OneD, Strategy::TwoD, Strategy::TwoDSeqp}) {
     SearchProblem p;
@@ -123,6 +124,11 @@ TEST(SearchVsEstimate, CapacitiesShareOneWalk) {
           EXPECT_EQ(tops[i].items()[r].throughput, top.items()[r].throughput) << where << ", rank " << r;
           EXPECT_FALSE(ranks_before(tops[i].items()[r], top.items()[r]) || ranks_before(top.items()[r], tops[i].items()[r]))
               << where << ", rank " << r;
+          // every totals field, mem_limit (the capacity's own) among them: what --resume checks
+          for (const TotalsField& f : kAllTotalsFields) {
+            EXPECT_EQ(tops[i].items()[r].totals.*(f.member), top.items()[r].totals.*(f.member))
+                << where << ", rank " << r << ", " << f.name;
+          }
         }
         EXPECT_EQ(counters[i].candidates, expected.candidates) << where;
         EXPECT_EQ(counters[i].infeasible_memory, expected.infeasible_memory) << where;
