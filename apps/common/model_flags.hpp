@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/inputs.hpp"
+#include "model/parameters.hpp"
 
 namespace perfsweep::cli {
 
@@ -27,6 +28,7 @@ inline void add_model_flags(CLI::App& app, std::string& model, std::int64_t& seq
 inline Transformer read_model_logged(const std::string& model, std::int64_t seq_len) {
   ModelInput in = read_model(model, seq_len);
   for (const std::string& w : in.warnings) spdlog::warn("{}", w);
+  spdlog::info("model {}: {}", in.model.name, parameters_text(count_parameters(in.model), in.model.is_moe()));
   return in.model;
 }
 

@@ -5,6 +5,7 @@
 // in a warning, never dropped silently, and so is a key whose effect the model cannot express
 // (a sliding window, multi-head latent attention).
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,14 @@ bool is_hf_config(const std::filesystem::path& file);
 // file without model_type, a model_type no reader knows (the message lists the known ones), and
 // missing or bad values.
 HfModel load_hf_config(const std::filesystem::path& file);
+
+// A Hugging Face Hub id (ORG/NAME: one '/', letters, digits, '.', '-' and '_', no .json/.yaml/.yml
+// ending) that names no existing file: its config.json in the local Hugging Face cache
+// ($HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+// ~/.cache/huggingface/hub), the snapshot refs/main names or else the newest. Nothing for an
+// argument not shaped as a hub id; throws InputError naming the file to fetch when the cache
+// lacks it.
+std::optional<std::filesystem::path> hub_config(const std::string& id);
 
 // The model_types load_hf_config reads, in alphabetical order.
 std::vector<std::string> hf_model_types();

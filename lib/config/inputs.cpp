@@ -452,6 +452,9 @@ void load_model_options(const Mapping& m, Transformer& t) {
       else if (key == "ffn_dim") o.ffn_dim = m.positive_integer(field, kv.second);
       else if (key == "every") o.every = m.positive_integer(field, kv.second);
       else if (key == "shared_experts") o.shared_experts = m.non_negative_integer(field, kv.second);
+      else if (key == "first_dense") o.first_dense = m.non_negative_integer(field, kv.second);
+      else if (key == "router_bias") o.router_bias = m.boolean(field, kv.second);
+      else if (key == "expert_bias") o.expert_bias = m.boolean(field, kv.second);
       else if (key == "capacity_factor") {
         o.capacity_factor = m.number(field, kv.second);
         if (!(o.capacity_factor > 0)) throw InputError(m.file() + ": " + field + " must be > 0, got " +
@@ -463,6 +466,34 @@ void load_model_options(const Mapping& m, Transformer& t) {
     if (o.experts == 0) throw InputError(m.file() + ": missing key 'moe.experts'");
     if (o.top_k == 0) throw InputError(m.file() + ": missing key 'moe.top_k'");
   }
+  // Attention variants (docs/models.md, Attention variants).
+  if (auto n = m.find("head_dim")) t.head_dim_given = m.positive_integer("head_dim", *n);
+  if (auto n = m.find("out_bias")) t.out_bias = m.boolean("out_bias", *n);
+  if (auto n = m.find("sliding_window")) t.window = m.positive_integer("sliding_window", *n);
+  if (auto n = m.find("global_every")) t.global_every = m.positive_integer("global_every", *n);
+  if (auto n = m.find("attention_sinks")) t.attention_sinks = m.boolean("attention_sinks", *n);
+  if (auto n = m.find("qk_norm")) t.qk_norm = m.boolean("qk_norm", *n);
+  if (auto n = m.find("post_norms")) t.post_norms = m.boolean("post_norms", *n);
+  if (auto n = m.find("mla")) {
+    if (!n->IsMap()) {
+      throw InputError(m.file() + ": mla must be a mapping (q_lora_rank, kv_lora_rank, qk_nope_head_dim, "
+                                  "qk_rope_head_dim, v_head_dim), got " + Mapping::shown(*n));
+    }
+    LatentAttention& a = t.mla;
+    for (const auto& kv : *n) {
+      const std::string key = kv.first.Scalar();
+      const std::string field = "mla." + key;
+      if (key == "q_lora_rank") a.q_lora_rank = m.non_negative_integer(field, kv.second);
+      else if (key == "kv_lora_rank") a.kv_lora_rank = m.positive_integer(field, kv.second);
+      else if (key == "qk_nope_head_dim") a.qk_nope_head_dim = m.non_negative_integer(field, kv.second);
+      else if (key == "qk_rope_head_dim") a.qk_rope_head_dim = m.non_negative_integer(field, kv.second);
+      else if (key == "v_head_dim") a.v_head_dim = m.positive_integer(field, kv.second);
+      else throw InputError(m.file() + ": unknown key '" + field + "'");
+    }
+    for (const auto& [key, v] : {std::pair{"kv_lora_rank", a.kv_lora_rank}, {"v_head_dim", a.v_head_dim}}) {
+      if (v == 0) throw InputError(m.file() + ": missing key 'mla." + key + "'");
+    }
+  }
 }
 }  // namespace
 
@@ -470,7 +501,8 @@ Transformer load_model(const fs::path& file) {
   const Mapping m(file, {"name", "seq_len", "embed_dim", "num_heads", "depth", "ffn_dim", "dataset_samples",
                          "num_kv_heads", "mlp", "norm", "bias", "qkv_bias", "dropout", "causal", "vocab_size", "tie_embeddings",
                          "learned_positions", "logits_dtype", "moe", "rope_theta", "rope_scaling_factor",
-                         "norm_epsilon"});
+                         "norm_epsilon", "head_dim", "out_bias", "sliding_window", "global_every", "attention_sinks",
+                         "qk_norm", "post_norms", "mla"});
   Transformer t;
   t.name = default_name(file);
   if (auto n = m.find("name")) t.name = m.text("name", *n);
@@ -494,7 +526,7 @@ Transformer load_model(const fs::path& file) {
 }
 
 void check_model(const Transformer& model, const std::string& where) {
-  if (model.e % model.h != 0) {
+  if (model.head_dim_given == 0 && !model.is_mla() && model.e % model.h != 0) {
     throw InputError(where + ": num_heads=" + std::to_string(model.h) + " does not divide embed_dim=" +
                      std::to_string(model.e));
   }
@@ -507,6 +539,24 @@ void check_model(const Transformer& model, const std::string& where) {
                      std::to_string(model.moe.experts));
   }
   if (model.qkv_bias && model.bias) throw InputError(where + ": qkv_bias: true needs bias: false (bias: true has it)");
+  if (model.out_bias && !model.qkv_bias) {
+    throw InputError(where + ": out_bias: true goes with qkv_bias: true (bias: true biases every projection)");
+  }
+  if (model.window > 0 && !model.causal) {
+    throw InputError(where + ": sliding_window=" + std::to_string(model.window) +
+                     " needs causal: true (a window of the keys before each query)");
+  }
+  if (model.global_every > 0 && model.window == 0) {
+    throw InputError(where + ": global_every=" + std::to_string(model.global_every) + " needs a sliding_window");
+  }
+  if (model.is_mla() && (model.qk_norm || model.head_dim_given > 0 || model.kv_heads > 0 || model.qkv_bias)) {
+    throw InputError(where + ": mla sets the attention's shapes itself: leave out head_dim, num_kv_heads, qkv_bias "
+                             "and qk_norm");
+  }
+  if (model.moe.first_dense > 0 && model.moe.every > 1) {
+    throw InputError(where + ": moe.first_dense=" + std::to_string(model.moe.first_dense) +
+                     " with moe.every=" + std::to_string(model.moe.every) + " > 1 is not modelled");
+  }
   if (!(model.dropout >= 0 && model.dropout < 1)) {
     throw InputError(where + ": dropout=" + yaml_double(model.dropout) + " must be a probability in [0, 1)");
   }
@@ -551,6 +601,7 @@ Transformer load_model_named(const std::string& name_or_path) { return read_mode
 fs::path model_file(const std::string& name_or_path) {
   std::error_code ec;
   fs::path file(name_or_path);
+  if (const std::optional<fs::path> hub = hub_config(name_or_path)) return *hub;
   if (!fs::is_directory(file, ec)) return resolve_input(name_or_path, "models");
   file /= "config.json";
   if (!fs::exists(file, ec)) throw InputError(shown_text(name_or_path) + ": a folder without config.json");
@@ -667,7 +718,25 @@ std::string model_to_yaml(const Transformer& model) {
     const MoeOptions& o = model.moe;
     out += "moe: {experts: " + std::to_string(o.experts) + ", top_k: " + std::to_string(o.top_k) +
            ", ffn_dim: " + std::to_string(o.ffn_dim) + ", capacity_factor: " + yaml_double(o.capacity_factor) +
-           ", every: " + std::to_string(o.every) + ", shared_experts: " + std::to_string(o.shared_experts) + "}\n";
+           ", every: " + std::to_string(o.every) + ", shared_experts: " + std::to_string(o.shared_experts);
+    // beyond the keys every MoE model writes, only where set (the fingerprints of older files stay)
+    if (o.first_dense > 0) out += ", first_dense: " + std::to_string(o.first_dense);
+    if (o.router_bias) out += ", router_bias: true";
+    if (o.expert_bias) out += ", expert_bias: true";
+    out += "}\n";
+  }
+  if (model.head_dim_given > 0) out += "head_dim: " + std::to_string(model.head_dim_given) + "\n";
+  if (model.out_bias) out += "out_bias: true\n";
+  if (model.window > 0) out += "sliding_window: " + std::to_string(model.window) + "\n";
+  if (model.global_every > 0) out += "global_every: " + std::to_string(model.global_every) + "\n";
+  if (model.attention_sinks) out += "attention_sinks: true\n";
+  if (model.qk_norm) out += "qk_norm: true\n";
+  if (model.post_norms) out += "post_norms: true\n";
+  if (model.is_mla()) {
+    const LatentAttention& a = model.mla;
+    out += "mla: {q_lora_rank: " + std::to_string(a.q_lora_rank) + ", kv_lora_rank: " + std::to_string(a.kv_lora_rank) +
+           ", qk_nope_head_dim: " + std::to_string(a.qk_nope_head_dim) + ", qk_rope_head_dim: " +
+           std::to_string(a.qk_rope_head_dim) + ", v_head_dim: " + std::to_string(a.v_head_dim) + "}\n";
   }
   return out;
 }

@@ -238,6 +238,17 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
       {"add_bias_linear", m.bias ? yes : no},
   };
   if (m.qkv_bias) v.push_back({"add_qkv_bias", yes});
+  if (m.head_dim_given > 0) v.push_back({"kv_channels", num(m.head_dim())});
+  if (m.qk_norm) v.push_back({"qk_layernorm", yes});
+  if (m.is_mla()) {
+    // Megatron-Core's MLATransformerConfig (q_lora_rank None: the queries projected directly)
+    v.push_back({"multi_latent_attention", yes});
+    if (m.mla.q_lora_rank > 0) v.push_back({"q_lora_rank", num(m.mla.q_lora_rank)});
+    v.push_back({"kv_lora_rank", num(m.mla.kv_lora_rank)});
+    v.push_back({"qk_head_dim", num(m.mla.qk_nope_head_dim)});
+    v.push_back({"qk_pos_emb_head_dim", num(m.mla.qk_rope_head_dim)});
+    v.push_back({"v_head_dim", num(m.mla.v_head_dim)});
+  }
   v.push_back({"hidden_dropout", real(m.dropout)});
   v.push_back({"attention_dropout", real(m.dropout)});
   if (m.norm_epsilon > 0) v.push_back({"layernorm_epsilon", real(m.norm_epsilon)});
@@ -256,6 +267,10 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
     // an integer N: one MoE block in every N (Megatron-Core puts it first in each group, the
     // estimate last; every stage holds whole groups, so each stage's blocks are the same)
     if (m.moe.every > 1) v.push_back({"moe_layer_freq", num(m.moe.every)});
+    // dense first blocks: the per-block pattern Megatron-LM evaluates, 0 dense and 1 MoE
+    if (m.moe.first_dense > 0) {
+      v.push_back({"moe_layer_freq", "([0]*" + num(m.moe.first_dense) + "+[1]*" + num(m.moe_blocks()) + ")"});
+    }
     if (m.moe.shared_experts > 0) {
       v.push_back({"moe_shared_expert_intermediate_size", num(m.moe.shared_experts * m.moe.ffn_dim)});
     }
@@ -289,6 +304,8 @@ constexpr MegatronSpelling kMegatronSwitches[] = {
     {"gated_linear_unit", "--swiglu", nullptr},  // --swiglu also sets activation_func to SiLU
     {"add_bias_linear", nullptr, "--disable-bias-linear"},
     {"add_qkv_bias", "--add-qkv-bias", nullptr},
+    {"qk_layernorm", "--qk-layernorm", nullptr},
+    {"multi_latent_attention", "--multi-latent-attention", nullptr},
     {"share_embeddings_and_output_weights", nullptr, "--untie-embeddings-and-output-weights"},
     {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", nullptr},
 };
@@ -465,11 +482,11 @@ bool activation_offload_runs(const Layout& c) {
 // torch fsdp2, megatron fsdp"), and with the optimizer on the host only under delayed scaling.
 bool fp8_param_gather(const LaunchInput& in) {
   const Execution& x = in.layout.exec;
-  return fp8(in) && in.runtime.fp8.weight_gather && x.zero >= 1 &&
+  return fp8(in) && x.fp8_params && x.zero >= 1 &&
          !(x.offload == Offload::Optimizer && in.runtime.fp8.recipe != Fp8Recipe::Delayed);
 }
 void note_fp8_param_gather(Builder& b, const LaunchInput& in) {
-  if (!fp8(in) || !in.runtime.fp8.weight_gather || fp8_param_gather(in)) return;
+  if (!fp8(in) || !in.layout.exec.fp8_params || fp8_param_gather(in)) return;
   b.note(in.layout.exec.zero == 0
              ? "the runtime gathers weights in FP8, which needs ZeRO's gathers: none at ZeRO 0"
              : "the runtime gathers weights in FP8, which Megatron-LM allows with the optimizer on the host only "
@@ -855,7 +872,7 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     if (in.runtime.fp8.recipe != Fp8Recipe::Current) {
       b.note("torchtitan's float8 scales per tensor from each tensor (the estimate's runtime gives another fp8_recipe)");
     }
-    if (in.runtime.fp8.weight_gather) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
+    if (in.layout.exec.fp8_params) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
   }
   // FSDP2's CPUOffloadPolicy: parameters, gradients and optimizer states on the host
   if (x.offload == Offload::Weights) b.add("--training.enable_cpu_offload");

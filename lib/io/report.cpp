@@ -270,6 +270,27 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
       w.key("capacity_factor").value(model.moe.capacity_factor);
       w.key("every").value(model.moe.every);
       w.key("shared_experts").value(model.moe.shared_experts);
+      if (model.moe.first_dense > 0) w.key("first_dense").value(model.moe.first_dense);
+      if (model.moe.router_bias) w.key("router_bias").value(true);
+      if (model.moe.expert_bias) w.key("expert_bias").value(true);
+      w.end_object();
+    }
+    // the attention options, where set (the keys of older outputs stay)
+    if (model.qkv_bias) w.key("qkv_bias").value(true);
+    if (model.head_dim_given > 0) w.key("head_dim").value(model.head_dim_given);
+    if (model.out_bias) w.key("out_bias").value(true);
+    if (model.window > 0) w.key("sliding_window").value(model.window);
+    if (model.global_every > 0) w.key("global_every").value(model.global_every);
+    if (model.attention_sinks) w.key("attention_sinks").value(true);
+    if (model.qk_norm) w.key("qk_norm").value(true);
+    if (model.post_norms) w.key("post_norms").value(true);
+    if (model.is_mla()) {
+      w.key("mla").begin_object();
+      w.key("q_lora_rank").value(model.mla.q_lora_rank);
+      w.key("kv_lora_rank").value(model.mla.kv_lora_rank);
+      w.key("qk_nope_head_dim").value(model.mla.qk_nope_head_dim);
+      w.key("qk_rope_head_dim").value(model.mla.qk_rope_head_dim);
+      w.key("v_head_dim").value(model.mla.v_head_dim);
       w.end_object();
     }
   }

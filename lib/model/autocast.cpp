@@ -27,7 +27,7 @@ BlockActivations autocast_block_activations(const Transformer& m, const Layout& 
   const double qkv = D((m.h + 2 * m.kv()) * m.head_dim()) / t;
   const double norm_stats = m.norm == NormKind::LayerNorm ? 8 : 4;
   const double mask = m.has_dropout() ? e : 0.0;
-  a.sa = 4 * e + 2 * e + 2 * qkv + 2 * e / t + 4 * D(m.h) / t + norm_stats + mask;
+  a.sa = 4 * e + 2 * e + 2 * qkv + 2 * D(m.attention_width()) / t + 4 * D(m.h) / t + norm_stats + mask;
   // MLP: the fp32 residual after the attention (kept by the second norm), its norm's bf16 cast,
   // the up-projection's output and the activation's (SwiGLU: gate and up halves, silu(gate), the
   // product), the norm's statistics, the dropout mask.

@@ -37,7 +37,35 @@ AttentionShape local_attention(I b, I heads, I kv_heads, I head_dim, I l) { retu
 
 NormOptions norm_of(const Transformer& m) { return {m.norm, m.bias}; }
 
-AttentionCoreOptions core_of(const Transformer& m) { return {m.causal, m.has_dropout()}; }
+AttentionCoreOptions core_of(const Transformer& m, const BlockLayer& y) {
+  return {m.causal, m.has_dropout(), y.window, m.attention_sinks};
+}
+
+// Per-GPU heads of a QK-norm layer over `heads` heads (the queries' or the keys').
+I head_norm_heads(const Transformer& m, I heads, I tp) { return heads == m.h ? m.h / tp : kv_heads_per_gpu(m, tp); }
+
+// A QK-norm (RMSNorm of head_dim features, a scale of head_dim) on `rows` tokens' local heads:
+// no collective.
+LayerCost head_norm(const System& s, const BlockLayer& y, I rows) {
+  return layer_norm(s, y.name, {rows, y.out, rows, y.out}, {NormPlan::GatherRows, kOneGpu, kOneGpu},
+                    {NormKind::RmsNorm, false});
+}
+
+// The norms beyond a block's two (post-norms, MLA's latent norms) carry no residual-stream
+// kernels of a calibration: the block's two residual adds stay with its two pre-norms.
+bool carries_residual(const Transformer& m, const BlockLayer& y) {
+  return y.out == m.e && !(y.local_rows && !y.stage_input);
+}
+
+// A norm's gather of `y.in` features where it gathers more than it normalizes (MLA's key/value
+// latent with the key's rotary part).
+void widen_gather(LayerCost& c, const BlockLayer& y) {
+  if (y.in <= y.out) return;
+  const double wider = static_cast<double>(y.in) / static_cast<double>(y.out);
+  for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= wider;
+  }
+}
 
 // Megatron pads the vocabulary to a multiple of the tensor-parallel size
 // (--make-vocab-size-divisible-by): each GPU holds ceil(V / tp) rows or columns.
@@ -118,7 +146,7 @@ void all_reduce_instead(CommSet& set) {
 // from the other cp - 1 ranks (attention_core's Ring or Gathered exchange over the cp group).
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                    const AttentionMode& a, const Execution& x) {
-  const I l = m.l / t.cp, h = m.h, q = m.e / m.h, tp = t.tp1, nv = t.nv1;
+  const I l = m.l / t.cp, h = m.h, q = m.qk_head_dim(), tp = t.tp1, nv = t.nv1;
   const bool rc = a.recompute;
   const bool sp = x.sequence_parallel;
   const I l_residual = sp ? l / tp : l;  // rows of the residual stream on one GPU
@@ -171,8 +199,12 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       break;
     case Role::Norm: {
       // the residual stream's rows over tp (sequence parallelism), gathered for the next GEMM
-      LayerCost c = layer_norm(s, y.name, {b * l_residual, y.out, b * l, y.out},
-                               {NormPlan::GatherRows, sp ? Group{tp, nv} : kOneGpu, kOneGpu}, norm_of(m));
+      // unless the next works on the rows the GPU holds
+      const Group gather = sp && !y.local_rows ? Group{tp, nv} : kOneGpu;
+      LayerCost c = layer_norm(s, y.name, {b * l_residual, y.out, b * l, y.out}, {NormPlan::GatherRows, gather, kOneGpu},
+                               norm_of(m));
+      widen_gather(c, y);
+      if (!carries_residual(m, y)) c.glue = Glue::None;
       // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
       // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
       if (x.fused_elementwise && m.has_dropout()) {
@@ -181,21 +213,26 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return c;
     }
     case Role::AttentionCore: {
-      const AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
+      AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
+      local.value_dim = m.value_head_dim();
       if (t.cp > 1 && x.cp_comm == CpComm::AllToAll) {
         // Ulysses: after the exchange 1/cp of the local heads over every token
-        return attention_core(s, y.name, {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l},
-                              {KvSource::AllToAll, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m));
+        return attention_core(s, y.name, {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l, local.value_dim},
+                              {KvSource::AllToAll, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
       }
       if (t.cp > 1) {
         // the rank's l / cp queries against all m.l keys, exchanged over the cp group, whose
         // domains sit a tensor group's domains apart
         const KvSource source = x.cp_comm == CpComm::P2P ? KvSource::Ring : KvSource::Gathered;
-        return attention_core(s, y.name, {b, local.heads, local.kv_heads, q, l, m.l},
-                              {source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m));
+        return attention_core(s, y.name, {b, local.heads, local.kv_heads, q, l, m.l, local.value_dim},
+                              {source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
       }
-      return attention_core(s, y.name, local, {}, core_of(m));
+      return attention_core(s, y.name, local, {}, core_of(m, y));
     }
+    case Role::HeadNorm: return head_norm(s, y, b * l * head_norm_heads(m, y.in, tp));
+    case Role::LatentProjection:
+      // on the rows of the residual stream the GPU holds, its weights whole: nothing communicated
+      return gemm(s, y.name, {b * l_residual, y.in, y.out, y.in, y.out}, {kOneGpu, kOneGpu, 0});
     case Role::AttentionScores: return attention_scores(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
     case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / tp) * l, l, rc, rc);
     case Role::AttentionValues: return attention_values(s, y.name, local_attention(b, h / tp, h / tp, q, l), {}, rc);
@@ -214,12 +251,13 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
 // over tp2, keys and values gathered over tp2.
 LayerCost shard_context_parallel_attention(const System& s, const BlockLayer& y, I b, const Transformer& m,
                                            const TensorSplit& t, const char* strategy) {
-  const I l = m.l, h = m.h, q = m.e / m.h, m1 = t.tp1, m2 = t.tp2;
+  const I l = m.l, h = m.h, q = m.head_dim(), m1 = t.tp1, m2 = t.tp2;
   // the local queries (l / tp2) against every key, gathered over the sequence split
   const KvExchange gathered{KvSource::Gathered, seq_split(t)};
   switch (y.role) {
     case Role::AttentionCore:
-      return attention_core(s, y.name, {b, h / m1, kv_heads_per_gpu(m, m1), q, l / m2, l}, gathered, core_of(m));
+      return attention_core(s, y.name, {b, h / m1, kv_heads_per_gpu(m, m1), q, l / m2, l}, gathered, core_of(m, y));
+    case Role::HeadNorm: return head_norm(s, y, b * (l / m2) * head_norm_heads(m, y.in, m1));
     case Role::AttentionScores: return attention_scores(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
     case Role::AttentionSoftmax: return softmax(s, y.name, b * (h / m1) * (l / m2), l);
     case Role::AttentionValues: return attention_values(s, y.name, {b, h / m1, h / m1, q, l / m2, l}, gathered);
@@ -261,8 +299,12 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
       // (l / tp2, e / tp1) blocks, the row statistics all-reduced over the feature split. The
       // counts' width is the reference's l / tp1 (its LayerNorm2D takes the local embedding as
       // l / tp1, not e / tp1); kept, since its published numbers depend on it.
-      return layer_norm(s, y.name, {b * (l / m2), l / m1, b * l, y.out},
-                        {NormPlan::ReduceStatistics, seq_split(t), feature_split(t)}, norm_of(m));
+      {
+        LayerCost c = layer_norm(s, y.name, {b * (l / m2), l / m1, b * l, y.out},
+                                 {NormPlan::ReduceStatistics, seq_split(t), feature_split(t)}, norm_of(m));
+        if (!carries_residual(m, y)) c.glue = Glue::None;
+        return c;
+      }
     default: break;
   }
   return shard_context_parallel_attention(s, y, b, m, t, "2d");
@@ -294,10 +336,13 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
       if (y.operand == Operand::Hidden) return dropout(s, y.name, b * (l / m2) * (y.out / m1));
       if (y.operand == Operand::Residual) return dropout(s, y.name, b * (l / (m1 * m2)) * y.out);
       break;
-    case Role::Norm:
+    case Role::Norm: {
       // the b (l / tp2) rows of the sequence split further over tp1 and gathered for the next GEMM
-      return layer_norm(s, y.name, {b * ((l / m2) / m1), y.out, b * (l / m2), y.out},
-                        {NormPlan::GatherRows, feature_split(t), kOneGpu}, norm_of(m));
+      LayerCost c = layer_norm(s, y.name, {b * ((l / m2) / m1), y.out, b * (l / m2), y.out},
+                               {NormPlan::GatherRows, y.local_rows ? kOneGpu : feature_split(t), kOneGpu}, norm_of(m));
+      if (!carries_residual(m, y)) c.glue = Glue::None;
+      return c;
+    }
     case Role::Router:
     case Role::Dispatch:
     case Role::Combine: return shard_moe(s, y, b * (l / m2), m, t, "2d-seqp");
@@ -321,6 +366,14 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   // Dropout and bias layers exist only when the model has them.
   auto add = [&](const BlockLayer& y) {
     if ((y.role == Dropout && !m.has_dropout()) || (y.role == Bias && !m.bias)) return;
+    out.push_back(y);
+  };
+  // A norm on a sub-layer's output before its residual add (Gemma 2 and 3), on the rows the GPU
+  // holds after the row projection's reduce-scatter.
+  auto post_norm = [&](const char* name, Sublayer sublayer) {
+    if (!m.post_norms) return;
+    BlockLayer y{name, sublayer, Norm, Operand::Residual, 0, e};
+    y.local_rows = true;
     out.push_back(y);
   };
   // An MLP of `width` hidden features on `operand` (Hidden: a dense MLP; Routed: each expert's).
@@ -350,25 +403,73 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
     add({"fc2", Mlp, RowProjection, Operand::Residual, f, e});
     add({"fc2-bias", Mlp, Bias, Operand::Residual, 0, e});
   }
+  post_norm("post-mlp-norm", Mlp);
   add({"dpr2", Mlp, Dropout, Operand::Residual, 0, e});
-  add({"ln1", Mlp, Norm, Operand::Residual, 0, e, true});
-  add({"qkv", Attention, QkvProjection, Operand::Hidden, e, (m.h + 2 * m.kv()) * m.head_dim()});
-  // Qwen2's bias on q, k and v alone, added after the GEMM as Megatron's ColumnParallelLinear
-  // adds it (output + bias). A model with `bias: true` keeps the reference's block, whose qkv
-  // has no bias layer (its parameters are counted all the same).
-  if (m.qkv_bias && !m.bias) out.push_back({"qkv-bias", Attention, Bias, Operand::Hidden, 0, (m.h + 2 * m.kv()) * m.head_dim()});
+  BlockLayer ln1{"ln1", Mlp, Norm, Operand::Residual, 0, e, true};
+  // MLA's down-projections take the rows the GPU holds: nothing to gather for them (without a
+  // query latent the query projection takes the gathered rows, as any column projection).
+  ln1.local_rows = m.is_mla() && m.mla.q_lora_rank > 0;
+  add(ln1);
+  if (m.is_mla()) {
+    // Megatron-Core's MLASelfAttention (multi_latent_attention.py) with sequence parallelism:
+    // the down-projections replicated ("duplicated") on the GPU's rows, the latents' norms
+    // gathering them for the column-parallel up-projections (the key's rotary part gathered with
+    // the key/value latent), every head's query, key and value split over tp.
+    const LatentAttention& a = m.mla;
+    const I queries = m.h * m.qk_head_dim();
+    if (a.q_lora_rank > 0) {
+      add({"q-down", Attention, LatentProjection, Operand::Residual, e, a.q_lora_rank});
+      add({"q-norm", Attention, Norm, Operand::Residual, 0, a.q_lora_rank});
+      add({"q-up", Attention, ColumnProjection, Operand::Hidden, a.q_lora_rank, queries});
+    } else {
+      add({"q-proj", Attention, ColumnProjection, Operand::Hidden, e, queries});
+    }
+    add({"kv-down", Attention, LatentProjection, Operand::Residual, e, a.kv_lora_rank + a.qk_rope_head_dim});
+    // `in`: the width its gather moves, the latent and the key's rotary part
+    add({"kv-norm", Attention, Norm, Operand::Residual, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank});
+    add({"kv-up", Attention, ColumnProjection, Operand::Hidden, a.kv_lora_rank, m.h * (a.qk_nope_head_dim + a.v_head_dim)});
+  } else {
+    const I qkv = (m.h + 2 * m.kv()) * m.head_dim();
+    add({"qkv", Attention, QkvProjection, Operand::Hidden, e, qkv});
+    // Qwen2's bias on q, k and v alone, added after the GEMM as Megatron's ColumnParallelLinear
+    // adds it (output + bias). A model with `bias: true` keeps the reference's block, whose qkv
+    // has no bias layer (its parameters are counted all the same).
+    if (m.qkv_bias && !m.bias) out.push_back({"qkv-bias", Attention, Bias, Operand::Hidden, 0, qkv});
+    if (m.qk_norm) {
+      add({"q-norm", Attention, HeadNorm, Operand::Hidden, m.h, m.head_dim()});
+      add({"k-norm", Attention, HeadNorm, Operand::Hidden, m.kv(), m.head_dim()});
+    }
+  }
   if (attention.flash) {
-    add({"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0});
+    // Alternating local and global blocks: the windowed and the global core, each over its share
+    // of the blocks; every block windowed: one core with the window.
+    const I windowed = m.windowed_blocks();
+    if (windowed > 0 && windowed < m.depth) {
+      BlockLayer global{"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0};
+      global.share = static_cast<double>(m.depth - windowed) / static_cast<double>(m.depth);
+      BlockLayer local{"fusedla-local", Attention, AttentionCore, Operand::Scores, 0, 0};
+      local.window = m.window;
+      local.share = static_cast<double>(windowed) / static_cast<double>(m.depth);
+      add(local);
+      add(global);
+    } else {
+      BlockLayer core{"fusedla", Attention, AttentionCore, Operand::Scores, 0, 0};
+      core.window = windowed > 0 ? m.window : 0;
+      add(core);
+    }
   } else {
     // Unfused attention expands K and V to every query head (Megatron's legacy path,
-    // repeat_interleave of the key/value groups), so its layers keep the multi-head shapes.
+    // repeat_interleave of the key/value groups), so its layers keep the multi-head shapes; it
+    // computes and masks the whole score matrix, a window's as causal attention's.
     add({"logits", Attention, AttentionScores, Operand::Scores, 0, 0});
     add({"softmax", Attention, AttentionSoftmax, Operand::Scores, 0, 0});
     add({"dpr_at", Attention, Dropout, Operand::Scores, 0, 0});
     add({"attend", Attention, AttentionValues, Operand::Scores, 0, 0});
   }
-  add({"vproj", Attention, RowProjection, Operand::Residual, e, e});
+  add({"vproj", Attention, RowProjection, Operand::Residual, m.attention_width(), e});
   add({"vproj-bias", Attention, Bias, Operand::Residual, 0, e});
+  if (m.out_bias && !m.bias) out.push_back({"vproj-bias", Attention, Bias, Operand::Residual, 0, e});
+  post_norm("post-sa-norm", Attention);
   add({"dpr_v", Attention, Dropout, Operand::Residual, 0, e});
   add({"ln2", Attention, Norm, Operand::Residual, 0, e});
   return out;
@@ -455,8 +556,8 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
     const std::size_t module = layer.sublayer == Sublayer::Mlp ? 0 : 1;
     if (n[module] == weights[module].size()) throw ConfigError("a module holds at most 12 layers");
     const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
-    weights[module][n[module]] = cost.weights_mem;
-    activations[module][n[module]++] = cost.activation_buffer;
+    weights[module][n[module]] = cost.weights_mem * layer.share;
+    activations[module][n[module]++] = cost.activation_buffer * layer.share;
     if (layer.operand == Operand::Routed) expert_weights += cost.weights_mem;
   }
   BlockMemory out;
@@ -478,7 +579,7 @@ BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<Blo
     const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
     if (layer.stage_input) out.p2p_volume_gb = cost.activation_buffer;
     if (layer.operand == Operand::Routed) out.expert_weights_gb += cost.weights_mem;
-    (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost);
+    (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost, layer.share);
   }
   return out;
 }

@@ -36,6 +36,11 @@ enum class Role : std::uint8_t {
   Router,            // MoE router GEMM e -> experts on every token (weights replicated)
   Dispatch,          // MoE all-to-all of the routed tokens to their experts' GPUs (expert parallelism)
   Combine,           // MoE all-to-all of the experts' outputs back to their tokens' GPUs
+  HeadNorm,          // RMSNorm of each query or key head (QK-norm): `in` heads of `out` features, no collective
+  // GEMM on the residual stream's rows as the GPU holds them, its weights whole on every GPU of
+  // the tensor group and nothing communicated (MLA's down-projections, Megatron-Core's
+  // "duplicated" TELinear)
+  LatentProjection,
 };
 
 // What an elementwise layer (bias, dropout) acts on, which decides how it is sharded.
@@ -59,6 +64,15 @@ struct BlockLayer {
   // The LM head of a model with tied embeddings on a one-stage pipeline: its weights are the
   // embedding's, counted there.
   bool shares_weights = false;
+  // A norm that stays on the rows the GPU holds, gathering nothing for a next GEMM (post-norms;
+  // MLA's first norm, whose down-projections take the sequence-parallel rows).
+  bool local_rows = false;
+  // The attention core's sliding window (tokens; 0: the whole sequence).
+  std::int64_t window = 0;
+  // The share of the model's blocks this layer runs in (1: all). A layer of some blocks only (the
+  // windowed and the global attention of alternating local and global layers) is costed once,
+  // timed, and its counts and times scaled by its share, so the block is the model's mean block.
+  double share = 1.0;
 };
 
 // How attention runs: the reference's two modes (modules.py sa_*: flash_attention,
@@ -153,7 +167,8 @@ struct Fp8Policy {
   // Weights cast to FP8 once per step and kept for the other micro-batches (TE's
   // is_first_microbatch); else cast for every micro-batch.
   bool weight_cache = false;
-  // ZeRO-3/FSDP gathers the weights in FP8 (1 byte per parameter).
+  // The weights kept and gathered in FP8 (1 byte per parameter): the default of
+  // Execution::fp8_params, which the step reads (runtime_defaults).
   bool weight_gather = false;
   bool lm_head = false;       // the LM head's GEMM in FP8 too
   bool saved_inputs = true;   // the GEMMs' inputs kept for the backward in FP8 (1 byte)
@@ -211,6 +226,11 @@ struct Execution {
   // FP8 (set from the runtime by apply_runtime; not searched).
   Precision precision = Precision::Bf16;
   Fp8Policy fp8;
+  // FP8 parameters (Megatron-LM's --fp8-param-gather, NeMo's fp8_params, MLPerf's FP8_PARAMS):
+  // the FP8 GEMMs' weights kept in FP8 (the value and its transposed copy) in place of the bf16
+  // weights and their cached FP8 copies, and gathered by the distributed optimizer in FP8.
+  // With --precision fp8 only; the runtime's fp8_weight_gather unless --fp8-params says.
+  bool fp8_params = false;
   // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
   // `--cp-comm p2p,all-gather`).
   CpComm cp_comm = CpComm::P2P;

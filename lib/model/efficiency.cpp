@@ -1,5 +1,6 @@
 #include "model/efficiency.hpp"
 
+#include "model/kernel_calibration.hpp"
 #include "model/parameters.hpp"
 
 namespace perfsweep {
@@ -11,7 +12,12 @@ double model_flops_per_token(const Transformer& m) {
   const ParameterCount p = count_parameters(m);
   double n = D(p.active - p.embedding);
   if (m.vocab_size > 0 && p.head == 0) n += D(m.vocab_size) * D(m.e);  // a tied head multiplies by the table
-  return 6 * n + 12 * D(m.depth) * D(m.h * m.head_dim()) * D(m.l);
+  if (m.window == 0 && !m.is_mla()) return 6 * n + 12 * D(m.depth) * D(m.h * m.head_dim()) * D(m.l);
+  // The score terms per block, 6 h (qk + v) l as PaLM counts them (12 h head_dim l), a windowed
+  // block's by its window's share of causal attention.
+  const double blocks = D(m.depth - m.windowed_blocks()) +
+                        D(m.windowed_blocks()) * window_share_of_causal(m.l, m.window);
+  return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }
 
 Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus, std::int64_t global_batch,

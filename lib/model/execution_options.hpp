@@ -43,6 +43,8 @@ struct ExecutionChoices {
   // How ranks are numbered (tp-cp-ep-dp-pp or tp-cp-ep-pp-dp); empty: the runtime's order
   // (ExecutionOption::runtime_default; fill_runtime_defaults, which the search and configs call).
   std::vector<RankOrder> rank_order{};
+  // FP8 parameters on or off; empty: the runtime's (fp8_weight_gather), as rank_order.
+  std::vector<bool> fp8_params{};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -225,6 +227,17 @@ inline constexpr std::array kExecutionOptions = [] {
             "(Llama 3's: a pipeline's stages inside, data-parallel replicas outermost); which groups cross the "
             "network's upper tiers (docs/network.md); default: the runtime's rank_order",
             kRankOrderNames, changed, step, 0, [](const Layout& c) { return c.pp > 1 && c.dp > 1; });
+        o.runtime_default = true;
+        return o;
+      }(),
+      [] {
+        ExecutionOption o = d::searched<&X::fp8_params, &C::fp8_params>(
+            "fp8_params", "--fp8-params",
+            "with --precision fp8: the FP8 GEMMs' weights kept in FP8 in place of bf16 weights and their FP8 "
+            "copies, gathered in FP8 (Megatron-LM's --fp8-param-gather, NeMo's fp8_params; docs/fp8.md); default: "
+            "the runtime's fp8_weight_gather",
+            OptionValues::OnOff, d::kOnOffNames, 2, 0, 1, changed, step,
+            [](const Layout& c) { return c.exec.precision != Precision::Bf16; });
         o.runtime_default = true;
         return o;
       }(),

@@ -46,14 +46,29 @@ inline constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "mxfp
 
 // Operand shape of a GEMM-like pass: `batch` independent products of (rows x depth)(depth x cols).
 // Flash attention: batch = micro-batch x local heads, rows = query positions, cols = key
-// positions, depth = head dimension.
+// positions, depth = head dimension (of the queries and keys).
 struct KernelShape {
   std::int64_t batch = 1;
   std::int64_t rows = 0;
   std::int64_t depth = 0;
   std::int64_t cols = 0;
   bool causal = false;  // flash attention with a causal mask
+  // Flash attention beyond the reference's: a sliding window of `window` keys per query (causal;
+  // 0: none), and the values' head dimension where it differs from the keys' (MLA; 0: depth).
+  std::int64_t window = 0;
+  std::int64_t value_depth = 0;
 };
+
+// The share of a causal score matrix's work that a sliding window of `window` keys leaves, for a
+// sequence of `keys` tokens: a query at position i sees min(i + 1, window) keys, which in the
+// continuous form that gives causal attention its 1/2 of the full matrix is
+// (1 - (1 - w / l)^2) / 2 of it, and so 1 - (1 - w / l)^2 of causal attention's work (at 32K
+// tokens a 4K window: 0.234). 1 when the window covers the sequence.
+inline double window_share_of_causal(std::int64_t keys, std::int64_t window) {
+  if (window <= 0 || window >= keys) return 1.0;
+  const double open = 1.0 - static_cast<double>(window) / static_cast<double>(keys);
+  return 1.0 - open * open;
+}
 
 namespace kernels {
 
@@ -283,14 +298,27 @@ inline double attention_makespan_tiles(const AttentionModel& a, std::size_t pass
   // Causal: half of the tile products and half of the diagonal's (tq (tq + 1) / 2 for a square
   // score matrix); where the sides differ (a context-parallel chunk of queries against the keys
   // of the whole sequence) the half a chunk sees on average, as the flop count halves it.
-  const double per_head = tq * tk / 2 + std::min(tq, tk) / 2;
-  return split * std::max(longest, static_cast<double>(s.batch) * per_head / sms + a.tail * longest);
+  double per_head = tq * tk / 2 + std::min(tq, tk) / 2;
+  double longest_causal = longest;
+  if (s.window > 0) [[unlikely]] {
+    // a sliding window: the band of tiles under the diagonal the window reaches (the sequence is
+    // the keys' side), the longest CTA at most the window's tiles and the diagonal's
+    per_head *= window_share_of_causal(s.cols, s.window);
+    longest_causal = std::min(longest, std::ceil(static_cast<double>(s.window) / a.tile) + 1);
+  }
+  return split * std::max(longest_causal, static_cast<double>(s.batch) * per_head / sms + a.tail * longest_causal);
 }
 
 // Seconds of a flash-attention pass's arithmetic (launch excluded).
 inline double attention_compute_seconds(const AttentionModel& a, std::size_t pass, std::int64_t sm_count,
                                         double peak_tflops, double flops_units, const KernelShape& s) {
-  const double d = static_cast<double>(s.depth);
+  double d = static_cast<double>(s.depth);
+  if (s.value_depth > 0 && s.value_depth != s.depth) [[unlikely]] {
+    // keys of depth d and values of depth dv: the forward's Q K^T runs on d, P V on dv; the
+    // backward's recomputed Q K^T, dQ and dK on d, dP and dV on dv
+    const double dv = static_cast<double>(s.value_depth);
+    d = pass == kFwd ? (d + dv) / 2 : (3 * d + 2 * dv) / 5;
+  }
   const double matmuls = pass == kFwd ? 4.0 : 10.0;
   const double rate = peak_tflops * a.efficiency * (d / (d + a.head_dim_half));
   if (a.tile > 0) {
@@ -302,7 +330,8 @@ inline double attention_compute_seconds(const AttentionModel& a, std::size_t pas
   }
   const double flops = matmuls * static_cast<double>(s.batch) * static_cast<double>(s.rows) *
                        static_cast<double>(s.cols) * d;
-  const double masked = s.causal ? 0.5 / a.causal_efficiency : 1.0;
+  double masked = s.causal ? 0.5 / a.causal_efficiency : 1.0;
+  if (s.window > 0) [[unlikely]] masked *= window_share_of_causal(s.cols, s.window);
   return masked * flops * flops_units / rate;
 }
 

@@ -490,24 +490,27 @@ constexpr double kCausalFraction = 0.5;
 LayerCost attention_core(const System& s, const char* name, AttentionShape a, KvExchange kv, AttentionCoreOptions o) {
   const Units u(s);
   const double tensor_core_factor = s.matrix_flops_fp16 / s.vector_flops_fp16;
-  const I bh = a.b * a.heads, bkv = a.b * a.kv_heads, q = a.head_dim, lq = a.queries, lk = a.keys;
+  // q: the queries' and keys' features per head, v: the values' (and the output's), the same but
+  // under MLA, so every count below is the reference's where they agree
+  const I bh = a.b * a.heads, bkv = a.b * a.kv_heads, q = a.head_dim, v = a.values(), lq = a.queries, lk = a.keys;
   LayerCost c;
   c.name = name;
   c.op = KernelOp::Attention;
   c.shape = {bh, lq, q, lk, o.causal};
+  if (v != q) c.shape.value_depth = v;
   c.flops_fwd = dot_flops(bh * lq * lk, q, u);                                  // logits
   c.flops_fwd += softmax_fwd_flops(bh, lq, lk, u) * tensor_core_factor;         // softmax
   if (o.dropout) c.flops_fwd += D(bh * lq * lk) * u.mult * tensor_core_factor;  // dropout
-  c.flops_fwd += dot_flops(bh * lq * q, lk, u);                                 // attend
+  c.flops_fwd += dot_flops(bh * lq * v, lk, u);                                 // attend
 
-  double act_in = D(bh * lq * q) * u.elem;   // Q
-  act_in += D(2 * (bkv * lk * q)) * u.elem;  // K and V, gathered where split
-  act_in += D(bh * lq) * u.elem;             // softmax statistics
-  const double act_out = D(bh * lq * q) * u.elem;
-  c.activation_buffer = D(bh * lq * q + 2 * (bkv * lq * q)) * u.elem;  // Q and the local K, V
-  if (o.dropout) c.activation_buffer += D(bh * lq) * u.elem;           // dropout RNG state
-  c.activation_buffer += D(bh * lq) * u.elem;                          // softmax statistics
-  c.activation_buffer += D(bh * lq * q) * u.elem;                      // output, for the backward pass
+  double act_in = D(bh * lq * q) * u.elem;          // Q
+  act_in += D(bkv * lk * q + bkv * lk * v) * u.elem;  // K and V, gathered where split
+  act_in += D(bh * lq) * u.elem;                    // softmax statistics
+  const double act_out = D(bh * lq * v) * u.elem;
+  c.activation_buffer = D(bh * lq * q + (bkv * lq * q + bkv * lq * v)) * u.elem;  // Q and the local K, V
+  if (o.dropout) c.activation_buffer += D(bh * lq) * u.elem;                      // dropout RNG state
+  c.activation_buffer += D(bh * lq) * u.elem;                                     // softmax statistics
+  c.activation_buffer += D(bh * lq * v) * u.elem;                                 // output, for the backward pass
   c.mem_fwd = act_in + act_out;
 
   // dQ and dK (FusedLA's one dot_flops(2 bh l q, l) where keys = queries: the same double)
@@ -515,8 +518,8 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
   c.flops_bwd += dot_flops(bh * lk * q, lq, u);
   c.flops_bwd += softmax_bwd_flops(bh, lq, lk, u) * tensor_core_factor;
   if (o.dropout) c.flops_bwd += D(bh * lq * lk) * u.mult * tensor_core_factor;
-  c.flops_bwd += dot_flops(bh * lq * lk, q, u);                                 // dA
-  c.flops_bwd += dot_flops(bh * lk * q, lq, u);                                 // dV
+  c.flops_bwd += dot_flops(bh * lq * lk, v, u);                                 // dA
+  c.flops_bwd += dot_flops(bh * lk * v, lq, u);                                 // dV
   c.flops_bwd += dot_flops(bh * lq * lk, q, u);                                 // recomputed logits
   c.flops_bwd += softmax_fwd_flops(bh, lq, lk, u) * tensor_core_factor;         // recomputed softmax
   if (o.dropout) c.flops_bwd += D(bh * lq * lk) * u.mult * tensor_core_factor;  // recomputed dropout
@@ -524,11 +527,22 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
     c.flops_fwd *= kCausalFraction;
     c.flops_bwd *= kCausalFraction;
   }
+  if (o.window > 0) [[unlikely]] {
+    // the window's band of the causal score matrix, over the whole sequence (the keys)
+    const double share = window_share_of_causal(lk, o.window);
+    c.flops_fwd *= share;
+    c.flops_bwd *= share;
+    c.shape.window = o.window;
+  }
+  if (o.sinks) [[unlikely]] {
+    c.weights_mem = D(a.heads) * u.elem;
+    c.weights_grad_mem = c.weights_mem;
+  }
   if (kv.source == KvSource::Local || kv.source == KvSource::AllToAll) {
-    c.mem_bwd = D(2 * (bh * lq * q) + 2 * (bkv * lk * q)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
+    c.mem_bwd = D((bh * lq * q + bh * lq * v) + (bkv * lk * q + bkv * lk * v)) * u.elem + c.activation_buffer;  // dQ, dOut, dK, dV
     if (kv.source == KvSource::AllToAll && kv.seq.gpus > 1) {
       // the rank's Q, K, V (and the output) before and after the exchange hold as many elements
-      const double qkv = D(bh * lq * q + 2 * (bkv * lk * q)) * u.elem, out = D(bh * lq * q) * u.elem;
+      const double qkv = D(bh * lq * q + (bkv * lk * q + bkv * lk * v)) * u.elem, out = D(bh * lq * v) * u.elem;
       const auto stride = static_cast<std::int32_t>(kv.stride);
       const Collective a2a_qkv{qkv, CommType::AllToAll, stride, kv.seq.gpus, kv.seq.nvlink};
       const Collective a2a_out{out, CommType::AllToAll, stride, kv.seq.gpus, kv.seq.nvlink};
@@ -537,17 +551,17 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
     }
     return c;
   }
-  double grad_mem = D(2 * (bkv * lk * q)) * u.elem;  // dK, dV before the reduce-scatter
-  grad_mem += D(2 * (bh * lq * q)) * u.elem;         // dQ, dOut
+  double grad_mem = D(bkv * lk * q + bkv * lk * v) * u.elem;  // dK, dV before the reduce-scatter
+  grad_mem += D(bh * lq * q + bh * lq * v) * u.elem;          // dQ, dOut
   c.mem_bwd = grad_mem + c.activation_buffer;
   const Group seq = kv.seq;
   if (kv.source == KvSource::Gathered || seq.gpus == 1) {
-    gather_keys(c, seq.gpus > 1 ? D(2 * bkv * lk * q) * u.elem : 0.0, kv);
+    gather_keys(c, seq.gpus > 1 ? D(bkv * lk * q + bkv * lk * v) * u.elem : 0.0, kv);
     return c;
   }
   // one ring step: this rank's K and V (its queries' tokens) to the next rank; the step's slowest
   // link bounds it, NVLink only when the whole ring is in one domain
-  const double step_kv = D(2 * (bkv * lq * q)) * u.elem;
+  const double step_kv = D(bkv * lq * q + bkv * lq * v) * u.elem;
   const I fast = seq.nvlink == seq.gpus ? 2 : 1;
   const auto span = static_cast<std::int32_t>((seq.gpus / seq.nvlink - 1) * kv.stride);  // first domain to last
   c.comm_fwd = one({step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});

@@ -213,10 +213,14 @@ LayerCost layer_norm(const System& s, const char* name, NormShape local, NormCom
 
 // Attention on one GPU: b sequences, `heads` query heads and `kv_heads` key/value heads (GQA,
 // MQA; flash attention only: unfused attention expands K and V to every query head) of
-// dimension `head_dim`, `queries` local query tokens against `keys` key tokens.
+// dimension `head_dim`, `queries` local query tokens against `keys` key tokens; values of
+// `value_dim` features per head where it differs from head_dim (MLA; flash attention only; 0:
+// head_dim).
 struct AttentionShape {
   std::int64_t b = 1, heads = 1, kv_heads = 1, head_dim = 1;
   std::int64_t queries = 0, keys = 0;
+  std::int64_t value_dim = 0;
+  std::int64_t values() const { return value_dim > 0 ? value_dim : head_dim; }
 };
 // Where the keys and values an attention reads come from:
 //  Local     this GPU's own (keys = queries; the reference's LogitsLayer, AttendLayer, FusedLA)
@@ -239,11 +243,16 @@ struct KvExchange {
   std::int64_t stride = 1;
 };
 // What flash attention does beyond the reference's kernel: causal masking (the masked half of
-// every score-matrix term skipped, forward and backward), and whether dropout runs on the
-// probabilities.
+// every score-matrix term skipped, forward and backward), whether dropout runs on the
+// probabilities, a sliding window of `window` keys per query (causal: the score work falls to
+// window_share_of_causal of causal attention's, model/kernel_calibration.hpp; 0: none), and
+// learned attention sinks (a logit per head in the softmax's denominator: weights of one element
+// per local head).
 struct AttentionCoreOptions {
   bool causal = false;
   bool dropout = true;
+  std::int64_t window = 0;
+  bool sinks = false;
 };
 // Flash attention (the reference's FusedLA and FusedLASeqp; docs/context_parallel.md for Ring).
 LayerCost attention_core(const System& s, const char* name, AttentionShape local, KvExchange kv,

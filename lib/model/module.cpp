@@ -28,12 +28,32 @@ double pandas_sum(const double* a, std::size_t n) {
   return pandas_sum(a, n2) + pandas_sum(a + n2, n - n2);
 }
 
-void Module::add(const System& system, const LayerCost& cost) {
+namespace {
+// A timed layer's counts and times over `share` of the blocks.
+void scale(LayerResult& r, double share) {
+  LayerCost& c = r.cost;
+  for (double* v : {&c.flops_fwd, &c.mem_fwd, &c.activation_buffer, &c.weights_mem, &c.weights_grad_mem, &c.flops_bwd,
+                    &c.mem_bwd}) {
+    *v *= share;
+  }
+  for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= share;
+  }
+  for (PassTime* p : {&r.fwd, &r.bwd}) {
+    for (double* v : {&p->t, &p->comm, &p->comp, &p->mem, &p->cast, &p->hidden}) *v *= share;
+  }
+  r.t = r.fwd.t + r.bwd.t;
+}
+}  // namespace
+
+void Module::add(const System& system, const LayerCost& cost, double share) {
   if (count >= kMaxModuleLayers) {
     throw ConfigError(std::string("a module holds at most ") + std::to_string(kMaxModuleLayers) + " layers; " +
                       cost.name + " is one more");
   }
-  layers[static_cast<std::size_t>(count++)] = time_layer(system, cost);
+  LayerResult& r = layers[static_cast<std::size_t>(count++)];
+  r = time_layer(system, cost);
+  if (share != 1.0) [[unlikely]] scale(r, share);
 }
 
 ModuleSums sum_module(const Module& module) {

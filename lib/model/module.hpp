@@ -14,8 +14,9 @@ inline constexpr int kMaxModuleLayers = 12;
 struct Module {
   std::array<LayerResult, kMaxModuleLayers> layers{};
   int count = 0;
-  // Appends the timed layer; throws ConfigError when the module is full.
-  void add(const System& system, const LayerCost& cost);
+  // Appends the timed layer; throws ConfigError when the module is full. A layer of `share` of the
+  // blocks (BlockLayer::share) is timed whole, then its counts and times scaled by the share.
+  void add(const System& system, const LayerCost& cost, double share = 1.0);
 };
 
 // Column sums of a module, summed the way pandas' DataFrame.sum does (numpy's pairwise

@@ -2,6 +2,7 @@
 // Parameter counts of a model, from its shape alone (no parallelism): what a model card
 // publishes, and what the cost model's weights add up to on one GPU of a parallel layout.
 #include <cstdint>
+#include <string>
 
 #include "model/transformer.hpp"
 
@@ -15,11 +16,18 @@ struct ParameterCount {
   std::int64_t per_block = 0;  // one dense block (MoE blocks are counted in total and active)
 };
 
-// Blocks: qkv e x (h + 2 kv) e/h and the output projection e x e; the MLP e x f and f x e (gated:
-// e x 2f); biases of those when the model has them; two norms (scale, and a LayerNorm's shift
-// with biases). MoE blocks (every `every`-th, the last of each group): a router e x experts, the
-// routed and shared experts, each an MLP of moe.ffn_dim. With a vocabulary: the embedding V x e
-// (plus seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
+// Blocks: qkv e x (h + 2 kv) head_dim and the output projection h head_dim x e (MLA: its down-
+// and up-projections, latent norms and output projection); per-head query and key norms and
+// attention sinks when the model has them; the MLP e x f and f x e (gated: e x 2f); biases of
+// those when the model has them; two norms (four with post_norms; scale, and a LayerNorm's shift
+// with biases). MoE blocks (every `every`-th past the first moe.first_dense, the last of each
+// group): a router e x experts (and its bias), the routed and shared experts, each an MLP of
+// moe.ffn_dim (with biases under moe.expert_bias). With a vocabulary: the embedding V x e (plus
+// seq_len x e learned positions), a final norm, and an LM head V x e unless tied.
 ParameterCount count_parameters(const Transformer& model);
+
+// "N parameters (X B), A active per token (Y B)" (active only for a MoE model), as the tools'
+// headers print it.
+std::string parameters_text(const ParameterCount& count, bool moe);
 
 }  // namespace perfsweep

@@ -40,6 +40,7 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
 Execution runtime_defaults(const Runtime& rt) {
   Execution x;
   x.rank_order = rt.rank_order;
+  x.fp8_params = rt.fp8.weight_gather;
   return x;
 }
 

@@ -44,8 +44,10 @@ BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& bu
 }
 
 namespace {
-// The mean of a group of `every` blocks, one of them MoE.
-double mix(double moe, double dense, I every) { return (moe + D(every - 1) * dense) / D(every); }
+// The mean of `blocks` blocks, `moe_blocks` of them MoE and the others dense.
+double mix(double moe, double dense, I moe_blocks, I blocks) {
+  return (D(moe_blocks) * moe + D(blocks - moe_blocks) * dense) / D(blocks);
+}
 
 constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::flops_fwd,  &ModuleSums::flops_bwd,  &ModuleSums::t_fwd,      &ModuleSums::t_bwd,
@@ -53,22 +55,33 @@ constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::t_fwd_mem,  &ModuleSums::t_bwd_mem,  &ModuleSums::weights_mem, &ModuleSums::activation_buffer,
     &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms,
     &ModuleSums::t_bwd_weight};
+
+// The blocks a model's mean block is taken over: a group of `every` with one MoE block, or with
+// first dense blocks the whole depth.
+struct BlockMix {
+  I moe_blocks = 1, blocks = 1;
+};
+BlockMix block_mix(const Transformer& m) {
+  if (m.moe.first_dense > 0) return {m.moe_blocks(), m.depth};
+  return {1, m.moe.every};
+}
+bool mixes_blocks(const Transformer& m) { return m.is_moe() && (m.moe.every > 1 || m.moe.first_dense > 0); }
 }  // namespace
 
-BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I every) {
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I moe_blocks, I blocks) {
   BlockSummary b = moe;
-  for (double ModuleSums::*f : kSumFields) b.mlp.*f = mix(moe.mlp.*f, dense.mlp.*f, every);
-  b.expert_weights_gb = moe.expert_weights_gb / D(every);
+  for (double ModuleSums::*f : kSumFields) b.mlp.*f = mix(moe.mlp.*f, dense.mlp.*f, moe_blocks, blocks);
+  b.expert_weights_gb = moe.expert_weights_gb * D(moe_blocks) / D(blocks);
   b.whole_block_weights_gb =
       std::max(moe.mlp.weights_mem + moe.sa.weights_mem, dense.mlp.weights_mem + dense.sa.weights_mem);
   return b;
 }
 
-BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I every) {
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I moe_blocks, I blocks) {
   BlockMemory b = moe;
-  b.mlp_weights = mix(moe.mlp_weights, dense.mlp_weights, every);
-  b.mlp_activations = mix(moe.mlp_activations, dense.mlp_activations, every);
-  b.expert_weights = moe.expert_weights / D(every);
+  b.mlp_weights = mix(moe.mlp_weights, dense.mlp_weights, moe_blocks, blocks);
+  b.mlp_activations = mix(moe.mlp_activations, dense.mlp_activations, moe_blocks, blocks);
+  b.expert_weights = moe.expert_weights * D(moe_blocks) / D(blocks);
   b.whole_block_weights = std::max(moe.weights(), dense.weights());
   return b;
 }
@@ -78,20 +91,22 @@ BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, 
   const TensorSplit split = block_split(c);
   const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec);
   const BlockSummary summary = summarize(mlp, sa, built);
-  if (!m.is_moe() || m.moe.every == 1) return summary;
+  if (!mixes_blocks(m)) return summary;
   Module dense_mlp, dense_sa;
   const BuiltBlock dense =
       build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec);
-  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), m.moe.every);
+  const BlockMix mix_of = block_mix(m);
+  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), mix_of.moe_blocks, mix_of.blocks);
 }
 
 BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c,
                               const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block) {
   const TensorSplit split = block_split(c);
   const BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
-  if (!m.is_moe() || m.moe.every == 1) return mem;
+  if (!mixes_blocks(m)) return mem;
+  const BlockMix mix_of = block_mix(m);
   return mix_block_memory(mem, block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec),
-                          m.moe.every);
+                          mix_of.moe_blocks, mix_of.blocks);
 }
 
 DataParallelTraffic data_parallel_traffic(const Execution& x) {
@@ -117,7 +132,7 @@ DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& x,
   }
   // FP8 weights gathered in FP8 (torchao's float8 all-gather with FSDP2, Megatron's
   // --fp8-param-gather): 1 byte per parameter
-  if (x.precision != Precision::Bf16 && x.fp8.weight_gather) t.gather_scale = 0.5;
+  if (x.precision != Precision::Bf16 && x.fp8_params) t.gather_scale = 0.5;
   if (x.zero >= 3 && rt.zero_gather == Cadence::PerMicroBatch) t.gather_repeats = micro_batches;
   if (x.zero >= 2 && rt.zero_reduce == Cadence::PerMicroBatch) t.reduce_repeats = micro_batches;
   return t;
@@ -575,6 +590,12 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
             "fp8 precision: system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") +
                 " (no " + (block_scaled ? "MXFP8" : "FP8") + " tensor cores)");
   }
+  if (m.is_mla()) {
+    require(one_d, "multi-head latent attention (mla) is modelled for 1d tensor parallelism only (Megatron-Core's), not " +
+                       std::string(plan_of(c.strategy).name));
+    require(c.attention.flash, "multi-head latent attention (mla) needs flash attention (its values are narrower than "
+                               "its keys)");
+  }
   const std::string tp_name = one_d ? "tp" : "tp1";
   require(m.h % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide the " + str(m.h) + " heads");
   require(m.e % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide embed_dim " + str(m.e));
@@ -878,6 +899,13 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     const double t = quantization_seconds(s, weights);
     (c.exec.fp8.weight_cache ? step : micro_batch) += t;
     if (c.exec.fp8.weight_cache) fp8_cache_gb = cached_weight_bytes(c.exec.fp8.recipe) * fp8_params * kGB;
+    // FP8 parameters (Megatron-LM's --fp8-param-gather, which needs the distributed optimizer's
+    // gathers): the FP8 value and its transposed copy are the FP8 GEMMs' weights, whole on each
+    // GPU below ZeRO 3, and their bf16 weights are not kept.
+    if (c.exec.fp8_params && c.exec.zero >= 1 && c.exec.zero < 3) {
+      const double bf16_weight_bytes = (r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params)).weights;
+      fp8_cache_gb = (cached_weight_bytes(c.exec.fp8.recipe) - bf16_weight_bytes) * fp8_params * kGB;
+    }
   }
   if (rt.zero_grad_bytes > 0) {
     step += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, rt.zero_grad_bytes * grad_params * kGB);
@@ -895,7 +923,7 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     offload_runtime(s, c, block, r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params), layers, opt_params,
                     shards, t_gpu_optimizer, r);
   }
-  if (fp8_cache_gb > 0) r.transient_gb += fp8_cache_gb;
+  if (fp8_cache_gb != 0) r.transient_gb += fp8_cache_gb;
   if (rt.activations == ActivationAccounting::Autocast) {
     r.transient_gb += autocast_peak_transient_gb(m, c, gemm_gb, block_gemm_gb, extra.gemm_weights_mem, last_stage);
   }
@@ -919,6 +947,34 @@ double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fal
   }
   return memory_seconds(s, fallback, gigabytes);
 }
+
+namespace {
+// megatron_block_activations's attention bytes per token with the attention options of
+// model/transformer.hpp (head_dim, QK-norm, post-norms, MLA), as Megatron-Core with Transformer
+// Engine keeps them: each norm's input, each GEMM's input (a column projection with sequence
+// parallelism its l / t shard), Q, K, V, the core's output and log-sum-exp.
+double megatron_attention_activations(const Transformer& m, const Layout& c, double gemm_in, double replicated) {
+  const double t = D(c.tensor.tp1);
+  const double e = D(m.e), heads = D(m.h) / t;
+  const double kv = m.kv() >= c.tensor.tp1 ? D(m.kv()) / t : 1.0;
+  const double qk = D(m.qk_head_dim()), v = D(m.value_head_dim());
+  const bool fp8 = c.exec.precision != Precision::Bf16 && c.exec.fp8.saved_inputs;
+  // the first norm's input and the projections' shared input
+  double sa = 2 * e * replicated + gemm_in * e * replicated;
+  if (m.is_mla()) {
+    // the latents' norms' inputs and the up-projections' inputs (their l / t shards)
+    const LatentAttention& a = m.mla;
+    if (a.q_lora_rank > 0) sa += (2 + gemm_in) * D(a.q_lora_rank) * replicated;
+    sa += (2 + gemm_in) * D(a.kv_lora_rank) * replicated;
+  }
+  sa += 2 * heads * qk + 2 * kv * qk + 2 * kv * v;  // Q, K, V
+  if (m.qk_norm) sa += 2 * heads * qk + 2 * kv * qk;  // the norms' inputs
+  sa += 2 * heads * v + 4 * heads;                  // the output, the log-sum-exp
+  if (fp8) sa += 1 * heads * v;
+  if (m.post_norms) sa += 2 * e * replicated;  // the post-norm's input
+  return sa;
+}
+}  // namespace
 
 BlockActivations megatron_block_activations(const Transformer& m, const Layout& c) {
   // Bytes per token of one block, bf16 (2 bytes) unless said: Table 2's terms.
@@ -946,6 +1002,7 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   double sa = 2 * e * replicated + gemm_in * e * replicated + 2 * heads * hd + 2 * 2 * kv * hd + 2 * heads * hd +
               4 * heads + mask;
   if (fp8) sa += 1 * heads * hd;
+  if (m.extends_attention()) [[unlikely]] sa = megatron_attention_activations(m, c, gemm_in, replicated) + mask;
   if (!c.attention.flash && c.exec.recompute != Recompute::Selective) {
     // unfused attention keeps the softmax output (2), its dropout mask (1) and output (2) per score
     sa += (2 + (m.has_dropout() ? 3 : 0)) * heads * D(m.l);
@@ -953,7 +1010,8 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   // MLP: the norm's input, fc1's input, the activation's input (gate and up with SwiGLU), fc2's
   // input, the dropout mask (Megatron applies no dropout to the hidden features).
   const double act_in = (m.mlp == MlpKind::SwiGlu ? 2 : 1) * 2 * f / t;
-  const double mlp = 2 * e * replicated + gemm_in * e * replicated + act_in + gemm_in * f / t + mask;
+  double mlp = 2 * e * replicated + gemm_in * e * replicated + act_in + gemm_in * f / t + mask;
+  if (m.post_norms) mlp += 2 * e * replicated;  // the post-norm's input, the MLP's output
   a.sa = tokens * sa * kGB;
   a.mlp = tokens * mlp * kGB;
   return a;

@@ -32,8 +32,13 @@ BlockSummary summarize(const Module& mlp, const Module& sa, const BuiltBlock& bu
 // of every blocks (validate_layout), so its sums are depth / pp times the group's mean block:
 // (moe + (every - 1) dense) / every, field by field. The attention is the same in both; ZeRO-3
 // gathers the larger block whole.
-BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, std::int64_t every);
-BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, std::int64_t every);
+// With the first moe.first_dense blocks dense (DeepSeek's first_k_dense_replace) the mean is the
+// model's, moe_blocks of depth blocks MoE, every stage costed with it (a stage's own mix of the
+// two is not followed; docs/models.md).
+BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, std::int64_t moe_blocks,
+                        std::int64_t blocks);
+BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, std::int64_t moe_blocks,
+                             std::int64_t blocks);
 
 // The block a step is composed from, for one micro-batch on one GPU: the model's block (`block`:
 // describe_block) timed into `mlp` and `sa`, and with MoE every `moe.every` > 1 blocks the dense
@@ -215,7 +220,9 @@ struct StageRuntime {
   double floor_per_micro_batch_s = 0;
   double per_micro_batch_s = 0;  // the runtime's kernels of each micro-batch (casts, accumulation)
   double t_optimizer = 0;        // the runtime's kernels of the step, every micro-batch's included
-  double transient_gb = 0;       // memory beyond states and activations at the peak
+  // memory beyond states and activations at the peak (less than 0 where FP8 parameters take the
+  // place of bf16 weights the states count)
+  double transient_gb = 0;
   // Offload: host-link transfers the compute does not hide, of each micro-batch (streamed weights,
   // activations) and of the step (the optimizer's gradients and weights), and the host's
   // optimizer step.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace perfsweep {
 
@@ -21,8 +22,28 @@ std::string model_limits_error(const Transformer& m) {
     if (v < k.min || v > k.max) return out_of_range(k.name, k.min, k.max, v);
   }
   if (m.kv_heads < 0 || m.kv_heads > m.h) return out_of_range("num_kv_heads", 1, m.h, m.kv_heads);
+  // head_dim, a window and MLA's ranks and head dims: at most embed_dim's maximum each.
+  const std::int64_t widest = kModelKeyLimits[1].max;
+  for (const auto& [key, v, min] : {std::tuple{"head_dim", m.head_dim_given, std::int64_t{0}},
+                                    std::tuple{"mla.q_lora_rank", m.mla.q_lora_rank, std::int64_t{0}},
+                                    std::tuple{"mla.kv_lora_rank", m.mla.kv_lora_rank, std::int64_t{0}},
+                                    std::tuple{"mla.qk_nope_head_dim", m.mla.qk_nope_head_dim, std::int64_t{0}},
+                                    std::tuple{"mla.qk_rope_head_dim", m.mla.qk_rope_head_dim, std::int64_t{0}},
+                                    std::tuple{"mla.v_head_dim", m.mla.v_head_dim, std::int64_t{0}}}) {
+    if (v < min || v > widest) return out_of_range(key, min, widest, v);
+  }
+  if (m.is_mla() && (m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim < 1 || m.mla.v_head_dim < 1)) {
+    return "mla needs qk_nope_head_dim + qk_rope_head_dim >= 1 and v_head_dim >= 1, got " +
+           std::to_string(m.mla.qk_nope_head_dim) + " + " + std::to_string(m.mla.qk_rope_head_dim) + " and " +
+           std::to_string(m.mla.v_head_dim);
+  }
+  if (m.window < 0 || m.window > kModelKeyLimits[0].max) return out_of_range("sliding_window", 0, kModelKeyLimits[0].max, m.window);
+  if (m.global_every < 0 || m.global_every > kModelKeyLimits[3].max) {
+    return out_of_range("global_every", 0, kModelKeyLimits[3].max, m.global_every);
+  }
   const MoeOptions& o = m.moe;
   if (m.is_moe()) {
+    if (o.first_dense < 0 || o.first_dense > m.depth) return out_of_range("moe.first_dense", 0, m.depth, o.first_dense);
     if (o.experts > kMaxExperts) return out_of_range("moe.experts", 1, kMaxExperts, o.experts);
     if (o.top_k < 1 || o.top_k > o.experts) return out_of_range("moe.top_k", 1, o.experts, o.top_k);
     if (o.ffn_dim < 1 || o.ffn_dim > kModelKeyLimits[4].max) {
@@ -44,9 +65,13 @@ std::string model_limits_error(const Transformer& m) {
   // 2^20 of headroom (micro-batch, bytes per element, experts routed, SUMMA blocks) each must stay
   // below 2^63; a bound is not a count, so this refuses nothing near a real model.
   const double e = static_cast<double>(m.e);
+  // the attention's widest projection: q, k, v and o of every head, or MLA's up-projections
+  const double heads = static_cast<double>(m.h) * static_cast<double>(std::max(m.head_dim(), m.qk_head_dim() + m.value_head_dim()));
+  const double lora = static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
+  const double attention = 4.0 * e * std::max(e, heads) + lora * (e + heads);
   const double widest_mlp = 3.0 * e * static_cast<double>(std::max(m.f, o.ffn_dim));
   const double experts = static_cast<double>(o.experts + o.shared_experts + 1);
-  const double per_block = 4.0 * e * e + e * static_cast<double>(o.experts) + experts * widest_mlp + 8.0 * e;
+  const double per_block = attention + e * static_cast<double>(o.experts) + experts * widest_mlp + 8.0 * e;
   const double parameters = static_cast<double>(m.depth) * per_block +
                             2.0 * e * static_cast<double>(m.vocab_size + m.l);
   const double l = static_cast<double>(m.l);
@@ -54,7 +79,7 @@ std::string model_limits_error(const Transformer& m) {
   const double routed = std::max(2.0 * static_cast<double>(m.f), 2.0 * static_cast<double>(o.ffn_dim)) *
                         std::max(1.0, static_cast<double>(o.top_k) * o.capacity_factor);
   const double activations =
-      l * std::max({l * static_cast<double>(m.h), 3.0 * e, routed, static_cast<double>(m.vocab_size)});
+      l * std::max({l * static_cast<double>(m.h), 3.0 * e, 3.0 * heads, routed, static_cast<double>(m.vocab_size)});
   constexpr double kHeadroom = 1048576.0;
   constexpr double kLimit = 9.223372036854775808e18;  // 2^63
   if (parameters * kHeadroom >= kLimit || activations * kHeadroom >= kLimit) {

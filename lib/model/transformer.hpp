@@ -4,6 +4,7 @@
 // Every option beyond the reference's shape defaults to the reference's block (GELU MLP,
 // LayerNorm, biases, dropout, full multi-head non-causal attention, no vocabulary), so a model
 // that leaves them out is costed exactly as the reference costs it.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -31,6 +32,24 @@ struct MoeOptions {
   double capacity_factor = 1.0;
   std::int64_t every = 1;
   std::int64_t shared_experts = 0;
+  // The first `first_dense` blocks are dense (DeepSeek's first_k_dense_replace); 0: none.
+  std::int64_t first_dense = 0;
+  bool router_bias = false;  // a bias per expert on the router's logits (gpt-oss; DeepSeek-V3's correction bias)
+  bool expert_bias = false;  // biases on each expert's projections (gpt-oss)
+};
+
+// Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 section 2.1; Megatron-Core's
+// MLASelfAttention): queries through a q_lora_rank latent (or projected directly when 0), keys
+// and values through a kv_lora_rank latent shared by every head, each head's query and key
+// qk_nope_head_dim features from the latents plus qk_rope_head_dim rotary features (the key's
+// shared by every head, from the down-projection), values v_head_dim. kv_lora_rank = 0: none.
+struct LatentAttention {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  bool operator==(const LatentAttention&) const = default;
 };
 
 struct Transformer {
@@ -59,6 +78,19 @@ struct Transformer {
   LogitsDtype logits_dtype = LogitsDtype::Fp32;  // the dtype the cross-entropy reads the logits in
   MoeOptions moe;
 
+  // Attention beyond the reference's (docs/models.md, Attention variants); each 0 or false is off.
+  std::int64_t head_dim_given = 0;  // head_dim: features per head; 0 = e / h
+  bool out_bias = false;            // with qkv_bias: a bias on the output projection too (gpt-oss)
+  // A sliding window of `window` keys per query (causal), in every block, or with global_every > 0
+  // in all but every global_every-th block (1-based), which attends to the whole sequence
+  // (Gemma 2: 2, Gemma 3: 6, gpt-oss: 2).
+  std::int64_t window = 0;
+  std::int64_t global_every = 0;
+  bool attention_sinks = false;  // a learned sink logit per head in the softmax's denominator (gpt-oss)
+  bool qk_norm = false;          // RMSNorm of each query and key head (Qwen3, Gemma 3, OLMo 2)
+  bool post_norms = false;       // a norm on each sub-layer's output before the residual add (Gemma 2, 3)
+  LatentAttention mla{};
+
   // Numerics that change no cost but that a framework must be given to train this model (the
   // launch lines, io/launch.hpp); 0: not given (the framework's default applies). rope_theta: the
   // rotary positions' base; rope_scaling_factor: Llama 3.1's rotary frequency scaling ("llama3"
@@ -68,15 +100,35 @@ struct Transformer {
   double rope_scaling_factor = 0;
   double norm_epsilon = 0;
 
-  std::int64_t kv() const { return kv_heads > 0 ? kv_heads : h; }
-  std::int64_t head_dim() const { return e / h; }
+  std::int64_t kv() const { return is_mla() ? h : (kv_heads > 0 ? kv_heads : h); }
+  std::int64_t head_dim() const { return head_dim_given > 0 ? head_dim_given : e / h; }
+  bool is_mla() const { return mla.kv_lora_rank > 0; }
+  // Features per head of the queries and keys (MLA: the latent's and the rotary part) and of the
+  // values; h x value_head_dim is the output projection's input.
+  std::int64_t qk_head_dim() const { return is_mla() ? mla.qk_nope_head_dim + mla.qk_rope_head_dim : head_dim(); }
+  std::int64_t value_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim(); }
+  std::int64_t attention_width() const { return h * value_head_dim(); }
   bool has_dropout() const { return dropout > 0; }
   bool is_moe() const { return moe.experts > 0; }
+  // Blocks with a sliding window (the others attend globally).
+  std::int64_t windowed_blocks() const {
+    if (window == 0) return 0;
+    return global_every > 0 ? depth - depth / global_every : depth;
+  }
+  // MoE blocks: block k (1-based) past the first moe.first_dense with k a multiple of moe.every.
+  std::int64_t moe_blocks() const {
+    if (!is_moe()) return 0;
+    return depth / moe.every - std::min(depth, moe.first_dense) / moe.every;
+  }
   // Whether any option departs from the reference's block (reports add the model's section then).
   bool extends_reference() const {
     const Transformer r;
     return kv_heads > 0 || mlp != r.mlp || norm != r.norm || bias != r.bias || qkv_bias || dropout != r.dropout ||
-           causal != r.causal || vocab_size > 0 || is_moe();
+           causal != r.causal || vocab_size > 0 || is_moe() || extends_attention();
+  }
+  // Whether any attention option above is on.
+  bool extends_attention() const {
+    return head_dim_given > 0 || out_bias || window > 0 || attention_sinks || qk_norm || post_norms || is_mla();
   }
 };
 

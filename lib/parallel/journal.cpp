@@ -110,6 +110,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
                                offsetof(Candidate, layout.exec.fp8.fused_casts),
                                offsetof(Candidate, layout.exec.fp8.weight_cache),
                                offsetof(Candidate, layout.exec.fp8.weight_gather),
+                               offsetof(Candidate, layout.exec.fp8_params),
                                offsetof(Candidate, layout.exec.fp8.lm_head),
                                offsetof(Candidate, layout.exec.fp8.saved_inputs)};
   if (!enums_ok) return false;

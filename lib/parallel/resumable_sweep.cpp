@@ -24,6 +24,7 @@
 #include "io/report.hpp"
 #include "io/sweep_h5.hpp"
 #include "model/comm_calibration.hpp"
+#include "model/parameters.hpp"
 #include "parallel/journal.hpp"
 #include "parallel/sweep_run.hpp"
 #include "search/search.hpp"
@@ -258,6 +259,7 @@ SweepPlan plan_sweep(const SweepOptions& o) {
   plan.strategy = parse_strategy(o.strat);
   ModelInput model = read_model(o.model, o.seq_len);
   for (const std::string& w : model.warnings) spdlog::warn("{}", w);
+  spdlog::info("model {}: {}", model.model.name, parameters_text(count_parameters(model.model), model.model.is_moe()));
   plan.model = std::move(model.model);
   plan.input_files.push_back(model_file(o.model).string());
   plan.n_gpus = counts_from_flag(o.n_gpus, "--n-gpus", kMaxGpuCount);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <tuple>
 
 #include "config/hf_config.hpp"
 #include "config/inputs.hpp"
@@ -83,7 +84,11 @@ TEST(HfConfig, MistralAndMixtral) {
   expect_billions(mixtral.total, 46.7, 0.05);
   expect_billions(mixtral.active, 12.9, 0.05);
   EXPECT_TRUE(hf("Mixtral-8x7B-v0.1").warnings.empty());  // its sliding_window is null
-  EXPECT_TRUE(has_warning(hf("Mistral-7B-v0.1"), "sliding_window"));
+  // Mistral 7B's window of 4096 keys in every block
+  const ModelInput mistral = hf("Mistral-7B-v0.1");
+  EXPECT_EQ(mistral.model.window, 4096);
+  EXPECT_EQ(mistral.model.global_every, 0);
+  EXPECT_TRUE(mistral.warnings.empty()) << mistral.warnings.front();
 }
 
 TEST(HfConfig, QwenBiasOnQkvOnly) {
@@ -118,11 +123,163 @@ TEST(HfConfig, GemmaAndItsWarnings) {
   EXPECT_EQ(p.total - p.embedding, 1981884416);
   EXPECT_EQ(p.head, 0);  // tied
   EXPECT_TRUE(has_warning(hf("gemma-2b"), "hidden_act"));  // GeGLU costed as SwiGLU
-  // Gemma 2 9B's 16 heads of 256 features are wider than hidden_size 3584: named, not dropped.
+  // Gemma 2 (arXiv 2408.00118) Table 1, 9B: 8,324,201,984 non-embedding parameters; the
+  // Hub's 9.24B with the 256,000-row table. Its 16 heads of 256 features are wider than
+  // hidden_size 3584, each block has four norms, and every other block a window of 4096.
   const ModelInput gemma2 = hf("gemma-2-9b");
-  for (const char* key : {"head_dim", "sliding_window", "attn_logit_softcapping", "final_logit_softcapping"}) {
+  const ParameterCount g2 = count_parameters(gemma2.model);
+  EXPECT_EQ(g2.total - g2.embedding, 8324201984);
+  expect_billions(g2.total, 9.24, 0.005);
+  EXPECT_EQ(gemma2.model.head_dim(), 256);
+  EXPECT_TRUE(gemma2.model.post_norms);
+  EXPECT_EQ(gemma2.model.window, 4096);
+  EXPECT_EQ(gemma2.model.global_every, 2);
+  EXPECT_EQ(gemma2.model.windowed_blocks(), 21);
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     EXPECT_TRUE(has_warning(gemma2, key)) << key;
   }
+  for (const char* key : {"head_dim", "sliding_window"}) EXPECT_FALSE(has_warning(gemma2, key)) << key;
+}
+
+void expect_input_error(const std::string& path, const std::string& part);
+
+// The count a warning gives for what the model leaves out ("N parameters (X B) left out").
+std::int64_t left_out(const ModelInput& in, const std::string& key) {
+  for (const std::string& w : in.warnings) {
+    if (w.find(": " + key + "=") == std::string::npos) continue;
+    const std::size_t at = w.rfind('(', w.find(" parameters ("));
+    return std::stoll(w.substr(at + 1));
+  }
+  ADD_FAILURE() << "no warning on " << key;
+  return 0;
+}
+
+TEST(HfConfig, Gemma3TextAndMultimodal) {
+  // Gemma 3 technical report (arXiv 2503.19786) Table 1: 1B: 302M embedding, 698M non-embedding
+  // parameters; 27B: 417M vision encoder, 25,600M non-embedding. gemma-3-1b is a text config
+  // (gemma3_text); gemma-3-27b a multimodal one whose text_config leaves keys to
+  // Gemma3TextConfig's defaults (vocab_size 262208 among them).
+  const ModelInput one = hf("gemma-3-1b-pt");
+  const ParameterCount p1 = count_parameters(one.model);
+  EXPECT_EQ(p1.embedding / 1000000, 301);  // 301,989,888
+  EXPECT_EQ((p1.total - p1.embedding + 500000) / 1000000, 698);
+  EXPECT_EQ(p1.total, 999885952);  // 26 blocks of 26,842,112, the table, the final norm
+  EXPECT_EQ(p1.total, 26 * (1152LL * (4 + 2) * 256 + 1024LL * 1152 + 2 * 256 + 3 * 1152LL * 6912 + 4 * 1152) +
+                          262144LL * 1152 + 1152);
+  EXPECT_TRUE(one.model.qk_norm && one.model.post_norms);
+  EXPECT_EQ(one.model.window, 512);
+  EXPECT_EQ(one.model.global_every, 6);
+  const ModelInput big = hf("gemma-3-27b-pt");
+  const ParameterCount p27 = count_parameters(big.model);
+  EXPECT_EQ((p27.total - p27.embedding + 500000) / 1000000, 25600);
+  EXPECT_EQ(big.model.vocab_size, 262208);
+  EXPECT_EQ(big.model.head_dim(), 128);
+  EXPECT_EQ(big.model.window, 1024);
+  // SigLIP: 27 blocks of 15,239,504, its patch and position embeddings and final norm
+  // (416,866,032: the report's 417M), and the projection 1152 x 5376 with its norm.
+  const std::int64_t vision = left_out(big, "vision_config");
+  EXPECT_EQ(vision, 27 * 15239504LL + 3 * 14 * 14 * 1152 + 1152 + 4096LL * 1152 + 2 * 1152 + 1152LL * 5376 + 1152);
+  EXPECT_EQ((vision - 1152LL * 5376 - 1152 + 500000) / 1000000, 417);
+}
+
+TEST(HfConfig, Qwen3DenseAndMoe) {
+  // Qwen3-8B model card: 8.2B parameters, 6.95B non-embedding; heads of head_dim 128 with a
+  // norm on each query and key head.
+  const ModelInput dense = hf("Qwen3-8B");
+  const ParameterCount p = count_parameters(dense.model);
+  expect_billions(p.total, 8.2, 0.05);
+  expect_billions(p.total - p.embedding - p.head, 6.95, 0.005);
+  EXPECT_TRUE(dense.model.qk_norm);
+  EXPECT_TRUE(dense.warnings.empty()) << dense.warnings.front();
+  // Qwen3-30B-A3B model card: 30.5B in total, 3.3B activated, 29.9B non-embedding: 48 blocks of
+  // 128 experts of 768 (top 8).
+  const ModelInput moe = hf("Qwen3-30B-A3B");
+  const ParameterCount m = count_parameters(moe.model);
+  expect_billions(m.total, 30.5, 0.05);
+  expect_billions(m.total - m.embedding - m.head, 29.9, 0.05);
+  EXPECT_EQ(m.active / 100000000, 33);  // 3,353,032,704: the card truncates
+  EXPECT_TRUE(moe.warnings.empty()) << moe.warnings.front();
+  // Qwen1.5-MoE-A2.7B model card: 14.3B in total, 2.7B activated; its shared expert of 5632
+  // features is four experts of 1408, its gate of 2048 weights per block named.
+  const ModelInput q2 = hf("Qwen1.5-MoE-A2.7B");
+  const ParameterCount q = count_parameters(q2.model);
+  EXPECT_EQ(q2.model.moe.shared_experts, 4);
+  EXPECT_EQ(left_out(q2, "model_type"), 24 * 2048);
+  expect_billions(q.total, 14.3, 0.05);
+  expect_billions(q.active, 2.7, 0.05);
+}
+
+TEST(HfConfig, Phi3AndGptOss) {
+  // Phi-3 technical report (arXiv 2404.14219): phi-3-mini, 3.8B parameters, a 2047-key window.
+  const ModelInput phi = hf("Phi-3-mini-4k-instruct");
+  expect_billions(count_parameters(phi.model).total, 3.8, 0.05);
+  EXPECT_EQ(phi.model.window, 2047);
+  EXPECT_TRUE(phi.warnings.empty()) << phi.warnings.front();
+  // gpt-oss model card (arXiv 2508.10925) Table 1: 20b 20.91B total, 3.61B active; 120b
+  // 116.83B, 5.13B; active counts the unembedding and not the embedding table.
+  for (const auto& [folder, total_b, active_b] : {std::tuple{"gpt-oss-20b", 20.91, 3.61}, {"gpt-oss-120b", 116.83, 5.13}}) {
+    const ModelInput oss = hf(folder);
+    const ParameterCount c = count_parameters(oss.model);
+    expect_billions(c.total, total_b, 0.005);
+    expect_billions(c.active - c.embedding, active_b, 0.005);
+    EXPECT_TRUE(oss.model.attention_sinks && oss.model.qkv_bias && oss.model.out_bias);
+    EXPECT_EQ(oss.model.head_dim(), 64);
+    EXPECT_EQ(oss.model.window, 128);
+    EXPECT_EQ(oss.model.global_every, 2);  // layer_types: sliding, full, sliding, ...
+    EXPECT_TRUE(oss.warnings.empty()) << oss.warnings.front();
+  }
+}
+
+TEST(HfConfig, DeepSeekLatentAttention) {
+  // DeepSeek-V2 (arXiv 2405.04434): V2-Lite 15.7B in total, 2.4B activated: 27 blocks, the first
+  // dense, attention through a 512-wide key/value latent, the queries projected directly.
+  const ModelInput lite = hf("DeepSeek-V2-Lite");
+  EXPECT_TRUE(lite.model.is_mla());
+  EXPECT_EQ(lite.model.mla.q_lora_rank, 0);
+  EXPECT_EQ(lite.model.moe.first_dense, 1);
+  EXPECT_EQ(lite.model.moe_blocks(), 26);
+  const ParameterCount l = count_parameters(lite.model);
+  expect_billions(l.total, 15.7, 0.05);
+  // by hand: attention 2048 x 16 x 192 + 2048 x 576 + 512 + 512 x 16 x 256 + 16 x 128 x 2048
+  const std::int64_t attention = 2048LL * 16 * 192 + 2048LL * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048;
+  EXPECT_EQ(attention, 13763072);
+  const std::int64_t expert = 3 * 2048LL * 1408;
+  EXPECT_EQ(l.total, attention * 27 + 2 * 2048 * 27 + 3 * 2048LL * 10944 + 26 * (2048LL * 64 + 66 * expert) +
+                         2 * 102400LL * 2048 + 2048);
+  EXPECT_EQ(l.active - l.embedding, l.total - l.embedding - 26 * 58 * expert);  // 64 + 2 of 8.65M against 6 + 2
+  expect_billions(l.active - l.embedding, 2.45, 0.005);  // the published 2.4B, truncated
+  EXPECT_TRUE(lite.warnings.empty()) << lite.warnings.front();
+  // DeepSeek-V3 (arXiv 2412.19437): 671B in total, 37B activated; the multi-token prediction
+  // module (one MoE block, a 2 x 7168 -> 7168 projection, three norms) named with its count.
+  const ModelInput v3 = hf("DeepSeek-V3");
+  const ParameterCount c = count_parameters(v3.model);
+  expect_billions(c.total, 671.0, 0.05);
+  expect_billions(c.active, 37.0, 0.6);
+  EXPECT_EQ(v3.model.moe.first_dense, 3);
+  EXPECT_TRUE(v3.model.moe.router_bias);
+  EXPECT_EQ(v3.model.mla.q_lora_rank, 1536);
+  const std::int64_t moe_block = (c.total - c.embedding - c.head - 7168 - 3 * c.per_block) / 58;
+  EXPECT_EQ(left_out(v3, "num_nextn_predict_layers"), moe_block + 2 * 7168LL * 7168 + 3 * 7168);
+  for (const char* key : {"q_lora_rank", "kv_lora_rank", "first_k_dense_replace"}) EXPECT_FALSE(has_warning(v3, key)) << key;
+}
+
+// A Hub id resolves in the local cache ($HF_HUB_CACHE), named by the repository; a missing one
+// names the file to fetch.
+TEST(HfConfig, HubIdFromTheLocalCache) {
+  const fs::path cache = fs::temp_directory_path() / ("perfsweep_hub_" + std::to_string(::getpid()));
+  const fs::path snapshot = cache / "models--Qwen--Qwen3-8B" / "snapshots" / "0123abcd";
+  fs::create_directories(snapshot);
+  fs::create_directories(cache / "models--Qwen--Qwen3-8B" / "refs");
+  fs::copy_file(kHf / "Qwen3-8B" / "config.json", snapshot / "config.json");
+  std::ofstream(cache / "models--Qwen--Qwen3-8B" / "refs" / "main") << "0123abcd";
+  ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
+  const ModelInput in = read_model("Qwen/Qwen3-8B");
+  EXPECT_EQ(in.model.name, "Qwen3-8B");
+  EXPECT_EQ(model_to_yaml(in.model), model_to_yaml(hf("Qwen3-8B").model));
+  expect_input_error("Qwen/Qwen3-14B", "models--Qwen--Qwen3-14B/snapshots/*/config.json in the local Hugging Face "
+                                       "cache; fetch it (huggingface-cli download Qwen/Qwen3-14B config.json)");
+  ::unsetenv("HF_HUB_CACHE");
+  fs::remove_all(cache);
 }
 
 TEST(HfConfig, Gpt2NeoxFalcon) {
@@ -147,16 +304,15 @@ TEST(HfConfig, Gpt2NeoxFalcon) {
   EXPECT_EQ(falcon.model.l, 2048);  // FalconConfig's default max_position_embeddings
 }
 
-TEST(HfConfig, DeepSeekMoeExpressedAttentionNamed) {
+TEST(HfConfig, DeepSeekMoeExpressed) {
   const ModelInput ds = hf("DeepSeek-V3");
   EXPECT_EQ(ds.model.moe.experts, 256);
   EXPECT_EQ(ds.model.moe.top_k, 8);
   EXPECT_EQ(ds.model.moe.ffn_dim, 2048);
   EXPECT_EQ(ds.model.moe.shared_experts, 1);
   EXPECT_EQ(ds.model.f, 18432);
-  for (const char* key : {"q_lora_rank", "kv_lora_rank", "first_k_dense_replace", "num_nextn_predict_layers"}) {
-    EXPECT_TRUE(has_warning(ds, key)) << key;
-  }
+  ASSERT_EQ(ds.warnings.size(), 1u);
+  EXPECT_TRUE(has_warning(ds, "num_nextn_predict_layers"));
 }
 
 TEST(HfConfig, NameFolderFileAndSeqLen) {
@@ -168,16 +324,20 @@ TEST(HfConfig, NameFolderFileAndSeqLen) {
   EXPECT_EQ(hf("Llama-3.1-8B", 4096).model.l, 4096);
   // The override applies to perfsweep's own models too.
   EXPECT_EQ(read_model("llama3_8b", 2048).model.l, 2048);
-  // What the sweep stores (model_to_yaml) reads back as the same model.
+  // What the sweep stores (model_to_yaml) reads back as the same model, every option with it.
   const fs::path yaml = fs::temp_directory_path() / "perfsweep_qwen_roundtrip.yaml";
-  {
-    std::FILE* f = std::fopen(yaml.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    const std::string text = model_to_yaml(hf("Qwen2.5-7B").model);
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
+  for (const char* repo : {"Qwen2.5-7B", "gemma-3-27b-pt", "gpt-oss-20b", "DeepSeek-V3", "DeepSeek-V2-Lite"}) {
+    {
+      std::FILE* f = std::fopen(yaml.c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      const std::string text = model_to_yaml(hf(repo).model);
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+    }
+    const Transformer back = load_model(yaml);
+    EXPECT_EQ(model_to_yaml(back), model_to_yaml(hf(repo).model)) << repo;
+    EXPECT_EQ(count_parameters(back).total, total(repo)) << repo;
   }
-  EXPECT_EQ(model_to_yaml(load_model(yaml)), model_to_yaml(hf("Qwen2.5-7B").model));
   fs::remove(yaml);
 }
 

@@ -384,6 +384,30 @@ TEST_F(InputsTest, HeadsMustDivideEmbedding) {
   EXPECT_EQ(input_error([&] { load_model(p); }), p.string() + ": num_heads=7 does not divide embed_dim=12288");
 }
 
+// The attention options' bad values, each named with its file and field.
+TEST_F(InputsTest, AttentionOptionErrors) {
+  const std::string base = "seq_len: 4096\nembed_dim: 1024\nnum_heads: 16\ndepth: 4\ncausal: true\n";
+  const struct {
+    const char* extra;
+    const char* message;
+  } cases[] = {
+      {"head_dim: 0\n", ": head_dim must be a positive integer, got 0"},
+      {"sliding_window: -4\n", ": sliding_window must be a positive integer, got -4"},
+      {"global_every: 2\n", ": global_every=2 needs a sliding_window"},
+      {"out_bias: true\n", ": out_bias: true goes with qkv_bias: true"},
+      {"mla: {kv_lora_rank: 512}\n", ": missing key 'mla.v_head_dim'"},
+      {"mla: {kv_lora_rank: 512, v_head_dim: 128, rank: 2}\n", ": unknown key 'mla.rank'"},
+      {"mla: {kv_lora_rank: 512, v_head_dim: 128, qk_rope_head_dim: 64}\nnum_kv_heads: 4\n",
+       ": mla sets the attention's shapes itself"},
+  };
+  for (const auto& c : cases) {
+    const fs::path p = model_with(base + c.extra);
+    EXPECT_EQ(input_error([&] { load_model(p); }).find(p.string() + c.message), 0u) << c.extra;
+  }
+  // A num_heads not dividing embed_dim is fine with head_dim given.
+  EXPECT_EQ(load_model(model_with("seq_len: 8\nembed_dim: 3584\nnum_heads: 7\nhead_dim: 256\ndepth: 1\n")).head_dim(), 256);
+}
+
 TEST_F(InputsTest, FfnDimDefaultsToFourTimesEmbedding) {
   const Transformer t = load_model(model_with(kValidModel));
   EXPECT_EQ(t.name, "x");

@@ -28,6 +28,7 @@
 #include "core/error.hpp"
 #include "io/launch.hpp"
 #include "model/axes.hpp"
+#include "model/runtime.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -328,6 +329,7 @@ Sweep sweep_lines() {
                   x.precision = precision;
                   x.offload = offload;
                   x.cp_comm = static_cast<CpComm>(comm);
+                  x.fp8_params = runtime_defaults(rt).fp8_params;
                   x.interleave = shape.interleave;
                   x.first_stage_blocks = shape.first;
                   x.last_stage_blocks = shape.last;

@@ -211,7 +211,7 @@ TEST(Launch, MegatronLlama70bFp8) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("--fp8-param-gather"), std::string::npos) << text;
-  l.runtime.fp8.weight_gather = true;
+  l.layout.exec.fp8_params = true;  // --fp8-params on (or a runtime's fp8_weight_gather: runtime_defaults)
   EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Megatron)).find("--fp8-recipe delayed --fp8-param-gather"),
             std::string::npos);
   l.runtime.fp8.recipe = Fp8Recipe::Current;
