@@ -279,7 +279,8 @@ std::string shares_text(const ResultTarget& t, std::size_t row) {
   std::string o;
   for (const std::string& k : t.placement_keys) {
     if (k == "nv_cp" && integer(t, k, row) == 1) continue;
-    o += (o.empty() ? "" : "/") + std::to_string(integer(t, k, row));
+    if (!o.empty()) o += '/';
+    o += std::to_string(integer(t, k, row));
   }
   return o;
 }

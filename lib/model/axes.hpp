@@ -251,13 +251,13 @@ void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, 
 inline std::array<std::int64_t, kMaxPlacedAxes> rank_order_shares(const Layout& c, std::int64_t nvs) {
   const PlacedAxes& placed = placed_axes(c.strategy);
   // placed positions, innermost first: all but dp and pp in their order, then dp and pp by the order
+  constexpr std::size_t dp_axis = axis_index("dp"), pp_axis = axis_index("pp");
   std::array<std::size_t, kMaxPlacedAxes> order{};
   std::size_t n = 0, dp = placed.count, pp = placed.count;
   for (std::size_t i = 0; i < placed.count; ++i) {
-    const std::string_view name = kAxes[placed.axis[i]].name;
-    if (name == "dp") {
+    if (placed.axis[i] == dp_axis) {
       dp = i;
-    } else if (name == "pp") {
+    } else if (placed.axis[i] == pp_axis) {
       pp = i;
     } else {
       order[n++] = i;

@@ -1082,6 +1082,43 @@ struct StagePlan {
 };
 }  // namespace
 
+double block_pass_seconds(const Runtime& rt, const BlockSummary& costed) {
+  // the sums stage_totals starts from, of the block compose_step composes (runtime_view's times)
+  if (rt.is_reference() || !(rt.tp_comm_overlap > 0)) {
+    return (costed.mlp.t_fwd + costed.sa.t_fwd) + (costed.mlp.t_bwd + costed.sa.t_bwd);
+  }
+  ModuleSums mlp = costed.mlp, sa = costed.sa;
+  hide_tp_comm(mlp, rt.tp_comm_overlap);
+  hide_tp_comm(sa, rt.tp_comm_overlap);
+  return (mlp.t_fwd + sa.t_fwd) + (mlp.t_bwd + sa.t_bwd);
+}
+
+I fullest_stage_blocks(const Transformer& m, I pp, StagePartition partition) {
+  if (pp <= 1) return m.depth;
+  if (partition == StagePartition::Nanotron) {
+    const StageBlocks b = nanotron_stage_blocks(m, pp);
+    return std::max({b.first, pp > 2 ? b.middle : b.first, b.last});
+  }
+  const I every = m.is_moe() ? m.moe.every : 1;
+  if (m.depth % pp == 0 && (m.depth / pp) % every == 0) return m.depth / pp;
+  // the balanced (or slotted) partition holds whole groups of `every` blocks on every stage, all
+  // of them: one stage holds at least ceil(groups / pp) groups
+  const I groups = m.depth / every;
+  return (groups + pp - 1) / pp * every;
+}
+
+double step_seconds_lower_bound(double block_s, I micro_batches, I fullest_blocks, I pp, I interleave,
+                                bool one_f_one_b) {
+  // stage_totals: the stage's blocks for every micro-batch, then only non-negative terms
+  // (transfers, host floor, bubble, data-parallel communication, optimizer, offload); 1F1B's bubble
+  // is pp - 1 of its micro-batch slots over V, each slot at least the blocks' pass
+  const double slots = one_f_one_b && pp > 1 ? D(pp - 1) / D(std::max<I>(interleave, 1)) : 0.0;
+  const double seconds = block_s * D(fullest_blocks) * (D(micro_batches) + slots);
+  // the sums it stands for round differently: a margin far above their rounding (~1e-15)
+  constexpr double kRoundingMargin = 1e-9;
+  return seconds * (1 - kRoundingMargin);
+}
+
 StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
                        const BlockSummary& costed, I global_batch, const StageEndSums& ends) {
   const StrategyPlan& plan = plan_of(c.strategy);

@@ -315,6 +315,25 @@ StepCosts compose_step(const System& s, const Transformer& m, const Layout& layo
 StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                        const BlockSummary& block, std::int64_t global_batch, const StageEndSums& ends = {});
 
+// What the search's bound (search/search.cpp) knows of compose_step before a layout is costed.
+// stage_totals times a stage of b blocks and m micro-batches as b m block_pass_seconds plus terms
+// that are never negative (transfers, host floor, bubble, data-parallel communication, optimizer,
+// offload), 1F1B's bubble being (pp - 1) / V of a micro-batch's slot; compose_step's step is its
+// slowest costed stage, and the stage holding the most blocks is always among those it costs. So
+// no layout with that block, micro-batches and pipeline steps faster than step_seconds_lower_bound.
+// One block's forward and backward for one micro-batch as the step composes it: under a runtime
+// with tensor-parallel overlap, what the GEMMs leave of its collectives (runtime_view).
+double block_pass_seconds(const Runtime& rt, const BlockSummary& block);
+// The fewest blocks the fullest of pp stages may hold under the partition: depth / pp for an even
+// split, the nanotron partition's most, else (the balanced or slotted partition the search's leaf
+// chooses) ceil(groups / pp) groups of moe.every, since the stages hold every block.
+std::int64_t fullest_stage_blocks(const Transformer& m, std::int64_t pp, StagePartition partition);
+// The bound (s) for a block pass of block_s, micro_batches, fullest_blocks and pp stages;
+// one_f_one_b: the schedule is 1F1B with `interleave` virtual stages (else its bubble counts 0);
+// less a relative 1e-9, so that the rounding of the sums it stands for never puts a step below it.
+double step_seconds_lower_bound(double block_s, std::int64_t micro_batches, std::int64_t fullest_blocks,
+                                std::int64_t pp, std::int64_t interleave, bool one_f_one_b);
+
 // The partition of the model's blocks over the layout's pp > 1 stages that a search or
 // `estimate --first-stage-blocks auto` takes: the first and last stages hold at least one block,
 // the pp - 2 middle ones equally many, each a multiple of moe.every, and the slowest stage takes

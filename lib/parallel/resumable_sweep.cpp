@@ -634,10 +634,18 @@ std::vector<SweepBest> run_resumable_sweep(const SweepOptions& o, MPI_Comm comm,
   c.candidates -= resumed.candidates;
   c.infeasible_memory -= resumed.infeasible_memory;
   c.module_evaluations -= resumed.module_evaluations;
+  c.pruned_candidates -= resumed.pruned_candidates;
+  c.bound_exceeded -= resumed.bound_exceeded;
   spdlog::info("{} {} in {:.2f} s ({} resumed from the journal); searched {} candidates ({:.3g} candidates/s); "
-               "{} over HBM capacity; {} blocks costed",
+               "{} over HBM capacity; {} skipped by the step-time bound; {} blocks costed",
                plan.targets.size() - targets_resumed, what, seconds, targets_resumed, c.candidates,
-               static_cast<double>(c.candidates) / seconds, c.infeasible_memory, c.module_evaluations);
+               static_cast<double>(c.candidates) / seconds, c.infeasible_memory, c.pruned_candidates,
+               c.module_evaluations);
+  if (c.bound_exceeded > 0) {
+    spdlog::warn("{} costed steps came out below the search's step-time bound: its pruning may have lost a "
+                 "configuration (a defect; SearchProblem::prune)",
+                 c.bound_exceeded);
+  }
   if (journal_error) spdlog::warn("journaling stopped: {}", *journal_error);
   RunMetadata meta;
   meta.software_version = o.software_version;

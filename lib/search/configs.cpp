@@ -196,7 +196,7 @@ void walk_configs(const System& sys, const Transformer& model, Strategy strategy
     }
     return out_values;
   };
-  auto enter = [&](std::size_t, std::size_t d, const Layout&) {
+  auto enter = [&](std::size_t, std::size_t d, const Choice&, const Layout&) {
     if (stopped()) return false;
     if (d == nb_dim) ++out.combinations;
     return true;

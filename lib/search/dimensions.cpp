@@ -173,44 +173,61 @@ template <std::size_t I>
 void set_option(Layout& c, const Choice& v) {
   kExecutionOptions[I].set(c.exec, v.v[0]);
 }
-// The dimension of an option with no rule beyond its list (listed_values).
+// The dimension of an option with no rule beyond its list (listed_values); its block cost as the
+// option declares it (ExecutionOption::block_cost).
 template <std::size_t I>
 constexpr SearchDimension option_dimension(bool changes_memory, const char* depends_on) {
-  return {kExecutionOptions[I].key, changes_memory, depends_on, listed_values<I>, set_option<I>, &kExecutionOptions[I]};
+  return {.name = kExecutionOptions[I].key,
+          .changes_memory = changes_memory,
+          .changes_block = kExecutionOptions[I].block_cost,
+          .depends_on = depends_on,
+          .values = listed_values<I>,
+          .set = set_option<I>,
+          .listed = &kExecutionOptions[I]};
 }
 
+// changes_block: the fields of BlockKey (search.cpp): mbs, nb and the tensor and expert groups'
+// placement (block_axis_codes), the options the block's cost reads (block_cost_codes).
 constexpr SearchDimension kDimensions[] = {
-    {"pp", true, "", pipeline_values,
-     [](Layout& c, const Choice& v) {
-       c.pp = v.v[0];
-       c.dp = v.v[1];
-       c.exec.first_stage_blocks = 0;  // an even split; the leaf balances an uneven one
-       c.exec.last_stage_blocks = 0;
-     }},
-    {"mbs", true, "pp", micro_batch_values, [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
-    {"nb", true, "", summa_block_values, [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
-    {"recompute", true, "", recompute_values,
-     [](Layout& c, const Choice& v) { c.exec.recompute = static_cast<Recompute>(v.v[0]); }},
-    {"sp", true, "", sequence_parallel_values, [](Layout& c, const Choice& v) { c.exec.sequence_parallel = v.v[0] != 0; }},
-    {"interleave", true, "pp mbs", interleave_values,
-     [](Layout& c, const Choice& v) { c.exec.interleave = v.v[0]; }},
+    {.name = "pp", .changes_memory = true, .changes_block = false, .depends_on = "", .values = pipeline_values,
+     .set =
+         [](Layout& c, const Choice& v) {
+           c.pp = v.v[0];
+           c.dp = v.v[1];
+           c.exec.first_stage_blocks = 0;  // an even split; the leaf balances an uneven one
+           c.exec.last_stage_blocks = 0;
+         }},
+    {.name = "mbs", .changes_memory = true, .changes_block = true, .depends_on = "pp", .values = micro_batch_values,
+     .set = [](Layout& c, const Choice& v) { c.mbs = v.v[0]; }},
+    {.name = "nb", .changes_memory = true, .changes_block = true, .depends_on = "", .values = summa_block_values,
+     .set = [](Layout& c, const Choice& v) { c.tensor.nb = v.v[0]; }},
+    {.name = "recompute", .changes_memory = true, .changes_block = true, .depends_on = "", .values = recompute_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.recompute = static_cast<Recompute>(v.v[0]); }},
+    {.name = "sp", .changes_memory = true, .changes_block = true, .depends_on = "", .values = sequence_parallel_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.sequence_parallel = v.v[0] != 0; }},
+    {.name = "interleave", .changes_memory = true, .changes_block = false, .depends_on = "pp mbs",
+     .values = interleave_values, .set = [](Layout& c, const Choice& v) { c.exec.interleave = v.v[0]; }},
     option_dimension<option_index("zero")>(true, ""),
     option_dimension<option_index("layout")>(true, ""),
-    {"ep", true, "pp", expert_values, [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
+    {.name = "ep", .changes_memory = true, .changes_block = true, .depends_on = "pp", .values = expert_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
     // the precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it)
     option_dimension<option_index("precision")>(true, ""),
-    {"schedule", true, "pp mbs interleave", schedule_values,
-     [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
+    {.name = "schedule", .changes_memory = true, .changes_block = false, .depends_on = "pp mbs interleave",
+     .values = schedule_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},
     // both variants keep the same tensors for the backward (the local K and V): memory is checked before
-    {"cp_comm", false, "", cp_comm_values, [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
-    {"offload", true, "pp recompute zero", offload_values,
-     [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
+    {.name = "cp_comm", .changes_memory = false, .changes_block = true, .depends_on = "", .values = cp_comm_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.cp_comm = static_cast<CpComm>(v.v[0]); }},
+    {.name = "offload", .changes_memory = true, .changes_block = false, .depends_on = "pp recompute zero",
+     .values = offload_values, .set = [](Layout& c, const Choice& v) { c.exec.offload = static_cast<Offload>(v.v[0]); }},
     option_dimension<option_index("offload_percent")>(true, "offload"),
     // the network tiers each group crosses: the step's communication only
     option_dimension<option_index("rank_order")>(false, "pp"),
-    // under a framework's runtime the rank order's placement (placement_values)
-    {"nv", false, "pp rank_order", placement_values,
-     [](Layout& c, const Choice& v) { set_placement(c, placed_axes(c.strategy), v.v); }},
+    // under a framework's runtime the rank order's placement (placement_values); the tensor and
+    // expert groups' shares are the block's
+    {.name = "nv", .changes_memory = false, .changes_block = true, .depends_on = "pp rank_order",
+     .values = placement_values, .set = [](Layout& c, const Choice& v) { set_placement(c, placed_axes(c.strategy), v.v); }},
 };
 
 }  // namespace

@@ -34,6 +34,9 @@ struct SearchContext {
 struct SearchDimension {
   const char* name;
   bool changes_memory;  // weights, gradients, optimizer states or activations depend on it
+  // The block's cost reads it (a field of the search's block cache key): the search's step-time
+  // bound takes the fastest block over the values of such dimensions not chosen yet.
+  bool changes_block;
   // The outer dimensions whose values the values depend on, by name ("pp interleave"; "" none), so
   // the search lists them again only when one of those changes (the tensor split and the problem
   // are fixed in a run). search_dependencies resolves them.
@@ -57,8 +60,8 @@ std::vector<std::uint32_t> search_dependencies();
 // The one walk of the nest, the search's (search.cpp: cached values, memory pruning, costed leaves)
 // and configs' (configs.cpp: the user's lists, each leaf evaluated in full): for each value
 // policy.values(d, layout) lists for the walked dimension d = walked[depth], in order, the value
-// set into the layout and, unless policy.enter(depth, d, layout) says to skip what lies below, the
-// next walked dimension; policy.leaf(layout) below the last. `walked`: indices into `dims`, in
+// set into the layout and, unless policy.enter(depth, d, value, layout) says to skip what lies
+// below, the next walked dimension; policy.leaf(layout) below the last. `walked`: indices into `dims`, in
 // order (a dimension left out is set beforehand or by the leaf).
 template <typename Policy>
 void walk_dimensions(std::span<const SearchDimension> dims, std::span<const std::size_t> walked, Layout& c,
@@ -71,11 +74,11 @@ void walk_dimensions(std::span<const SearchDimension> dims, std::span<const std:
   const std::vector<Choice>& values = policy.values(d, c);
   for (std::size_t i = 0; i < values.size(); ++i) {
     dims[d].set(c, values[i]);
-    if (policy.enter(depth, d, c)) walk_dimensions(dims, walked, c, policy, depth + 1);
+    if (policy.enter(depth, d, values[i], c)) walk_dimensions(dims, walked, c, policy, depth + 1);
   }
 }
 // A policy of three callables: values(d, layout) -> const std::vector<Choice>&,
-// enter(depth, d, layout) -> bool, leaf(layout).
+// enter(depth, d, value, layout) -> bool, leaf(layout).
 template <typename Values, typename Enter, typename Leaf>
 struct WalkPolicy {
   Values values;

@@ -21,6 +21,10 @@ struct SearchProblem {
   AttentionMode attention;  // the reference's search: flash attention
   ExecutionChoices exec;  // execution options searched (the reference's alone by default)
   Runtime runtime;        // how the framework executes each configuration (the reference's by default)
+  // Skip the subtrees of the nest whose step-time lower bound cannot enter the top-N
+  // (model/step.hpp step_seconds_lower_bound; docs/architecture.md): the same top-N, bit for bit,
+  // as the exhaustive walk (false), which costs every configuration that fits.
+  bool prune = true;
 };
 
 // A runtime that does not run the strategy at all: with a list of strategies (--strat all), the
@@ -45,7 +49,9 @@ void check_runtime_choices(const System& system, const Runtime& rt, Strategy str
                            std::vector<std::string>* dropped = nullptr);
 
 // How many candidates each check took out (the reference's "#possible candidates" is
-// `candidates`; memory-infeasible ones are among them).
+// `candidates`; memory-infeasible ones are among them). With pruning (SearchProblem::prune) the
+// configurations in pruned subtrees count in `candidates` and `pruned_candidates`, never costed
+// nor checked for memory, so that `candidates` is the size of the space either way.
 struct SearchCounters {
   std::int64_t tensor_splits = 0;           // tensor splits searched
   std::int64_t tensor_splits_too_thin = 0;  // rejected: shards under 128 wide (3e/tp, e/tp1, l/tp2)
@@ -53,6 +59,11 @@ struct SearchCounters {
   std::int64_t candidates = 0;              // configurations evaluated
   std::int64_t infeasible_memory = 0;       // of those, over hbm_capacity
   std::int64_t module_evaluations = 0;      // distinct (mbs, nb, NVLink tensor placement) blocks costed
+  std::int64_t pruned_subtrees = 0;         // subtrees the step-time bound skipped (a configuration is one)
+  std::int64_t pruned_candidates = 0;       // the configurations in them
+  // Costed configurations whose step came out below the bound: 0 unless the bound is wrong (then
+  // pruning may have lost one: `sweep` warns, tests fail).
+  std::int64_t bound_exceeded = 0;
   void add(const SearchCounters& o);
 };
 

@@ -1,6 +1,9 @@
 #include "search/top_n.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
 
 namespace perfsweep {
 
@@ -14,6 +17,23 @@ bool ranks_before(const Candidate& a, const Candidate& b) {
     if (x != y) return x < y;
   }
   return false;
+}
+
+bool identical_lists(const std::vector<Candidate>& a, const std::vector<Candidate>& b) {
+  const auto same = [](double x, double y) { return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y); };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Layout &x = a[i].layout, &y = b[i].layout;
+    if (std::memcmp(&a[i].totals, &b[i].totals, sizeof(Totals)) != 0 || !same(a[i].throughput, b[i].throughput) ||
+        !same(a[i].mem, b[i].mem) || !(x.exec == y.exec) || x.attention.flash != y.attention.flash ||
+        x.attention.recompute != y.attention.recompute) {
+      return false;
+    }
+    for (const ConfigKey& k : kConfigKeys) {
+      if (k.value(x) != k.value(y)) return false;
+    }
+  }
+  return true;
 }
 
 bool TopN::push(const Candidate& c) {
@@ -38,6 +58,13 @@ bool TopN::push(const Candidate& c) {
   order_.insert(order_.begin() + at, slot);
   items_current_ = false;
   return true;
+}
+
+double TopN::admission_throughput() const {
+  if (capacity_ == 0) return std::numeric_limits<double>::infinity();
+  double t = has_floor_ ? floor_.throughput : 0;
+  if (order_.size() == capacity_) t = std::max(t, slots_[order_.back()].throughput);
+  return t;
 }
 
 void TopN::merge(const TopN& other) {

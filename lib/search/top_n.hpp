@@ -21,6 +21,10 @@ struct Candidate {
 // (dp, tp1, tp2, pp, mbs, nb, nv_tp1, nv_tp2, nv_dp, nv_pp) ascending.
 bool ranks_before(const Candidate& a, const Candidate& b);
 
+// Whether two lists hold the same candidates in the same order, every number bit for bit (the
+// totals, throughput and memory as stored, the configuration keys and execution options).
+bool identical_lists(const std::vector<Candidate>& a, const std::vector<Candidate>& b);
+
 class TopN {
  public:
   explicit TopN(std::size_t capacity = 10) : capacity_(capacity) {
@@ -47,6 +51,10 @@ class TopN {
     floor_ = floor;
     has_floor_ = true;
   }
+  // A candidate of lower throughput is turned away (push returns false): the floor's throughput or,
+  // once the list is full, its last one's, whichever is higher; 0 while neither turns any away
+  // (what the search's bound compares with: search.cpp).
+  double admission_throughput() const;
   const std::vector<Candidate>& items() const;  // best first
   std::size_t capacity() const { return capacity_; }
 

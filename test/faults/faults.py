@@ -422,9 +422,9 @@ def alter_middle_record(path):
     rec = record_offsets(data)[1]
     length = int.from_bytes(data[rec + 12:rec + 20], 'little')
     payload = bytearray(data[rec + 20:rec + 20 + length])
-    # payload: target id, 6 int64 counters, number of GPU counts, then per GPU count its number
-    # of kept configurations and those (throughput first)
-    q = 8 + 6 * 8
+    # payload: target id, the 9 int64 counters of SearchCounters (search/search.hpp), number of
+    # GPU counts, then per GPU count its number of kept configurations and those (throughput first)
+    q = 8 + 9 * 8
     n_tops = int.from_bytes(payload[q:q + 8], 'little')
     q += 8
     for _ in range(n_tops):
