@@ -47,7 +47,7 @@ BENCHMARK_FOLDERS = {'gpt3': ('gpt3',), 'llama31_405b': ('llama31_405b', 'llama3
 HELD_OUT_ROUNDS = ('v3.1', 'v5.0')
 COLUMNS = ['id', 'round', 'submitter', 'system', 'benchmark', 'perfsweep_model', 'gpu', 'gpu_memory_gb',
            'gpus', 'nodes', 'gpus_per_node', 'nvlink_domain', 'nics_per_node', 'nic_gbps', 'framework',
-           'precision', 'fp8_recipe', 'tp', 'pp', 'vp', 'cp', 'ep', 'dp', 'mbs', 'gbs', 'seq_len',
+           'precision', 'fp8_recipe', 'fp8_params', 'tp', 'pp', 'vp', 'cp', 'ep', 'dp', 'mbs', 'gbs', 'seq_len',
            'sequence_parallel', 'tp_comm_overlap', 'cuda_graphs', 'activation_recompute', 'step_s',
            'step_s_method', 'samples_per_s', 'n_result_logs', 'time_to_train_min', 'source_files',
            'expressible', 'reason', 'args']
@@ -59,7 +59,7 @@ NVL72_GPUS = ('GB200', 'GB300')
 LAYOUT_VARS = {'TENSOR_MODEL_PARALLEL', 'TP', 'PIPELINE_MODEL_PARALLEL', 'PP', 'CONTEXT_PARALLEL', 'CP',
                'EXPERT_PARALLEL', 'EXPERT_MODEL_PARALLEL', 'EP', 'INTERLEAVED_PIPELINE', 'MICRO_BATCH_SIZE', 'MBS',
                'MINIBS', 'GBS', 'GLOBAL_BATCH_SIZE', 'FP8', 'FP4', 'FP4_RECIPE', 'FP8_RECIPE', 'FP8_AMAX_HISTORY',
-               'FP8_AMAX_ALGO', 'FP8_PARAMS', 'SEQ_PARALLEL', 'TP_COMM_OVERLAP', 'FULL_CUDA_GRAPH', 'MCORE_CUDA_GRAPH',
+               'FP8_AMAX_ALGO', 'FP8_PARAMS', 'FP8_PARAM_GATHER', 'SEQ_PARALLEL', 'TP_COMM_OVERLAP', 'FULL_CUDA_GRAPH', 'MCORE_CUDA_GRAPH',
                'LAYER_CUDA_GRAPH', 'CUDA_GRAPH', 'ENABLE_CUDA_GRAPH', 'USE_CUDA_GRAPH', 'ACT_CKPT_GRANULARITY',
                'ACT_CKPT_METHOD', 'ACT_CKPT_NUM_LAYERS', 'SEGMENT', 'DGXNNODES', 'DGXNGPU', 'ASYM_PP_EMBED',
                'ASYM_PP_LOSS', 'TP_PP_DP_MAPPING'}
@@ -950,6 +950,10 @@ def layout(env, gpus):
                fp8_recipe=recipe, cuda_graphs=cuda_graphs, activation_recompute=recompute,
                sequence_parallel='' if sp is None else ('true' if truthy(sp) and tp > 1 else 'false'),
                tp_comm_overlap='' if tpo is None else ('true' if truthy(tpo) and tp > 1 else 'false'),
+               # FP8 parameters: NeMo's fp8_params (FP8_PARAMS) or the optimizer's fp8_param_gather
+               # (FP8_PARAM_GATHER, Llama 3.1 405B's custom.yaml), estimate's --fp8-params
+               fp8_params='' if precision != 'fp8' else (
+                   'true' if truthy(env.get('FP8_PARAMS', '')) or truthy(env.get('FP8_PARAM_GATHER', '')) else 'false'),
                segment=_int(env, 'SEGMENT'), tp_pp_dp=truthy(env.get('TP_PP_DP_MAPPING', '')),
                asym_embed=truthy(env.get('ASYM_PP_EMBED', '')), asym_loss=truthy(env.get('ASYM_PP_LOSS', '')))
     return out
@@ -1033,7 +1037,7 @@ def import_round(tree):
                 lay = layout(env, gpus)
                 row.update(tp=fmt(lay['tp']), pp=fmt(lay['pp']), vp=fmt(lay['vp']), cp=fmt(lay['cp']),
                            ep=fmt(lay['ep']), dp=fmt(lay['dp']), mbs=fmt(lay['mbs']), precision=lay['precision'],
-                           fp8_recipe=lay['fp8_recipe'], sequence_parallel=lay['sequence_parallel'],
+                           fp8_recipe=lay['fp8_recipe'], fp8_params=lay['fp8_params'], sequence_parallel=lay['sequence_parallel'],
                            tp_comm_overlap=lay['tp_comm_overlap'], cuda_graphs=lay['cuda_graphs'],
                            activation_recompute=lay['activation_recompute'])
                 if lay.get('gbs_config') and gbs and lay['gbs_config'] != gbs:
@@ -1090,6 +1094,7 @@ def estimate_args(row):
     runs them; README.md next to runs.csv gives the mapping); '' for a row not expressible:
       --system <gpu>-calibrated (its runtime, nemo), --model perfsweep_model, --seq-len seq_len,
       --precision precision; --tp --pp --cp --dp --mbs --global-batch-size --interleave (vp);
+      --fp8-params on where the config keeps FP8 parameters (FP8_PARAMS or FP8_PARAM_GATHER);
       --sp off only where tp > 1 and the config turned sequence parallelism off;
       --recompute selective|full where the config asks for it;
       --nvs nvlink_domain on GB200 (the GPUs of one NVL72 rack a run's replicas share);
@@ -1106,6 +1111,8 @@ def estimate_args(row):
             '--dp', row['dp'], '--mbs', row['mbs'], '--global-batch-size', row['gbs'], '--interleave', str(vp)]
     if tp > 1 and row['sequence_parallel'] == 'false':
         args += ['--sp', 'off']
+    if row.get('fp8_params') == 'true':
+        args += ['--fp8-params', 'on']
     rec = row['activation_recompute']
     if rec.startswith('selective'):
         args += ['--recompute', 'selective']

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include "calib/error_ranges.hpp"
 #include "common/cli.hpp"
 #include "common/exit_codes.hpp"
 #include <algorithm>
@@ -458,6 +459,15 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
     pos = next;
   }
   if (!line.empty()) out << line << "\n";
+  if (!rows.empty()) {
+    const Row& best = rows.front();
+    const std::string range =
+        expected_error_line({systems[best.system].sys.name,
+                             kPrecisionNames[static_cast<std::size_t>(best.config.layout.exec.precision)],
+                             best.config.layout.n_gpus()},
+                            "row 1's ");
+    out << range;
+  }
   return out.str();
 }
 
@@ -523,6 +533,7 @@ void warn_caveats(const std::vector<Row>& rows, const std::vector<SystemRun>& sy
 
 int run(const Options& o) {
   o.budget.check();
+  shipped_residuals();  // read (and checked) before the work
   const std::optional<LaunchFramework> launch = o.launch.parse();
   check_count(o.n_gpus, kMaxGpuCount, "--n-gpus");
   check_count(o.global_batch, kMaxGlobalBatch, "--global-batch-size");

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "calib/error_ranges.hpp"
 #include "common/cli.hpp"
 #include "common/estimate_options.hpp"
 #include "common/exit_codes.hpp"
@@ -30,6 +31,7 @@ struct Options {
 int run(const Options& o) {
   const std::optional<LaunchFramework> launch = o.launch.parse();
   EstimateRequest request = estimate_request(o.config);
+  shipped_residuals();  // read (and checked) before the work
   if (launch) check_launch_strategy(*launch, request.layout.strategy);
   const Evaluation ev = evaluate_request(request);
   const Layout& layout = request.layout;
@@ -50,6 +52,9 @@ int run(const Options& o) {
     std::cout << estimate_csv_totals(ev, layout, sys);
   } else {
     std::cout << estimate_text(ev, layout, sys, model, request.global_batch);
+    const std::string range = expected_error_line(
+        {request.cluster.name, kPrecisionNames[static_cast<std::size_t>(layout.exec.precision)], layout.n_gpus()});
+    std::cout << range;
     const std::string advice = pipeline_alternatives_text(
         ev, pipeline_alternatives(sys, model, request.runtime, layout, ev, request.global_batch));
     if (!advice.empty()) std::cout << '\n' << advice;

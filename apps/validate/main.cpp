@@ -164,6 +164,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fit", "held-out", "all"}));
   runs_cmd->add_option("--variant", runs_options.variant,
                    "one variant of set.yaml (default: the rows as given, `default`, and every variant)");
+  ResidualsOptions residuals_options;
+  CLI::App* residuals_cmd = app.add_subcommand(
+      "residuals", "every validation row's signed step-time error (the table estimate's error ranges come from)");
+  residuals_cmd->add_option("--sets", residuals_options.sets, "names of validation/ or folders (default: every set)")
+      ->delimiter(',');
+  residuals_cmd->add_option("-o,--out", residuals_options.out,
+                            "the residual table (validation/residuals.csv ships it; default: stdout)");
   FitOptions fit_options;
   std::string fitter_help = "a named fitter:";
   for (const calib::Fitter& f : calib::fitters()) fitter_help += std::string("\n  ") + f.name + ": " + f.what;
@@ -184,6 +191,7 @@ int main(int argc, char** argv) {
   return run_tool(app, argc, argv, verbosity, [&]() -> int {
     if (runs_cmd->parsed()) return validate_runs(runs_options);
     if (fit_cmd->parsed()) return validate_fit(fit_options);
+    if (residuals_cmd->parsed()) return validate_residuals(residuals_options);
     if (layers->parsed()) {
       const System system = load_system_named(layers_system);
       const auto rows = calib::validate_layers(system, layers_in.read());

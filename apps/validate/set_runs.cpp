@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
+#include "calib/error_ranges.hpp"
 #include "calib/set_fitters.hpp"
 #include "calib/set_validation.hpp"
 #include "common/estimate_options.hpp"
@@ -94,6 +96,90 @@ int validate_runs(const RunsOptions& o) {
     std::fprintf(stderr, "validate: %zu target(s) of %s missed (FAIL lines above)\n", missed, set.name.c_str());
     return 1;
   }
+  return 0;
+}
+
+namespace {
+
+// The step-time error of a prediction whose set compares another quantity: a rate (samples,
+// tokens or FLOPs per second) too high by e is a step too short by e / (1 + e).
+double step_time_error(calib::SetQuantity q, double error) {
+  return q == calib::SetQuantity::StepSeconds ? error : 1 / (1 + error) - 1;
+}
+
+// The value of `flag` in a row's arguments ("" where absent).
+std::string flag_value(const std::vector<std::string>& args, std::string_view flag) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) return args[i + 1];
+  }
+  return {};
+}
+
+std::vector<std::string> every_set() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(PERFSWEEP_SOURCE_DIR) / "validation", ec)) {
+    if (e.is_directory(ec) && fs::is_regular_file(e.path() / "set.yaml", ec)) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+int validate_residuals(const ResidualsOptions& o) {
+  std::vector<calib::ValidationSet> sets;
+  for (const std::string& name : o.sets.empty() ? every_set() : o.sets) sets.push_back(calib::read_validation_set(set_folder(name)));
+  if (!o.out.empty()) {
+    std::vector<std::string> inputs;
+    for (const calib::ValidationSet& s : sets) inputs.push_back((s.dir / "runs.csv").string());
+    refuse_output_over_input(o.out, inputs);
+  }
+  std::vector<Residual> rows;
+  for (const calib::ValidationSet& set : sets) {
+    const calib::Variant& v = set.variants[0];
+    const SetRequests r = read_requests(set, v, calib::Part::All);
+    const bool has_round = std::find(set.header.begin(), set.header.end(), "round") != set.header.end();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < set.rows.size(); ++i) {
+      if (!r.requests[i]) continue;
+      const std::string system_arg = flag_value(calib::row_arguments(set, set.rows[i], v), "--system");
+      if (system_arg.empty() || system_arg.find('/') != std::string::npos) continue;  // a set's own system
+      calib::RowPrediction p = calib::predict_row(*r.requests[i], v.quantity, set);
+      p.measured = v.measured[i];
+      if (!p.has_error()) continue;
+      const EstimateRequest& q = *r.requests[i];
+      Residual res;
+      res.set = set.name;
+      res.id = set.rows[i].id;
+      res.source = has_round ? set.name + " " + set.cell(set.rows[i], "round") : set.name;
+      res.system = system_arg;
+      res.precision = kPrecisionNames[static_cast<std::size_t>(q.layout.exec.precision)];
+      res.gpus = q.layout.n_gpus();
+      res.error = step_time_error(v.quantity, p.error());
+      rows.push_back(std::move(res));
+      ++kept;
+    }
+    spdlog::info("{}: {} of {} rows predicted with a shipped system", set.name, kept, set.rows.size());
+  }
+  if (rows.empty()) throw InputError("no row of the sets was predicted with a shipped system");
+  const std::string csv = residuals_csv(rows);
+  if (o.out.empty()) {
+    std::cout << csv;
+  } else {
+    write_text_atomically(o.out, csv);
+  }
+  for (const double widen : {1.0, 1.5, 2.0, 2.5, 3.0}) {
+    const RangeCoverage c = held_out_coverage(rows, widen);
+    std::fprintf(stderr,
+                 "percentiles widened x%.1f%s: with each source held out, %zu of %zu rows inside its range (%.1f%%), "
+                 "%zu below, %zu above, %zu without one\n",
+                 widen, widen == kStatedRangeWidening ? " (stated)" : "", c.inside, c.rows,
+                 c.rows ? 100.0 * static_cast<double>(c.inside) / static_cast<double>(c.rows) : 0.0, c.below, c.above,
+                 c.without);
+  }
+  flush_stdout();
   return 0;
 }
 

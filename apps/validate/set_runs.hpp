@@ -41,6 +41,16 @@ struct FitOptions {
 // fitted, a line per part (fit, held out) and set; what it fitted written to `out` where given.
 int validate_fit(const FitOptions& o);
 
+struct ResidualsOptions {
+  std::vector<std::string> sets;  // names of validation/ or folders; empty: every set of validation/
+  std::string out;
+};
+// Every row of the sets predicted as `validate runs` predicts it (the rows as given) with a shipped
+// system (a --system that names one of systems/, not a set's own file): its signed error on the
+// step time (calib/error_ranges.hpp) written as a residual table to `out` (stdout without one),
+// and the 80% ranges' coverage with each source (a set, or a set's round) held out on stderr.
+int validate_residuals(const ResidualsOptions& o);
+
 // A set's folder: DIR as given where it is one, else validation/NAME here, under
 // $PERFSWEEP_DATA_DIR or in the source tree; InputError otherwise.
 std::filesystem::path set_folder(const std::string& name_or_dir);

@@ -610,6 +610,19 @@ fs::path resolve_input(const std::string& name_or_path, std::string_view kind) {
                    (list.empty() ? std::string("(none)") : list));
 }
 
+std::optional<fs::path> find_shipped_file(std::string_view relative) {
+  std::vector<fs::path> roots;
+  if (const char* data_dir = std::getenv("PERFSWEEP_DATA_DIR"); data_dir && *data_dir) roots.emplace_back(data_dir);
+  roots.emplace_back(".");
+  roots.emplace_back(PERFSWEEP_SOURCE_DIR);
+  std::error_code ec;
+  for (const fs::path& root : roots) {
+    const fs::path candidate = root / relative;
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  }
+  return std::nullopt;
+}
+
 System load_system_named(const std::string& name_or_path) { return load_system(resolve_input(name_or_path, "systems")); }
 
 Transformer load_model_named(const std::string& name_or_path) { return read_model(name_or_path).model; }

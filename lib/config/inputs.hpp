@@ -3,6 +3,7 @@
 // systems/config-*.json unchanged, since YAML parses JSON) and models (models/*.yaml).
 // Every error is an InputError naming the file, the key and the offending value.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,10 @@ Transformer load_model(const std::filesystem::path& file);
 // NAME.yml, then config-NAME.json in $PERFSWEEP_DATA_DIR/<kind> (if set), ./<kind>, and the
 // source tree's <kind>; the first hit wins.
 std::filesystem::path resolve_input(const std::string& name_or_path, std::string_view kind);
+
+// A file shipped with the project's inputs (`relative` to the source tree, "validation/residuals.csv"),
+// looked up under $PERFSWEEP_DATA_DIR, then ./, then the source tree; nothing where none holds it.
+std::optional<std::filesystem::path> find_shipped_file(std::string_view relative);
 
 System load_system_named(const std::string& name_or_path);
 // read_model's model, without its warnings (tools log them through read_model).

@@ -46,7 +46,12 @@ TEST(ErrorRanges, NearestRowsOfTheSameSystemAndPrecision) {
   EXPECT_NEAR(r->p10, -0.086, 1e-12);
   EXPECT_NEAR(r->p90, 0.026, 1e-12);
   EXPECT_EQ(describe(*r, {"H100-calibrated", "fp8", 1024}),
-            "-9% / +3% (80% of 8 H100-calibrated fp8 runs at 64-8K GPUs: mlperf)");
+            "-9% / +3% (an 80% range, from 8 H100-calibrated fp8 runs at 64-8K GPUs: mlperf)");
+  // widened x2 about the median (-0.03): -0.03 - 2 x 0.056, -0.03 + 2 x 0.056
+  const std::optional<ErrorRange> wide = expected_error(rows, {"H100-calibrated", "fp8", 1024}, 2);
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_NEAR(wide->p10, -0.142, 1e-12);
+  EXPECT_NEAR(wide->p90, 0.082, 1e-12);
 }
 
 // Five fp8 rows of the system are too few: the system's rows of any precision (5 + 5) are drawn.

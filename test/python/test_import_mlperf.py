@@ -75,6 +75,8 @@ EXPECTED = {
     # config_fp8.sh: FP8=True, FP8_AMAX_HISTORY=1024, FP8_AMAX_ALGO="max", no FP8_RECIPE:
     # Transformer Engine's delayed scaling
     'precision': 'fp8', 'fp8_recipe': 'delayed',
+    # config_common.sh: export FP8_PARAMS=True (NeMo's fp8_params)
+    'fp8_params': 'true',
     # config_DGXH100_64x8x128x4x8_mbs2.sh: TENSOR_MODEL_PARALLEL=4, PIPELINE_MODEL_PARALLEL=8,
     # INTERLEAVED_PIPELINE=6 (the YAML's default 12 not used), no CONTEXT_PARALLEL, no expert axis
     'tp': '4', 'pp': '8', 'vp': '6', 'cp': '1', 'ep': '1',
@@ -109,9 +111,9 @@ EXPECTED = {
     'reason': '',
     # estimate's flags: H100's calibrated system (its runtime, nemo), gpt3 at sequence 2048, fp8, the
     # layout above with --interleave 6; sequence parallelism on (no --sp off), no recompute, an
-    # 8-GPU NVLink domain (no --nvs), and 96 blocks divide by pp 8 (no stage flags)
+    # 8-GPU NVLink domain (no --nvs), and 96 blocks divide by pp 8 (no stage flags); FP8 parameters
     'args': '--system H100-calibrated --model gpt3 --seq-len 2048 --precision fp8 --tp 4 --pp 8 --cp 1 --dp 16 '
-            '--mbs 2 --global-batch-size 2048 --interleave 6',
+            '--mbs 2 --global-batch-size 2048 --interleave 6 --fp8-params on',
 }
 NUMERIC = {'step_s': 1e-5, 'samples_per_s': 1e-5, 'time_to_train_min': 1e-5}
 # The header: validation/mlperf/README.md's columns, in the order EXPECTED lists them.

@@ -11,7 +11,7 @@ run from the source tree as the set files say they were made, written to WORK_DI
       GB200's 0.795 on 10 and writes b200_ and gb200_kernels_from_h100.yaml as the shipped files hold
       them but for the comment lines and the source (carry_calibration.py writes those); the held-out
       figures it prints are those of the shipped files (NVIDIA's GB200 26.x rows 2.82% median
-      |error|, MLPerf 4.38%).
+      |error|, MLPerf 6.14%, its rows with FP8 parameters as configured).
 Either differing means the shipped files are no longer what the fit on today's model gives.
 
 usage: test_validation_fitters.py VALIDATE SOURCE_DIR WORK_DIR
@@ -69,8 +69,8 @@ def main():
     check('B200-calibrated tensor-core efficiencies x 0.875 (8 fit rows' in text, 'carried_efficiency: B200 x 0.875')
     check(any(line.split()[:2] == ['nvidia_blackwell', 'held-out'] and line.split()[4] == '2.82%'
               for line in text.splitlines()), 'carried_efficiency: held-out Blackwell rows 2.82% median |error|')
-    check(any(line.split()[:2] == ['mlperf', 'held-out'] and line.split()[4] == '4.38%' for line in text.splitlines()),
-          'carried_efficiency: MLPerf held out 4.38% median |error|')
+    check(any(line.split()[:2] == ['mlperf', 'held-out'] and line.split()[4] == '6.14%' for line in text.splitlines()),
+          'carried_efficiency: MLPerf held out 6.14% median |error|')
 
     def values(path):
         with open(path) as f:
