@@ -761,9 +761,15 @@ std::string hardware_section(const SweepFile& f, std::size_t index) {
     best_rows += "<tr>" + td_number(static_cast<double>(g.n_gpus[k]), 10);
     if (map.marked) {
       const std::size_t cell = *map.marked, at = cell * ng + k;
+      const auto row = fastest[cell].find(g.n_gpus[k]);
+      if (row == fastest[cell].end()) {
+        // the grid's best at this count and the point's table disagree: a file no sweep writes
+        throw InputError(f.path + ": " + f.targets[cell].group + "/top has no configuration at " +
+                         std::to_string(g.n_gpus[k]) + " GPUs, where the grid's best_throughput has one (altered?)");
+      }
       best_rows += td(escape(point_text(g, cell / n1, cell % n1)), kNaN, "t") + td_number(g.best_throughput[at]) +
                    td_number(g.speedup[at]) +
-                   td(escape(configuration_text(f, f.targets[cell], fastest[cell].at(g.n_gpus[k]))), kNaN, "t");
+                   td(escape(configuration_text(f, f.targets[cell], row->second)), kNaN, "t");
     } else {
       best_rows += td("nothing fits", kNaN, "t") + td("-") + td("-") + td("-");
     }

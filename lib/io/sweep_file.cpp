@@ -407,6 +407,10 @@ SweepFile read_sweep_file(const std::string& path) {
     for (const char* echoed : {"runtime_yaml", "calibration_yaml"}) {
       h5::Handle g = r.at(t.group, [&] { return h5::open_group(file.id(), t.group); });
       if (r.at(t.group + "/" + echoed, [&] { return h5::has_attr(g.id(), echoed); })) {
+        // an input file echoed as a sweep writes it: text, never a number shown as one
+        if (!r.at(t.group + "/" + echoed, [&] { return h5::attr_is_text(g.id(), echoed); })) {
+          r.fail(t.group + "/" + echoed, "not text (the echoed input file)");
+        }
         const std::string text = r.text_attr(g.id(), t.group + "/", echoed);
         const std::string name = std::string(echoed) == "runtime_yaml" ? "runtime " + t.runtime : "calibration of " + t.name;
         const bool seen = std::any_of(f.provenance.begin(), f.provenance.end(),

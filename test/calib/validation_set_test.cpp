@@ -124,7 +124,7 @@ TEST(ValidationSet, SummaryOfAPart) {
   for (const Summary& s : held) groups.push_back(s.group);
   EXPECT_EQ(groups, (std::vector<std::string>{"all", "gpu=A100", "gpu=H100", "gpus=1-8", "gpus=9-64",
                                               "gpu+gpus=A100+9-64", "gpu+gpus=H100+1-8"}));
-  const Summary& fit = summaries(set, set.variants[0], p, Part::Fit).front();
+  const Summary fit = summaries(set, set.variants[0], p, Part::Fit).front();  // a copy: the vector is a temporary
   EXPECT_EQ(fit.count, 1u);
   EXPECT_NEAR(fit.median_signed, 0.1, 1e-12);
 }
