@@ -8,7 +8,7 @@ and Llama 3.1 8B (llama31_8b), of every submitter and accelerator of the rounds 
 SOURCE is a round's results repository (mlcommons/training_results_vX.Y): a bare git directory
 (read with `git show HEAD:...`), a checkout, or a folder holding part of one (test/data/
 mlperf_excerpt). The round is taken from the path (training_results_vX.Y), or given as
-ROUND=SOURCE (v4.1=/path/to/repo). Rounds v3.1 and v5.0 are refused: they are kept out of this set.
+ROUND=SOURCE (v4.1=/path/to/repo). The rounds of HELD_OUT_ROUNDS are refused: they are kept out of this set.
 
 For each `<submitter>/results/<system>/<benchmark>/result_*.txt` the importer reads
   - `<submitter>/systems/<system>.json`: accelerator, nodes, accelerators per node, NICs, framework;
