@@ -73,6 +73,21 @@ void check_claimed_bytes(hid_t obj, const std::string& name, double bytes) {
   }
 }
 
+// HDF5 copies a compact dataset's elements out of its object header without comparing the
+// header's stored size with the dataspace; a damaged header would read past it. So is a
+// contiguous one whose stored type is wider than the block its layout names.
+void check_stored_bytes(hid_t d, hid_t stored_type, const std::string& name, hssize_t n) {
+  Handle dcpl(check(H5Dget_create_plist(d), "get creation properties of " + name), H5Pclose);
+  const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+  const hsize_t stored = H5Dget_storage_size(d);
+  // a variable-length string is stored as a 16-byte reference into the global heap
+  const std::size_t width = H5Tis_variable_str(stored_type) > 0 ? 16 : H5Tget_size(stored_type);
+  const hsize_t needed = static_cast<hsize_t>(n) * width;
+  if ((layout == H5D_COMPACT || (layout == H5D_CONTIGUOUS && stored > 0)) && stored < needed)
+    throw H5Error("HDF5: dataset " + name + " claims " + std::to_string(n) + " elements of " + std::to_string(width) +
+                  " bytes but stores " + std::to_string(stored) + " bytes (a damaged file?)");
+}
+
 }  // namespace
 
 hid_t check(hid_t id, const std::string& what) {
@@ -230,20 +245,10 @@ std::vector<T> read_numeric(hid_t parent, const std::string& name, hid_t type) {
   const hssize_t n = H5Sget_simple_extent_npoints(space.id());
   check_status(n < 0 ? -1 : 0, "count elements of " + name);
   check_claimed_bytes(d.id(), "dataset " + name, static_cast<double>(n) * sizeof(T));
-  // HDF5 copies a compact dataset's elements out of its object header without comparing the
-  // header's stored size with the dataspace; a damaged header would read past it.
-  // So is a contiguous one whose stored type is wider than the block its layout names.
   Handle stored_type(check(H5Dget_type(d.id()), "get type of " + name), H5Tclose);
   const H5T_class_t cls = H5Tget_class(stored_type.id());
   if (cls != H5T_INTEGER && cls != H5T_FLOAT) throw H5Error("HDF5: dataset " + name + " is not numeric");
-  Handle dcpl(check(H5Dget_create_plist(d.id()), "get creation properties of " + name), H5Pclose);
-  const H5D_layout_t layout = H5Pget_layout(dcpl.id());
-  const hsize_t stored = H5Dget_storage_size(d.id());
-  const hsize_t needed = static_cast<hsize_t>(n) * H5Tget_size(stored_type.id());
-  if ((layout == H5D_COMPACT || (layout == H5D_CONTIGUOUS && stored > 0)) && stored < needed)
-    throw H5Error("HDF5: dataset " + name + " claims " + std::to_string(n) + " elements of " +
-                  std::to_string(H5Tget_size(stored_type.id())) + " bytes but stores " + std::to_string(stored) +
-                  " bytes (a damaged file?)");
+  check_stored_bytes(d.id(), stored_type.id(), name, n);
   std::vector<T> out(static_cast<std::size_t>(n));
   if (n > 0) check_status(H5Dread(d.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   return out;
@@ -344,6 +349,7 @@ std::string read_text(hid_t parent, const std::string& name) {
   Handle space(check(H5Dget_space(d.id()), "get dataspace of " + name), H5Sclose);
   if (H5Sget_simple_extent_npoints(space.id()) != 1) throw H5Error("HDF5: dataset " + name + " is not one string");
   check_claimed_bytes(d.id(), "dataset " + name, static_cast<double>(H5Tget_size(type.id())));
+  check_stored_bytes(d.id(), type.id(), name, 1);
   std::string out(H5Tget_size(type.id()), '\0');
   check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read dataset " + name);
   out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
@@ -366,7 +372,11 @@ std::vector<std::string> read_strings(hid_t parent, const std::string& name) {
   std::vector<std::string> out;
   if (n <= 0) return out;
   const auto count = static_cast<std::size_t>(n);
-  if (H5Tis_variable_str(type.id()) > 0) {
+  const bool variable = H5Tis_variable_str(type.id()) > 0;
+  check_claimed_bytes(d.id(), "dataset " + name,
+                      static_cast<double>(n) * static_cast<double>(variable ? sizeof(char*) : H5Tget_size(type.id())));
+  check_stored_bytes(d.id(), type.id(), name, n);
+  if (variable) {
     std::vector<char*> data(count, nullptr);
     check_status(H5Dread(d.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "read dataset " + name);
     for (char* p : data) out.emplace_back(p == nullptr ? "" : p);
