@@ -18,7 +18,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "config/inputs.hpp"
+#include "config/model_checks.hpp"
 #include "config/yaml_file.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"

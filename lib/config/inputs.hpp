@@ -60,11 +60,6 @@ std::filesystem::path model_file(const std::string& name_or_path);
 // (--seq-len), checked as the file's would be.
 ModelInput read_model(const std::string& name_or_path, std::int64_t seq_len = 0);
 
-// The checks every model passes, whatever its file: num_heads divides embed_dim, num_kv_heads
-// divides num_heads, moe.top_k <= moe.experts, qkv_bias without bias, and shapes small enough for
-// the cost model's int64 counts. Errors start with `where`.
-void check_model(const Transformer& model, const std::string& where);
-
 // A system key's accepted range as messages print it: "[0.001, 1e+09] GB/s", "(0, 1]".
 std::string system_key_range(const SystemKey& key);
 

@@ -270,6 +270,27 @@ TEST(Vocabulary, EmbeddingAndLossLayers) {
   EXPECT_DOUBLE_EQ(cross_entropy(s, "loss", 8, 10, {2, 2}, LogitsDtype::Bf16).activation_buffer, 160e-9);
 }
 
+// The embedding's states per GPU (ModelTotals::embedding_mem) as the step counts a stage's: its
+// weights w (2 bytes each, the reference's layout), fp16 gradients and 12 bytes of fp32 master
+// weights and Adam moments, over dp = 4 as the ZeRO stage shards them: ZeRO-0 w + w + 6w = 8w,
+// ZeRO-1 w + w + 6w / 4 = 3.5w, ZeRO-2 w + w / 4 + 6w / 4 = 2.75w, ZeRO-3 (w + w + 6w) / 4 = 2w.
+TEST(Vocabulary, EmbeddingMemoryShardsAsTheZeroStageSays) {
+  Transformer m = small(64, 4, 256, 16);
+  m.vocab_size = 1000;
+  Layout c;
+  c.dp = 4;
+  c.nv_dp = 4;
+  const double expected[] = {8, 3.5, 2.75, 2};
+  for (int zero = 0; zero <= 3; ++zero) {
+    c.exec.zero = zero;
+    const Evaluation ev = evaluate(round_system(), m, c, 4);
+    double w = 0;
+    for (const LayerResult& y : ev.first_stage.layers) w += y.cost.weights_mem;
+    ASSERT_GT(w, 0);
+    EXPECT_NEAR(ev.model.embedding_mem, expected[zero] * w, 1e-12 * w) << "zero " << zero;
+  }
+}
+
 // Two stages: the embedding on stage 0, the head and loss on stage 1. A 100000-word head on a
 // 64-wide model costs more than a block, so stage 1 bounds the time; stage 0 keeps two
 // micro-batches of activations (1F1B) and stage 1 one plus the logits.

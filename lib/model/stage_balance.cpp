@@ -1,0 +1,117 @@
+#include "model/stage_balance.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+#include "model/layout_rules.hpp"
+#include "model/stage_runtime.hpp"
+
+namespace perfsweep {
+namespace {
+using I = std::int64_t;
+constexpr double D(I v) { return static_cast<double>(v); }
+}  // namespace
+
+StageBlocks balanced_stages(I depth, I pp, I every, double block_s, double block_floor_s, double first_extra_s,
+                            double last_extra_s) {
+  if (pp < 2 || every < 1 || depth % every != 0 || depth / every < pp) {
+    throw ConfigError("no partition of depth " + std::to_string(depth) + " over pp=" + std::to_string(pp) +
+                      " stages gives each stage at least one block" +
+                      (every > 1 ? " in whole groups of moe.every=" + std::to_string(every) : std::string()));
+  }
+  // A stage's time per micro-batch: its blocks' and end layers', at least the host's floor for its blocks.
+  auto stage_s = [&](I groups, double extra_s) {
+    const double b = D(groups * every);
+    return std::max(b * block_s + extra_s, b * block_floor_s);
+  };
+  const I groups = depth / every, middles = pp - 2;
+  StageBlocks best;
+  double best_s = 0;
+  for (I middle = middles > 0 ? 1 : 0;; ++middle) {
+    const I end_groups = groups - middles * middle;  // the first and last stages' together
+    if (end_groups < 2) break;
+    const double middle_s = middles > 0 ? stage_s(middle, 0) : 0.0;
+    auto slowest_s = [&](I first) {
+      return std::max({stage_s(first, first_extra_s), middle_s, stage_s(end_groups - first, last_extra_s)});
+    };
+    // The first stage's time grows with its share and the last's shrinks: the slowest stage is
+    // least where the first overtakes the last, or one group before.
+    I lo = 1, hi = end_groups - 1;
+    while (lo < hi) {
+      const I first = lo + (hi - lo) / 2;
+      if (stage_s(first, first_extra_s) >= stage_s(end_groups - first, last_extra_s)) {
+        hi = first;
+      } else {
+        lo = first + 1;
+      }
+    }
+    if (lo > 1 && slowest_s(lo - 1) <= slowest_s(lo)) --lo;
+    const double t = slowest_s(lo);
+    // the fewest groups on the first stage that keep that time: the last stage's is then at most t
+    I fewest = 1;
+    for (I hi_first = lo; fewest < hi_first;) {
+      const I first = fewest + (hi_first - fewest) / 2;
+      if (stage_s(end_groups - first, last_extra_s) <= t) {
+        hi_first = first;
+      } else {
+        fewest = first + 1;
+      }
+    }
+    const I first = fewest * every, last = (end_groups - fewest) * every;
+    const bool fewer_on_ends = first < best.first || (first == best.first && last < best.last);
+    if (best.first == 0 || t < best_s || (t == best_s && fewer_on_ends)) {
+      best = {first, (middles > 0 ? middle * every : first), last};
+      best_s = t;
+    }
+    if (middles == 0) break;
+  }
+  return best;
+}
+
+StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& c,
+                            const BlockSummary& block, const StageEndSums& ends) {
+  // interleaved chunks: the one partition Megatron-LM cuts into chunks, the ends taking a slot
+  if (c.exec.interleave > 1) return slotted_stages(m.depth, c.pp, c.exec.interleave);
+  const bool reference = rt.is_reference();
+  const BlockSummary view = reference ? block : runtime_view(m, rt, c, block);
+  const double floor_s = reference ? 0 : host_floor_per_block_s(s, rt, c);
+  return balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1,
+                         view.mlp.t_fwd + view.mlp.t_bwd + view.sa.t_fwd + view.sa.t_bwd, floor_s,
+                         ends.first.t_fwd + ends.first.t_bwd, ends.last.t_fwd + ends.last.t_bwd);
+}
+
+Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            I global_batch) {
+  Layout out = layout;
+  out.exec.first_stage_blocks = 0;
+  out.exec.last_stage_blocks = 0;
+  if (layout.pp < 2 || rt.stage_partition != StagePartition::Even) return out;  // else the runtime's own
+  if (layout.exec.interleave > 1) {
+    // the slotted partition where the depth does not split evenly (there is no other to balance)
+    if (m.depth % layout.pp != 0) {
+      const StageBlocks slotted = slotted_stages(m.depth, layout.pp, layout.exec.interleave);
+      out.exec.first_stage_blocks = slotted.first;
+      out.exec.last_stage_blocks = slotted.last;
+    }
+    return out;
+  }
+  // A partition of the blocks alone lets the rest of the layout be checked and its block costed.
+  const I every = m.is_moe() ? m.moe.every : 1;
+  const StageBlocks by_count = balanced_stages(m.depth, layout.pp, every, 1, 0, 0, 0);
+  Layout c = out;
+  c.exec.first_stage_blocks = by_count.first;
+  c.exec.last_stage_blocks = by_count.last;
+  apply_runtime(rt, c.exec, c.attention);
+  validate_layout(s, m, c, global_batch);
+  validate_runtime_layout(rt, c);
+  Module mlp, sa;
+  const BlockSummary block =
+      cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp, sa);
+  const StageBlocks balanced = balanced_stages(s, m, rt, c, block, stage_end_sums(s, m, c));
+  out.exec.first_stage_blocks = balanced.first;
+  out.exec.last_stage_blocks = balanced.last;
+  return out;
+}
+
+}  // namespace perfsweep
