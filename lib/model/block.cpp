@@ -513,29 +513,14 @@ LayerCost shard_for_strategy(const System& s, Strategy strategy, const BlockLaye
 
 LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
                       const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
-  if (!exec.sequence_parallel && strategy != Strategy::OneD) {
-    throw ConfigError("sequence parallelism off is modeled for 1d tensor parallelism only");
-  }
-  if (exec.fused_elementwise && strategy != Strategy::OneD) {
-    throw ConfigError("Megatron's fused elementwise kernels are modeled for 1d tensor parallelism only");
-  }
-  if (split.cp > 1) [[unlikely]] {
-    if (strategy != Strategy::OneD) {
-      throw ConfigError("context parallelism (cp) is modelled for 1d tensor parallelism only (2d-seqp's tp2 is the "
-                        "reference's own sequence split)");
-    }
-    if (!attention.flash) throw ConfigError("context parallelism (cp) needs flash attention (ring attention's kernels)");
-  }
+  // The layout keeps to model/layout_rules.cpp's rules (validate_layout, validate_runtime_layout,
+  // or a search's lists filtered by them): nothing is checked here, in the search's hottest path.
   AttentionMode a = attention;
   // Selective recomputation: unfused attention re-runs its core (the reference's
   // attention_recompute); flash attention already recomputes inside its kernel.
   if (exec.recompute == Recompute::Selective && !a.flash) a.recompute = true;
   LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec);
-  if (exec.precision != Precision::Bf16) [[unlikely]] {
-    if (exec.fp8.recipe == Fp8Recipe::None) throw ConfigError("fp8 precision needs a runtime that runs FP8 (fp8_recipe)");
-    if (strategy != Strategy::OneD) throw ConfigError("fp8 precision is modelled for 1d tensor parallelism only");
-    if (runs_fp8(layer, exec.fp8)) to_fp8(s, layer, exec.fp8, c);
-  }
+  if (exec.precision != Precision::Bf16 && runs_fp8(layer, exec.fp8)) [[unlikely]] to_fp8(s, layer, exec.fp8, c);
   if (exec.recompute == Recompute::Full && layer.sublayer != Sublayer::FirstStage &&
       layer.sublayer != Sublayer::LastStage) {
     // The block keeps only its input (the residual stream a stage also sends on) and runs its

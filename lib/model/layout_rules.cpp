@@ -1,6 +1,7 @@
 #include "model/layout_rules.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "core/error.hpp"
@@ -13,8 +14,13 @@ constexpr double D(I v) { return static_cast<double>(v); }
 }  // namespace
 
 namespace {
+// A rule's check: the first failed condition's reason, thrown here and caught by the rule's
+// wrapper (rule_of), so that a rule reads as the conditions in order.
+struct Broken {
+  std::string reason;
+};
 void require(bool ok, const std::string& what) {
-  if (!ok) throw ConfigError(what);
+  if (!ok) throw Broken{what};
 }
 std::string str(I v) { return std::to_string(v); }
 
@@ -42,10 +48,10 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
       for (I d = 1; d <= m.depth; ++d) {
         if (m.depth % d == 0) dividing += (dividing.empty() ? "" : ", ") + str(d);
       }
-      throw ConfigError("pp=" + str(pp) + " does not divide depth " + str(m.depth) +
+      throw Broken{"pp=" + str(pp) + " does not divide depth " + str(m.depth) +
                         ": give the end stages' blocks (--first-stage-blocks and --last-stage-blocks: numbers, or "
                         "auto to balance the stages) under a runtime that runs uneven stages, or a pp dividing " +
-                        str(m.depth) + " (" + dividing + ")");
+                        str(m.depth) + " (" + dividing + ")"};
     }
     return stage_blocks(m, pp, c.exec);
   }
@@ -80,60 +86,102 @@ void for_each_axis_own_first(const StrategyPlan& plan, F&& f) {
     }
   }
 }
-}  // namespace
 
-void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
-  const TensorSplit& t = c.tensor;
-  const StrategyPlan& plan = plan_of(c.strategy);
-  // Every axis's degree and NVLink share positive.
-  for_each_axis_own_first(plan, [&](const LayoutAxis& a, bool) {
+// ---- The rules of the model (validate_layout), in the order a layout is checked.
+
+void positive_degrees(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  for_each_axis_own_first(plan_of(c.strategy), [&](const LayoutAxis& a, bool) {
     if (a.set_degree == nullptr) return;
     require(a.degree(c) >= 1, std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)));
     if (a.placed()) require(a.nv(c) >= 1, std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)));
   });
+}
+
+void cp_one_d(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (c.tensor.cp > 1) {
+    require(c.strategy == Strategy::OneD,
+            "cp=" + str(c.tensor.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
+                plan_of(c.strategy).name + " splits the sequence its own way)");
+  }
+}
+
+void cp_splits(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Transformer& m = *in.model;
+  const TensorSplit& t = c.tensor;
+  if (t.cp <= 1) return;
+  require(c.attention.flash, "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)");
+  // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
+  require(cp_splits_sequence(m.l, t.cp), "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
+                                             str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
+  if (c.exec.cp_comm == CpComm::AllToAll) {
+    // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
+    // divisible by cp)
+    const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
+    require(cp_splits_heads(m, t.tp1, t.cp),
+            "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
+                " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it");
+  }
+}
+
+std::string offload_name(const Layout& c) {
+  return std::string("offload ") + kOffloadNames[static_cast<std::size_t>(c.exec.offload)];
+}
+
+void offload_host_link(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const System& s = *in.system;
+  if (c.exec.offload == Offload::None) return;
+  for (auto [key, v] : {std::pair{"host_bandwidth", s.host_bandwidth}, {"host_memory", s.host_memory}}) {
+    require(v > 0, offload_name(c) + ": system " + s.name + " gives no " + key + " (its host link; docs/offload.md)");
+  }
+  require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0,
+          offload_name(c) + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)");
+}
+
+void offload_layout(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (c.exec.offload == Offload::None) return;
+  require(offload_runs_with(c.exec.offload, c),
+          c.exec.offload == Offload::Weights
+              ? offload_name(c) + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero)
+              : offload_name(c) + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), "
+                                  "got pp=" + str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
+}
+
+void fp8_one_d(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (c.exec.precision == Precision::Bf16) return;
+  require(c.strategy == Strategy::OneD, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
+}
+
+void fp8_tensor_cores(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const System& s = *in.system;
+  if (c.exec.precision == Precision::Bf16) return;
+  const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
+  require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0,
+          "fp8 precision: system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") +
+              " (no " + (block_scaled ? "MXFP8" : "FP8") + " tensor cores)");
+}
+
+void latent_attention(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (!in.model->is_mla()) return;
+  require(c.strategy == Strategy::OneD,
+          "multi-head latent attention (mla) is modelled for 1d tensor parallelism only (Megatron-Core's), not " +
+              std::string(plan_of(c.strategy).name));
+  require(c.attention.flash, "multi-head latent attention (mla) needs flash attention (its values are narrower than "
+                             "its keys)");
+}
+
+void tensor_split(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Transformer& m = *in.model;
+  const TensorSplit& t = c.tensor;
   const bool one_d = c.strategy == Strategy::OneD;
-  if (t.cp > 1) {
-    require(one_d, "cp=" + str(t.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
-                       plan_of(c.strategy).name + " splits the sequence its own way)");
-    require(c.attention.flash, "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)");
-    // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
-    require(cp_splits_sequence(m.l, t.cp), "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
-                                       str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
-    if (c.exec.cp_comm == CpComm::AllToAll) {
-      // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
-      // divisible by cp)
-      const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
-      require(cp_splits_heads(m, t.tp1, t.cp),
-              "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
-                  " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it");
-    }
-  }
-  if (c.exec.offload != Offload::None) {
-    const std::string what = std::string("offload ") + kOffloadNames[static_cast<std::size_t>(c.exec.offload)];
-    for (auto [key, v] : {std::pair{"host_bandwidth", s.host_bandwidth}, {"host_memory", s.host_memory}}) {
-      require(v > 0, what + ": system " + s.name + " gives no " + key + " (its host link; docs/offload.md)");
-    }
-    require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0,
-            what + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)");
-    require(offload_runs_with(c.exec.offload, c),
-            c.exec.offload == Offload::Weights
-                ? what + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero)
-                : what + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), got "
-                         "pp=" + str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
-  }
-  if (c.exec.precision != Precision::Bf16) {
-    require(one_d, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
-    const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
-    require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0,
-            "fp8 precision: system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") +
-                " (no " + (block_scaled ? "MXFP8" : "FP8") + " tensor cores)");
-  }
-  if (m.is_mla()) {
-    require(one_d, "multi-head latent attention (mla) is modelled for 1d tensor parallelism only (Megatron-Core's), not " +
-                       std::string(plan_of(c.strategy).name));
-    require(c.attention.flash, "multi-head latent attention (mla) needs flash attention (its values are narrower than "
-                               "its keys)");
-  }
   const std::string tp_name = one_d ? "tp" : "tp1";
   require(m.h % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide the " + str(m.h) + " heads");
   require(m.e % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide embed_dim " + str(m.e));
@@ -143,14 +191,29 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     // A SUMMA block is at least one column of e; more blocks than that only overflow the counts.
     require(t.nb <= m.e, "nb=" + str(t.nb) + " exceeds embed_dim " + str(m.e) + " (SUMMA blocks split e)");
   }
+}
+
+void attention_recompute(const RuleInputs& in) {
+  const Layout& c = *in.layout;
   require(c.attention.flash || c.strategy == Strategy::OneD || !c.attention.recompute,
           "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");
   require(!(c.attention.flash && c.attention.recompute),
           "attention recompute goes with unfused attention; flash attention recomputes inside its kernel");
+}
+
+void key_value_heads(const RuleInputs& in) {
+  const Transformer& m = *in.model;
+  const I tp = in.layout->tensor.tp1;
+  const std::string tp_name = in.layout->strategy == Strategy::OneD ? "tp" : "tp1";
   require(m.h % m.kv() == 0, "num_kv_heads=" + str(m.kv()) + " does not divide the " + str(m.h) + " heads");
-  require(m.kv() % t.tp1 == 0 || t.tp1 % m.kv() == 0,
-          tp_name + "=" + str(t.tp1) + " neither divides nor is a multiple of the " + str(m.kv()) +
+  require(m.kv() % tp == 0 || tp % m.kv() == 0,
+          tp_name + "=" + str(tp) + " neither divides nor is a multiple of the " + str(m.kv()) +
               " key/value heads (replicated key/value heads need tp to be a multiple of them)");
+}
+
+void stages_and_experts(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Transformer& m = *in.model;
   require(c.exec.ep >= 1, "ep must be a positive integer, got " + str(c.exec.ep));
   const StageBlocks blocks = validate_stage_blocks(m, c);
   if (m.is_moe()) {
@@ -166,95 +229,242 @@ void validate_layout(const System& s, const Transformer& m, const Layout& c, I g
     require(m.moe.experts % c.exec.ep == 0,
             "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts");
     require(c.dp % c.exec.ep == 0, "ep=" + str(c.exec.ep) + " does not divide dp=" + str(c.dp) +
-                                  " (the expert-parallel group is drawn from the data-parallel ranks)");
+                                       " (the expert-parallel group is drawn from the data-parallel ranks)");
   } else {
     require(c.exec.ep == 1, "ep=" + str(c.exec.ep) + " needs a mixture-of-experts model");
   }
-  const Execution& x = c.exec;
-  require(x.zero >= 0 && x.zero <= 3, "zero must be 0, 1, 2 or 3, got " + str(x.zero));
-  require(x.sequence_parallel || one_d, "sequence parallelism off (--sp off) is modeled for 1d only");
-  require(!(x.recompute == Recompute::Selective && !c.attention.flash && !one_d),
+}
+
+void zero_stage(const RuleInputs& in) {
+  const I z = in.layout->exec.zero;
+  require(z >= 0 && z <= 3, "zero must be 0, 1, 2 or 3, got " + str(z));
+}
+
+void sequence_parallel_off(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  require(c.exec.sequence_parallel || c.strategy == Strategy::OneD,
+          "sequence parallelism off (--sp off) is modelled for 1d only");
+}
+
+void selective_unfused(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  require(!(c.exec.recompute == Recompute::Selective && !c.attention.flash && c.strategy != Strategy::OneD),
           "selective recomputation of unfused attention is modeled for 1d only, as the reference's sa_1d");
+}
+
+void interleaving(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Execution& x = c.exec;
   require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
-  if (x.interleave > 1) {
-    require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
-    if (blocks.even()) {
-      require(blocks.first % x.interleave == 0, "interleave=" + str(x.interleave) + " does not divide the " +
-                                                    str(blocks.first) + " blocks of a stage");
-    } else {
-      require(interleaved_chunks(blocks, c.pp, x.interleave).valid,
-              "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
-                  " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
-                  " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
-                  ", or k a stage (a multiple of " + str(x.interleave) +
-                  ") with the first and last holding k or k - 1, the embedding and the loss taking a slot");
+  if (x.interleave == 1) return;
+  require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
+  const StageBlocks blocks = validate_stage_blocks(*in.model, c);
+  if (blocks.even()) {
+    require(blocks.first % x.interleave == 0,
+            "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage");
+  } else {
+    require(interleaved_chunks(blocks, c.pp, x.interleave).valid,
+            "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
+                " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
+                " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
+                ", or k a stage (a multiple of " + str(x.interleave) +
+                ") with the first and last holding k or k - 1, the embedding and the loss taking a slot");
+  }
+}
+
+// Whether the layout's data-parallel replicas split the batch (batch_split says why not), and
+// its micro-batches where they do.
+bool batch_splits(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  return c.dp > 0 && c.mbs > 0 && in.global_batch % c.dp == 0;
+}
+I micro_batches_of(const RuleInputs& in) { return in.global_batch / in.layout->dp / in.layout->mbs; }
+
+void pipeline_schedule(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Execution& x = c.exec;
+  if (x.schedule == PipelineSchedule::OneFOneB) return;
+  const std::string name = kScheduleNames[static_cast<std::size_t>(x.schedule)];
+  require(c.pp > 1, "schedule " + name + " needs pipeline stages (pp > 1)");
+  require(x.interleave == 1, "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave));
+  if (x.schedule == PipelineSchedule::DualPipe) {
+    require(c.pp % 2 == 0, "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp));
+    if (batch_splits(in)) {
+      const I micro_batches = micro_batches_of(in);
+      // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
+      require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp,
+              "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
+                  str(2 * c.pp) + ", got " + str(micro_batches));
     }
   }
-  if (x.schedule != PipelineSchedule::OneFOneB) {
-    const std::string name = kScheduleNames[static_cast<std::size_t>(x.schedule)];
-    require(c.pp > 1, "schedule " + name + " needs pipeline stages (pp > 1)");
-    require(x.interleave == 1, "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave));
-    if (x.schedule == PipelineSchedule::DualPipe) {
-      require(c.pp % 2 == 0, "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp));
-      if (c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
-        const I micro_batches = global_batch / c.dp / c.mbs;
-        // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
-        require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp,
-                "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
-                    str(2 * c.pp) + ", got " + str(micro_batches));
-      }
-    }
-  }
-  if (x.interleave > 1 && c.dp > 0 && c.mbs > 0 && global_batch % c.dp == 0) {
-    const I micro_batches = global_batch / c.dp / c.mbs;
-    require(micro_batches % c.pp == 0, "interleave=" + str(x.interleave) + " needs the micro-batches (" +
-                                           str(micro_batches) + ") to be a multiple of pp=" + str(c.pp));
-  }
-  require(global_batch % c.dp == 0,
-          "dp=" + str(c.dp) + " does not divide the global batch size " + str(global_batch));
-  const I local_batch = global_batch / c.dp;
-  require(local_batch % c.mbs == 0,
-          "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch));
+}
+
+void interleaved_micro_batches(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (c.exec.interleave <= 1 || !batch_splits(in)) return;
+  const I micro_batches = micro_batches_of(in);
+  require(micro_batches % c.pp == 0, "interleave=" + str(c.exec.interleave) + " needs the micro-batches (" +
+                                         str(micro_batches) + ") to be a multiple of pp=" + str(c.pp));
+}
+
+void batch_split(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  require(in.global_batch % c.dp == 0, "dp=" + str(c.dp) + " does not divide the global batch size " +
+                                           str(in.global_batch));
+  const I local_batch = in.global_batch / c.dp;
+  require(local_batch % c.mbs == 0, "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch));
+}
+
+void nvlink_placement(const RuleInputs& in) {
+  const Layout& c = *in.layout;
   // Each share divides its group (an axis the strategy lacks: at 1); the strategy's fill the domain.
   I fast = 1;
-  for_each_axis_own_first(plan, [&](const LayoutAxis& a, bool own) {
+  for_each_axis_own_first(plan_of(c.strategy), [&](const LayoutAxis& a, bool own) {
     if (!a.placed()) return;
     require(a.degree(c) % a.nv(c) == 0, std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name +
                                             "=" + str(a.degree(c)));
     if (own) fast *= a.nv(c);
   });
-  require(fast <= s.nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
-                                     str(s.nvlink_size));
+  require(fast <= in.system->nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
+                                              str(in.system->nvlink_size));
+}
+
+// ---- The rules of the runtime (validate_runtime_layout): what its framework runs.
+
+std::string runtime_named(const RuleInputs& in) { return "runtime " + in.runtime->name; }
+
+void runtime_strategy(const RuleInputs& in) {
+  require(in.runtime->runs(in.layout->strategy),
+          runtime_named(in) + " does not run strategy " + plan_of(in.layout->strategy).name);
+}
+
+void runtime_zero(const RuleInputs& in) {
+  if (in.runtime->runs_zero(in.layout->exec.zero)) return;
+  std::string runs;
+  for (I z = 0; z <= 3; ++z) {
+    if (in.runtime->runs_zero(z)) runs += (runs.empty() ? "" : ", ") + str(z);
+  }
+  require(false, runtime_named(in) + " does not run ZeRO stage " + str(in.layout->exec.zero) + " (it runs " + runs + ")");
+}
+
+void runtime_recompute(const RuleInputs& in) {
+  require(!(in.runtime->activations == ActivationAccounting::Autocast &&
+            in.layout->exec.recompute == Recompute::Selective),
+          runtime_named(in) + "'s autocast accounting models recompute none or full");
+}
+
+void runtime_fp8(const RuleInputs& in) {
+  require(in.layout->exec.precision == Precision::Bf16 || in.runtime->fp8.recipe != Fp8Recipe::None,
+          runtime_named(in) + " runs no FP8 (its file gives no fp8_recipe)");
+}
+
+void runtime_sequence_parallel(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  require(!(in.runtime->sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD),
+          runtime_named(in) + "'s sequence parallelism is modelled for 1d only");
+}
+
+void runtime_fused_elementwise(const RuleInputs& in) {
+  require(!(in.runtime->fused_elementwise && in.layout->strategy != Strategy::OneD),
+          runtime_named(in) + "'s fused elementwise kernels (Megatron's) are modelled for 1d tensor parallelism only");
+}
+
+void runtime_offload(const RuleInputs& in) {
+  const Offload k = in.layout->exec.offload;
+  require(in.runtime->runs_offload(k), runtime_named(in) + " does not offload " +
+                                           kOffloadNames[static_cast<std::size_t>(k)] +
+                                           " (its offload key lists what it offloads; docs/offload.md)");
+}
+
+void runtime_context_parallel(const RuleInputs& in) {
+  const I cp = in.layout->tensor.cp;
+  require(cp <= 1 || in.runtime->context_parallel != 0,
+          runtime_named(in) + " does not run context parallelism (cp=" + str(cp) +
+              "; its context_parallel key lists what it runs; docs/context_parallel.md)");
+}
+
+void runtime_cp_exchange(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const Runtime& rt = *in.runtime;
+  require(c.tensor.cp <= 1 || rt.context_parallel == 0 || rt.runs_cp(c.exec.cp_comm),
+          runtime_named(in) + " does not run context parallelism with cp_comm " +
+              kCpCommNames[static_cast<std::size_t>(c.exec.cp_comm)] + " (cp=" + str(c.tensor.cp) +
+              "; its context_parallel key lists what it runs; docs/context_parallel.md)");
+}
+
+// A rule's check as the table holds it: its reason, or "" where the layout keeps to it.
+template <void (*Check)(const RuleInputs&)>
+std::string reason_of(const RuleInputs& in) {
+  try {
+    Check(in);
+  } catch (const Broken& broken) {
+    return broken.reason;
+  }
+  return {};
+}
+
+constexpr LayoutRule kLayoutRules[] = {
+    {"positive_degrees", RuleSubject::Layout, RuleOwner::Model, reason_of<positive_degrees>},
+    {"cp_one_d", RuleSubject::ContextParallel, RuleOwner::Model, reason_of<cp_one_d>},
+    {"cp_splits", RuleSubject::Layout, RuleOwner::Model, reason_of<cp_splits>},
+    {"offload_host_link", RuleSubject::Offload, RuleOwner::System, reason_of<offload_host_link>},
+    {"offload_layout", RuleSubject::Layout, RuleOwner::Model, reason_of<offload_layout>},
+    {"fp8_one_d", RuleSubject::Precision, RuleOwner::Model, reason_of<fp8_one_d>},
+    {"fp8_tensor_cores", RuleSubject::Precision, RuleOwner::System, reason_of<fp8_tensor_cores>},
+    {"latent_attention", RuleSubject::Layout, RuleOwner::Model, reason_of<latent_attention>},
+    {"tensor_split", RuleSubject::Layout, RuleOwner::Model, reason_of<tensor_split>},
+    {"attention_recompute", RuleSubject::Layout, RuleOwner::Model, reason_of<attention_recompute>},
+    {"key_value_heads", RuleSubject::Layout, RuleOwner::Model, reason_of<key_value_heads>},
+    {"stages_and_experts", RuleSubject::Layout, RuleOwner::Model, reason_of<stages_and_experts>},
+    {"zero_stage", RuleSubject::Zero, RuleOwner::Model, reason_of<zero_stage>},
+    {"sequence_parallel_off", RuleSubject::SequenceParallel, RuleOwner::Model, reason_of<sequence_parallel_off>},
+    {"selective_unfused", RuleSubject::Layout, RuleOwner::Model, reason_of<selective_unfused>},
+    {"interleaving", RuleSubject::Layout, RuleOwner::Model, reason_of<interleaving>},
+    {"pipeline_schedule", RuleSubject::Layout, RuleOwner::Model, reason_of<pipeline_schedule>},
+    {"interleaved_micro_batches", RuleSubject::Layout, RuleOwner::Model, reason_of<interleaved_micro_batches>},
+    {"batch_split", RuleSubject::Layout, RuleOwner::Model, reason_of<batch_split>},
+    {"nvlink_placement", RuleSubject::Layout, RuleOwner::System, reason_of<nvlink_placement>},
+    {"runtime_strategy", RuleSubject::Strategy, RuleOwner::Runtime, reason_of<runtime_strategy>},
+    {"runtime_zero", RuleSubject::Zero, RuleOwner::Runtime, reason_of<runtime_zero>},
+    {"runtime_recompute", RuleSubject::Recompute, RuleOwner::Runtime, reason_of<runtime_recompute>},
+    {"runtime_fp8", RuleSubject::Precision, RuleOwner::Runtime, reason_of<runtime_fp8>},
+    {"runtime_sequence_parallel", RuleSubject::SequenceParallel, RuleOwner::Runtime, reason_of<runtime_sequence_parallel>},
+    {"runtime_fused_elementwise", RuleSubject::Strategy, RuleOwner::Runtime, reason_of<runtime_fused_elementwise>},
+    {"runtime_offload", RuleSubject::Offload, RuleOwner::Runtime, reason_of<runtime_offload>},
+    {"runtime_context_parallel", RuleSubject::ContextParallel, RuleOwner::Runtime, reason_of<runtime_context_parallel>},
+    {"runtime_cp_exchange", RuleSubject::CpComm, RuleOwner::Runtime, reason_of<runtime_cp_exchange>},
+};
+
+// The first rule of `owners` the layout breaks (in the table's order), as ConfigError.
+void refuse_first(const RuleInputs& in, bool runtime_rules) {
+  for (const LayoutRule& rule : kLayoutRules) {
+    if ((rule.owner == RuleOwner::Runtime) != runtime_rules) continue;
+    if (std::string reason = rule.reason(in); !reason.empty()) throw ConfigError(reason);
+  }
+}
+}  // namespace
+
+std::span<const LayoutRule> layout_rules() { return kLayoutRules; }
+
+std::string choice_refusal(RuleSubject subject, const RuleInputs& in) {
+  // the runtime's rules first: what its framework does not run is the reason before what the
+  // model or the system lacks
+  for (const bool runtime_rules : {true, false}) {
+    if (runtime_rules && in.runtime == nullptr) continue;
+    for (const LayoutRule& rule : kLayoutRules) {
+      if (rule.subject != subject || (rule.owner == RuleOwner::Runtime) != runtime_rules) continue;
+      if (std::string reason = rule.reason(in); !reason.empty()) return reason;
+    }
+  }
+  return {};
+}
+
+void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
+  refuse_first(RuleInputs{&s, &m, nullptr, &c, global_batch}, false);
 }
 
 void validate_runtime_layout(const Runtime& rt, const Layout& c) {
-  if (!rt.runs(c.strategy)) {
-    throw ConfigError("runtime " + rt.name + " does not run strategy " + plan_of(c.strategy).name);
-  }
-  if (!rt.runs_zero(c.exec.zero)) {
-    throw ConfigError("runtime " + rt.name + " does not run ZeRO stage " + std::to_string(c.exec.zero));
-  }
-  if (rt.activations == ActivationAccounting::Autocast && c.exec.recompute == Recompute::Selective) {
-    throw ConfigError("runtime " + rt.name + "'s autocast accounting models recompute none or full");
-  }
-  if (c.exec.precision != Precision::Bf16 && rt.fp8.recipe == Fp8Recipe::None) {
-    throw ConfigError("runtime " + rt.name + " runs no FP8 (its file gives no fp8_recipe)");
-  }
-  if (rt.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD) {
-    throw ConfigError("runtime " + rt.name + "'s sequence parallelism is modelled for 1d only");
-  }
-  if (!rt.runs_offload(c.exec.offload)) {
-    throw ConfigError("runtime " + rt.name + " does not offload " + kOffloadNames[static_cast<std::size_t>(c.exec.offload)] +
-                      " (its offload key lists what it offloads; docs/offload.md)");
-  }
-  if (c.tensor.cp > 1 && !rt.runs_cp(c.exec.cp_comm)) {
-    throw ConfigError("runtime " + rt.name + " does not run context parallelism" +
-                      (rt.context_parallel != 0 ? std::string(" with cp_comm ") +
-                                                      kCpCommNames[static_cast<std::size_t>(c.exec.cp_comm)]
-                                                : std::string()) +
-                      " (cp=" + std::to_string(c.tensor.cp) + "; its context_parallel key lists what it runs; " +
-                      "docs/context_parallel.md)");
-  }
+  refuse_first(RuleInputs{nullptr, nullptr, &rt, &c, 0}, true);
 }
 
 }  // namespace perfsweep

@@ -1,6 +1,7 @@
 #include "search/search.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -268,90 +269,80 @@ void check_capacity(const System& s, const Runtime& rt) {
   throw InputError(message);
 }
 
+namespace {
+// The values of one option list that the strategy, runtime and system run (model/layout_rules.hpp
+// choice_refusal, a value set on `probe`), the others dropped with a note each; InputError with
+// the first value's reason where none is left.
+template <typename T, typename Set, typename Name>
+void drop_refused(std::vector<T>& values, RuleSubject subject, const char* flag, const RuleInputs& in, Layout& probe,
+                  Set set, Name name, const std::string& strat, const std::function<void(const std::string&)>& note) {
+  std::vector<T> kept;
+  std::string refused, first_reason;
+  std::vector<std::string> lines;
+  for (const T& v : values) {
+    set(probe, v);
+    const std::string reason = choice_refusal(subject, in);
+    if (reason.empty()) {
+      kept.push_back(v);
+      continue;
+    }
+    refused += std::string(refused.empty() ? "" : ",") + name(v);
+    if (first_reason.empty()) first_reason = reason;
+    lines.push_back(std::string(flag) + " " + name(v) + " dropped for " + strat + ": " + reason);
+  }
+  if (kept.empty() && !values.empty()) throw InputError(std::string(flag) + " " + refused + " with --strat " + strat + ": " + first_reason);
+  for (const std::string& line : lines) note(line);
+  values = std::move(kept);
+}
+}  // namespace
+
 void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy, ExecutionChoices& choices,
                            std::vector<std::string>* dropped) {
   check_capacity(s, rt);
   const std::string strat = plan_of(strategy).name;
   if (!rt.runs(strategy)) {
     throw StrategyNotRunError("runtime " + rt.name + " does not run strategy " + strat +
-                     " (use --runtime reference for the paper's model of it)");
+                              " (use --runtime reference for the paper's model of it)");
   }
-  auto note = [&](const std::string& line) {
+  const std::function<void(const std::string&)> note = [&](const std::string& line) {
     if (dropped != nullptr) dropped->push_back(line);
   };
   fill_runtime_defaults(rt, choices);
-  std::vector<std::int64_t> zero;
-  std::string refused;
-  for (std::int64_t z : choices.zero) {
-    if (rt.runs_zero(z)) {
-      zero.push_back(z);
-    } else {
-      if (!refused.empty()) refused += ',';
-      refused += std::to_string(z);
-    }
+  // One option's value at a time on a layout of the strategy with the runtime's mechanisms: the
+  // rules of that option (model/layout_rules.cpp) decide it.
+  Layout probe;
+  probe.strategy = strategy;
+  apply_runtime(rt, probe.exec, probe.attention);
+  const RuleInputs in{&s, nullptr, &rt, &probe, 0};
+  auto number = [](std::int64_t v) { return std::to_string(v); };
+  auto enum_name = [](const auto& names) {
+    return [&names](auto v) { return std::string(names[static_cast<std::size_t>(v)]); };
+  };
+  drop_refused(choices.zero, RuleSubject::Zero, "--zero", in, probe, [](Layout& l, std::int64_t z) { l.exec.zero = z; },
+               number, strat, note);
+  probe.exec.zero = choices.zero.front();
+  drop_refused(choices.sequence_parallel, RuleSubject::SequenceParallel, "--sp", in, probe,
+               [](Layout& l, bool on) { l.exec.sequence_parallel = on; },
+               [](bool on) { return std::string(on ? "on" : "off"); }, strat, note);
+  probe.exec.sequence_parallel = choices.sequence_parallel.front();
+  drop_refused(choices.recompute, RuleSubject::Recompute, "--recompute", in, probe,
+               [](Layout& l, Recompute r) { l.exec.recompute = r; }, [](Recompute r) { return recompute_name(r); },
+               strat, note);
+  probe.exec.recompute = choices.recompute.front();
+  drop_refused(choices.cp, RuleSubject::ContextParallel, "--cp", in, probe,
+               [](Layout& l, std::int64_t cp) { l.tensor.cp = cp; }, number, strat, note);
+  if (std::any_of(choices.cp.begin(), choices.cp.end(), [](std::int64_t v) { return v > 1; })) {
+    probe.tensor.cp = *std::max_element(choices.cp.begin(), choices.cp.end());
+    drop_refused(choices.cp_comm, RuleSubject::CpComm, "--cp-comm", in, probe,
+                 [](Layout& l, CpComm k) { l.exec.cp_comm = k; }, enum_name(kCpCommNames), strat, note);
   }
-  if (zero.empty()) {
-    std::string runs;
-    for (std::int64_t z = 0; z <= 3; ++z) {
-      if (!rt.runs_zero(z)) continue;
-      if (!runs.empty()) runs += ',';
-      runs += std::to_string(z);
-    }
-    throw InputError("runtime " + rt.name + " does not run --zero " + refused + " (it runs " + runs + ")");
-  }
-  if (!refused.empty()) note("--zero " + refused + " dropped for " + strat + ": runtime " + rt.name + " does not run it");
-  choices.zero = zero;
-  if (strategy != Strategy::OneD && std::find(choices.sequence_parallel.begin(), choices.sequence_parallel.end(),
-                                              false) != choices.sequence_parallel.end()) {
-    const std::string why = "sequence parallelism off is modelled for 1d tensor parallelism only";
-    std::erase(choices.sequence_parallel, false);
-    if (choices.sequence_parallel.empty()) throw InputError("--sp off with --strat " + strat + ": " + why);
-    note("--sp off dropped for " + strat + ": " + why);
-  }
-  // Context parallelism: 1d only, under a runtime that runs it, with the exchanges it runs.
-  const bool wants_cp = std::any_of(choices.cp.begin(), choices.cp.end(), [](std::int64_t v) { return v > 1; });
-  if (wants_cp) {
-    std::string no_cp;
-    if (strategy != Strategy::OneD) {
-      no_cp = "context parallelism is modelled for 1d tensor parallelism only";
-    } else if (rt.context_parallel == 0) {
-      no_cp = "runtime " + rt.name + " does not run context parallelism (its file lists no context_parallel)";
-    }
-    if (!no_cp.empty()) {
-      std::erase_if(choices.cp, [](std::int64_t v) { return v > 1; });
-      if (choices.cp.empty()) throw InputError("--cp with --strat " + strat + ": " + no_cp);
-      note("--cp above 1 dropped for " + strat + ": " + no_cp);
-    } else {
-      std::string refused_comm;
-      for (CpComm k : choices.cp_comm) {
-        if (!rt.runs_cp(k)) refused_comm += std::string(refused_comm.empty() ? "" : ",") + kCpCommNames[static_cast<std::size_t>(k)];
-      }
-      std::erase_if(choices.cp_comm, [&](CpComm k) { return !rt.runs_cp(k); });
-      if (choices.cp_comm.empty()) {
-        throw InputError("runtime " + rt.name + " does not run --cp-comm " + refused_comm);
-      }
-      if (!refused_comm.empty()) note("--cp-comm " + refused_comm + " dropped: runtime " + rt.name + " does not run it");
-    }
-  }
+  probe.tensor.cp = 1;
   // Offload: what the runtime offloads, on a system with a host link (weights with ZeRO-3 is the
   // search's offload_values); none always stays.
   const std::vector<Offload> offload = choices.offload;
-  for (Offload k : offload) {
-    if (k == Offload::None) continue;
-    std::string why;
-    if (!rt.runs_offload(k)) {
-      why = "runtime " + rt.name + " does not offload it (its offload key lists what it does)";
-    } else if (!(s.host_bandwidth > 0) || !(s.host_memory > 0)) {
-      why = "system " + s.name + " gives no host link (host_bandwidth, host_memory)";
-    } else if (k != Offload::Activations && !(s.host_cpu_bandwidth > 0)) {
-      why = "system " + s.name + " gives no host_cpu_bandwidth (the host's optimizer step)";
-    }
-    if (why.empty()) continue;
-    const std::string name = kOffloadNames[static_cast<std::size_t>(k)];
-    std::erase(choices.offload, k);
-    if (choices.offload.empty()) throw InputError("--offload " + name + ": " + why);
-    note("--offload " + name + " dropped for " + strat + ": " + why);
-  }
+  drop_refused(choices.offload, RuleSubject::Offload, "--offload", in, probe,
+               [](Layout& l, Offload k) { l.exec.offload = k; }, enum_name(kOffloadNames), strat, note);
+  probe.exec.offload = Offload::None;
   // The optimizer's share on the host goes with offload optimizer (the layouts without it take the
   // first value, offload_percent_values); where the runtime or system dropped that, the whole list goes.
   if (choices.offload_percent != std::vector<std::int64_t>{100} &&
@@ -362,23 +353,8 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
     choices.offload_percent = {100};
     note("--offload-percent dropped for " + strat + ": --offload optimizer was");
   }
-  const bool block_scaled = rt.fp8.recipe == Fp8Recipe::Mxfp8;
-  std::string no_fp8;
-  if (rt.fp8.recipe == Fp8Recipe::None) {
-    no_fp8 = "runtime " + rt.name + " runs no FP8 (its file gives no fp8_recipe)";
-  } else if (strategy != Strategy::OneD) {
-    no_fp8 = "fp8 is modelled for 1d tensor parallelism only";
-  } else if (!((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0)) {
-    no_fp8 = "system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8");
-  }
-  if (!no_fp8.empty()) {
-    const std::size_t before = choices.precision.size();
-    std::erase_if(choices.precision, [](Precision p) { return p != Precision::Bf16; });
-    if (choices.precision.empty()) {
-      throw InputError("--precision fp8" + (strategy != Strategy::OneD ? " with --strat " + strat : "") + ": " + no_fp8);
-    }
-    if (choices.precision.size() != before) note("--precision fp8 dropped for " + strat + ": " + no_fp8);
-  }
+  drop_refused(choices.precision, RuleSubject::Precision, "--precision", in, probe,
+               [](Layout& l, Precision p) { l.exec.precision = p; }, enum_name(kPrecisionNames), strat, note);
 }
 
 Searcher::Searcher(const SearchProblem& problem_in)

@@ -388,11 +388,18 @@ TEST(MegatronExecution, FusedElementwiseBytes) {
   EXPECT_DOUBLE_EQ(shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}, fused).mem_fwd,
                    shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}).mem_fwd);
   EXPECT_DOUBLE_EQ(shard("dpr2", {}).mem_fwd, (2 * 512) * 2e-9 + 512 * 1e-9);
-  // 1d only.
-  EXPECT_NE(config_error([&] {
-              shard_layer(s, Strategy::TwoDSeqp, layer_named(block, "act1"), 2, m, {2, 2, 2, 2, 1}, {}, fused);
-            }),
-            "");
+  // 1d only: a runtime with the fused kernels refuses another strategy (model/layout_rules.cpp).
+  Runtime fusing;
+  fusing.name = "fusing";
+  fusing.fused_elementwise = true;
+  fusing.strategies = 0x7;
+  fusing.zero_stages = 0xF;
+  Layout seqp;
+  seqp.strategy = Strategy::TwoDSeqp;
+  EXPECT_NE(config_error([&] { validate_runtime_layout(fusing, seqp); }).find("fused elementwise kernels"),
+            std::string::npos);
+  seqp.strategy = Strategy::OneD;
+  EXPECT_EQ(config_error([&] { validate_runtime_layout(fusing, seqp); }), "");
 }
 
 // Gradients reduced after the backward expose every layer's reduction; overlapped, all but the
