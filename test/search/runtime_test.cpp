@@ -82,6 +82,45 @@ TEST(Runtime, ZeroThreeGathersPerMicroBatch) {
   EXPECT_EQ(evaluate(s, m, mg, c, 64 * 8).totals.t_dp_comm, evaluate(s, m, mg, c, 64 * 32).totals.t_dp_comm);
 }
 
+// Megatron-FSDP under the megatron and nemo runtimes (ZeRO-2 and -3; Megatron-Core's FsdpModule
+// hooks): ZeRO-3 gathers the parameters before each micro-batch's forward and backward and
+// reduce-scatters its gradients after its backward, so four times the micro-batches is four times
+// the data-parallel communication, as DeepSpeed's; ZeRO-2 gathers the weights once a step and
+// reduce-scatters every micro-batch; ZeRO-1 (the distributed optimizer) stays once a step.
+TEST(Runtime, MegatronFsdpShardsEveryMicroBatch) {
+  for (const char* name : {"megatron", "nemo", "megatron_tp_overlap"}) {
+    const Runtime rt = load_runtime_named(name);
+    for (std::int64_t z = 0; z <= 3; ++z) EXPECT_TRUE(rt.runs_zero(z)) << name << " zero " << z;
+    Execution x;
+    x.zero = 3;
+    DataParallelTraffic t = data_parallel_traffic(rt, x, 8);
+    EXPECT_EQ(t.gather_repeats, 8) << name;
+    EXPECT_EQ(t.reduce_repeats, 8) << name;
+    EXPECT_TRUE(t.gather_in_backward) << name;
+    x.zero = 2;
+    t = data_parallel_traffic(rt, x, 8);
+    EXPECT_EQ(t.gather_repeats, 1) << name;
+    EXPECT_EQ(t.reduce_repeats, 8) << name;
+    x.zero = 1;
+    t = data_parallel_traffic(rt, x, 8);
+    EXPECT_EQ(t.gather_repeats, 1) << name;
+    EXPECT_EQ(t.reduce_repeats, 1) << name;
+  }
+  const System s = load_system(kRoot / "systems" / "H100.yaml");
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  Layout c = one_d(1, 64, 1);
+  c.exec.zero = 3;
+  const Runtime mg = load_runtime_named("megatron");
+  const Evaluation e8 = evaluate(s, m, mg, c, 64 * 8), e32 = evaluate(s, m, mg, c, 64 * 32);
+  EXPECT_NEAR(e32.totals.t_dp_comm / e8.totals.t_dp_comm, 4.0, 1e-12);
+  // every state sharded over the 64 GPUs: the weights' share is 1/64 of ZeRO-1's whole weights,
+  // less the one block gathered whole
+  c.exec.zero = 1;
+  const Evaluation one = evaluate(s, m, mg, c, 64 * 8);
+  EXPECT_LT(e8.totals.wts_mem, one.totals.wts_mem / 8);
+  EXPECT_NEAR(e8.totals.wts_optimizer_states_mem, one.totals.wts_optimizer_states_mem, 1e-9);
+}
+
 // runtimes/llama3.yaml states Meta's framework as the Llama 3 paper's section 3.3.2 describes it:
 // FSDP sharding optimizer states and fp32 gradients (ZeRO-2) with the bf16 weights kept whole over
 // the step, fp32 gradients reduced once a step, all-gather context parallelism only; the rest as
