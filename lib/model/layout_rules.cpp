@@ -19,8 +19,12 @@ namespace {
 struct Broken {
   std::string reason;
 };
-void require(bool ok, const std::string& what) {
-  if (!ok) throw Broken{what};
+// The message is made only where the check fails (`configs` checks many layouts that pass).
+template <typename What>
+void require(bool ok, What&& what) {
+  if (!ok) [[unlikely]] {
+    throw Broken{std::string(what())};
+  }
 }
 std::string str(I v) { return std::to_string(v); }
 
@@ -28,20 +32,23 @@ std::string str(I v) { return std::to_string(v); }
 // partition the depth (Megatron-LM's checks of --decoder-first/last-pipeline-num-layers).
 StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
   const I first = c.exec.first_stage_blocks, last = c.exec.last_stage_blocks;
-  require(first >= 0, "first_stage_blocks must be >= 0 (0: an even share), got " + str(first));
-  require(last >= 0, "last_stage_blocks must be >= 0 (0: an even share), got " + str(last));
+  require(first >= 0, [&] { return "first_stage_blocks must be >= 0 (0: an even share), got " + str(first); });
+  require(last >= 0, [&] { return "last_stage_blocks must be >= 0 (0: an even share), got " + str(last); });
   const I pp = std::max<I>(c.pp, 1);
   if (first == 0 && last == 0 && pp > 1 && c.exec.stage_partition == StagePartition::Nanotron) {
     // the framework's own partition: any depth, no interleaving (nanotron has no interleaved schedule)
-    require(c.exec.interleave == 1, "the nanotron stage partition has no interleaved schedule (interleave=" +
-                                        str(c.exec.interleave) + ")");
+    require(c.exec.interleave == 1, [&] {
+      return "the nanotron stage partition has no interleaved schedule (interleave=" + str(c.exec.interleave) + ")";
+    });
     // stages past the blocks hold none (pp may exceed the depth): they pass the activations on
     return nanotron_stage_blocks(m, pp);
   }
-  require(first == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2,
-          "first_stage_blocks=" + str(first) + ": the runtime partitions the stages itself (stage_partition nanotron)");
-  require(last == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2,
-          "last_stage_blocks=" + str(last) + ": the runtime partitions the stages itself (stage_partition nanotron)");
+  require(first == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2, [&] {
+    return "first_stage_blocks=" + str(first) + ": the runtime partitions the stages itself (stage_partition nanotron)";
+  });
+  require(last == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2, [&] {
+    return "last_stage_blocks=" + str(last) + ": the runtime partitions the stages itself (stage_partition nanotron)";
+  });
   if (first == 0 && last == 0) {
     if (m.depth % pp != 0) {
       std::string dividing;
@@ -49,27 +56,29 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
         if (m.depth % d == 0) dividing += (dividing.empty() ? "" : ", ") + str(d);
       }
       throw Broken{"pp=" + str(pp) + " does not divide depth " + str(m.depth) +
-                        ": give the end stages' blocks (--first-stage-blocks and --last-stage-blocks: numbers, or "
-                        "auto to balance the stages) under a runtime that runs uneven stages, or a pp dividing " +
-                        str(m.depth) + " (" + dividing + ")"};
+                   ": give the end stages' blocks (--first-stage-blocks and --last-stage-blocks: numbers, or "
+                   "auto to balance the stages) under a runtime that runs uneven stages, or a pp dividing " +
+                   str(m.depth) + " (" + dividing + ")"};
     }
     return stage_blocks(m, pp, c.exec);
   }
   const std::string given = (first > 0 ? "first_stage_blocks=" + str(first) : std::string()) +
                             (first > 0 && last > 0 ? " and " : "") +
                             (last > 0 ? "last_stage_blocks=" + str(last) : std::string());
-  require(pp > 1, given + " needs pipeline stages (pp > 1)");
+  require(pp > 1, [&] { return given + " needs pipeline stages (pp > 1)"; });
   const I others = pp - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
   const I rest = m.depth - first - last;
-  const std::string leave = given + (first > 0 && last > 0 ? " leave " : " leaves ") + str(rest) + " of depth " +
-                            str(m.depth) + " blocks";
+  const std::string leave =
+      given + (first > 0 && last > 0 ? " leave " : " leaves ") + str(rest) + " of depth " + str(m.depth) + " blocks";
   if (others == 0) {
-    require(rest == 0, given + " must add up to depth " + str(m.depth) + " with pp=2");
+    require(rest == 0, [&] { return given + " must add up to depth " + str(m.depth) + " with pp=2"; });
   } else {
-    require(rest >= others, leave + " for the other " + str(others) + " stages of pp=" + str(pp) +
-                                ", fewer than one each");
-    require(rest % others == 0,
-            leave + ", which the other " + str(others) + " stages of pp=" + str(pp) + " cannot share evenly");
+    require(rest >= others, [&] {
+      return leave + " for the other " + str(others) + " stages of pp=" + str(pp) + ", fewer than one each";
+    });
+    require(rest % others == 0, [&] {
+      return leave + ", which the other " + str(others) + " stages of pp=" + str(pp) + " cannot share evenly";
+    });
   }
   return stage_blocks(m, pp, c.exec);
 }
@@ -93,17 +102,20 @@ void positive_degrees(const RuleInputs& in) {
   const Layout& c = *in.layout;
   for_each_axis_own_first(plan_of(c.strategy), [&](const LayoutAxis& a, bool) {
     if (a.set_degree == nullptr) return;
-    require(a.degree(c) >= 1, std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)));
-    if (a.placed()) require(a.nv(c) >= 1, std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)));
+    require(a.degree(c) >= 1,
+            [&] { return std::string(a.name) + " must be a positive integer, got " + str(a.degree(c)); });
+    if (a.placed())
+      require(a.nv(c) >= 1, [&] { return std::string(a.nv_key) + " must be a positive integer, got " + str(a.nv(c)); });
   });
 }
 
 void cp_one_d(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (c.tensor.cp > 1) {
-    require(c.strategy == Strategy::OneD,
-            "cp=" + str(c.tensor.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
-                plan_of(c.strategy).name + " splits the sequence its own way)");
+    require(c.strategy == Strategy::OneD, [&] {
+      return "cp=" + str(c.tensor.cp) + ": context parallelism is modelled for 1d tensor parallelism only (" +
+             plan_of(c.strategy).name + " splits the sequence its own way)";
+    });
   }
 }
 
@@ -112,17 +124,21 @@ void cp_splits(const RuleInputs& in) {
   const Transformer& m = *in.model;
   const TensorSplit& t = c.tensor;
   if (t.cp <= 1) return;
-  require(c.attention.flash, "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)");
+  require(c.attention.flash,
+          [&] { return "cp=" + str(t.cp) + ": context parallelism needs flash attention (ring attention's kernels)"; });
   // Megatron-Core's load-balanced causal split: 2 cp chunks, two on each rank
-  require(cp_splits_sequence(m.l, t.cp), "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " +
-                                             str(2 * t.cp) + " chunks (each rank holds two of the load-balanced split)");
+  require(cp_splits_sequence(m.l, t.cp), [&] {
+    return "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " + str(2 * t.cp) +
+           " chunks (each rank holds two of the load-balanced split)";
+  });
   if (c.exec.cp_comm == CpComm::AllToAll) {
     // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
     // divisible by cp)
     const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
-    require(cp_splits_heads(m, t.tp1, t.cp),
-            "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
-                " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it");
+    require(cp_splits_heads(m, t.tp1, t.cp), [&] {
+      return "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
+             " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it";
+    });
   }
 }
 
@@ -135,26 +151,33 @@ void offload_host_link(const RuleInputs& in) {
   const System& s = *in.system;
   if (c.exec.offload == Offload::None) return;
   for (auto [key, v] : {std::pair{"host_bandwidth", s.host_bandwidth}, {"host_memory", s.host_memory}}) {
-    require(v > 0, offload_name(c) + ": system " + s.name + " gives no " + key + " (its host link; docs/offload.md)");
+    require(v > 0, [&] {
+      return offload_name(c) + ": system " + s.name + " gives no " + key + " (its host link; docs/offload.md)";
+    });
   }
-  require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0,
-          offload_name(c) + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)");
+  require(c.exec.offload == Offload::Activations || s.host_cpu_bandwidth > 0, [&] {
+    return offload_name(c) + ": system " + s.name + " gives no host_cpu_bandwidth (for the host's optimizer step)";
+  });
 }
 
 void offload_layout(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (c.exec.offload == Offload::None) return;
-  require(offload_runs_with(c.exec.offload, c),
-          c.exec.offload == Offload::Weights
-              ? offload_name(c) + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero)
-              : offload_name(c) + " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), "
-                                  "got pp=" + str(c.pp) + " recompute=" + recompute_name(c.exec.recompute));
+  require(offload_runs_with(c.exec.offload, c), [&] {
+    return c.exec.offload == Offload::Weights
+               ? offload_name(c) + " streams ZeRO-3's weight shards: zero must be 3, got " + str(c.exec.zero)
+               : offload_name(c) +
+                     " runs without pipeline parallelism and recomputation (Megatron-Core's cpu_offloading), "
+                     "got pp=" +
+                     str(c.pp) + " recompute=" + recompute_name(c.exec.recompute);
+  });
 }
 
 void fp8_one_d(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (c.exec.precision == Precision::Bf16) return;
-  require(c.strategy == Strategy::OneD, "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only");
+  require(c.strategy == Strategy::OneD,
+          [&] { return "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only"; });
 }
 
 void fp8_tensor_cores(const RuleInputs& in) {
@@ -162,19 +185,24 @@ void fp8_tensor_cores(const RuleInputs& in) {
   const System& s = *in.system;
   if (c.exec.precision == Precision::Bf16) return;
   const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
-  require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0,
-          "fp8 precision: system " + s.name + " gives no " + (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") +
-              " (no " + (block_scaled ? "MXFP8" : "FP8") + " tensor cores)");
+  require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0, [&] {
+    return "fp8 precision: system " + s.name + " gives no " +
+           (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") + " (no " + (block_scaled ? "MXFP8" : "FP8") +
+           " tensor cores)";
+  });
 }
 
 void latent_attention(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (!in.model->is_mla()) return;
-  require(c.strategy == Strategy::OneD,
-          "multi-head latent attention (mla) is modelled for 1d tensor parallelism only (Megatron-Core's), not " +
-              std::string(plan_of(c.strategy).name));
-  require(c.attention.flash, "multi-head latent attention (mla) needs flash attention (its values are narrower than "
-                             "its keys)");
+  require(c.strategy == Strategy::OneD, [&] {
+    return "multi-head latent attention (mla) is modelled for 1d tensor parallelism only (Megatron-Core's), not " +
+           std::string(plan_of(c.strategy).name);
+  });
+  require(c.attention.flash, [&] {
+    return "multi-head latent attention (mla) needs flash attention (its values are narrower than "
+           "its keys)";
+  });
 }
 
 void tensor_split(const RuleInputs& in) {
@@ -183,92 +211,104 @@ void tensor_split(const RuleInputs& in) {
   const TensorSplit& t = c.tensor;
   const bool one_d = c.strategy == Strategy::OneD;
   const std::string tp_name = one_d ? "tp" : "tp1";
-  require(m.h % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide the " + str(m.h) + " heads");
-  require(m.e % t.tp1 == 0, tp_name + "=" + str(t.tp1) + " does not divide embed_dim " + str(m.e));
-  if (one_d) require(t.tp2 == 1 && t.nv2 == 1, "1d tensor parallelism has no second dimension");
+  require(m.h % t.tp1 == 0, [&] { return tp_name + "=" + str(t.tp1) + " does not divide the " + str(m.h) + " heads"; });
+  require(m.e % t.tp1 == 0, [&] { return tp_name + "=" + str(t.tp1) + " does not divide embed_dim " + str(m.e); });
+  if (one_d) require(t.tp2 == 1 && t.nv2 == 1, [&] { return "1d tensor parallelism has no second dimension"; });
   if (c.strategy == Strategy::TwoD) {
-    require(m.e % t.tp2 == 0, "tp2=" + str(t.tp2) + " does not divide embed_dim " + str(m.e));
+    require(m.e % t.tp2 == 0, [&] { return "tp2=" + str(t.tp2) + " does not divide embed_dim " + str(m.e); });
     // A SUMMA block is at least one column of e; more blocks than that only overflow the counts.
-    require(t.nb <= m.e, "nb=" + str(t.nb) + " exceeds embed_dim " + str(m.e) + " (SUMMA blocks split e)");
+    require(t.nb <= m.e,
+            [&] { return "nb=" + str(t.nb) + " exceeds embed_dim " + str(m.e) + " (SUMMA blocks split e)"; });
   }
 }
 
 void attention_recompute(const RuleInputs& in) {
   const Layout& c = *in.layout;
   require(c.attention.flash || c.strategy == Strategy::OneD || !c.attention.recompute,
-          "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d");
-  require(!(c.attention.flash && c.attention.recompute),
-          "attention recompute goes with unfused attention; flash attention recomputes inside its kernel");
+          [&] { return "attention recompute (unfused attention) is modeled for 1d only, as the reference's sa_1d"; });
+  require(!(c.attention.flash && c.attention.recompute), [&] {
+    return "attention recompute goes with unfused attention; flash attention recomputes inside its kernel";
+  });
 }
 
 void key_value_heads(const RuleInputs& in) {
   const Transformer& m = *in.model;
   const I tp = in.layout->tensor.tp1;
   const std::string tp_name = in.layout->strategy == Strategy::OneD ? "tp" : "tp1";
-  require(m.h % m.kv() == 0, "num_kv_heads=" + str(m.kv()) + " does not divide the " + str(m.h) + " heads");
-  require(m.kv() % tp == 0 || tp % m.kv() == 0,
-          tp_name + "=" + str(tp) + " neither divides nor is a multiple of the " + str(m.kv()) +
-              " key/value heads (replicated key/value heads need tp to be a multiple of them)");
+  require(m.h % m.kv() == 0,
+          [&] { return "num_kv_heads=" + str(m.kv()) + " does not divide the " + str(m.h) + " heads"; });
+  require(m.kv() % tp == 0 || tp % m.kv() == 0, [&] {
+    return tp_name + "=" + str(tp) + " neither divides nor is a multiple of the " + str(m.kv()) +
+           " key/value heads (replicated key/value heads need tp to be a multiple of them)";
+  });
 }
 
 void stages_and_experts(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const Transformer& m = *in.model;
-  require(c.exec.ep >= 1, "ep must be a positive integer, got " + str(c.exec.ep));
+  require(c.exec.ep >= 1, [&] { return "ep must be a positive integer, got " + str(c.exec.ep); });
   const StageBlocks blocks = validate_stage_blocks(m, c);
   if (m.is_moe()) {
-    require(m.moe.every >= 1, "moe.every must be a positive integer, got " + str(m.moe.every));
+    require(m.moe.every >= 1, [&] { return "moe.every must be a positive integer, got " + str(m.moe.every); });
     // Each stage holds whole groups of `every` blocks, so every stage has the same mix of blocks.
     for (const auto& [stage, n] :
          {std::pair{"the first", blocks.first}, {"a middle", blocks.middle}, {"the last", blocks.last}}) {
-      require(n % m.moe.every == 0, "moe.every=" + str(m.moe.every) + " does not divide the " + str(n) +
-                                        " blocks of " + (blocks.even() ? "a" : stage) +
-                                        " stage (each stage holds whole groups of one MoE and every - 1 dense blocks)");
+      require(n % m.moe.every == 0, [&] {
+        return "moe.every=" + str(m.moe.every) + " does not divide the " + str(n) + " blocks of " +
+               (blocks.even() ? "a" : stage) +
+               " stage (each stage holds whole groups of one MoE and every - 1 dense blocks)";
+      });
     }
-    require(c.strategy != Strategy::TwoD, "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp");
+    require(c.strategy != Strategy::TwoD,
+            [&] { return "mixture-of-experts blocks have no SUMMA (2d) sharding rule; use 1d or 2d-seqp"; });
     require(m.moe.experts % c.exec.ep == 0,
-            "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts");
-    require(c.dp % c.exec.ep == 0, "ep=" + str(c.exec.ep) + " does not divide dp=" + str(c.dp) +
-                                       " (the expert-parallel group is drawn from the data-parallel ranks)");
+            [&] { return "ep=" + str(c.exec.ep) + " does not divide the " + str(m.moe.experts) + " experts"; });
+    require(c.dp % c.exec.ep == 0, [&] {
+      return "ep=" + str(c.exec.ep) + " does not divide dp=" + str(c.dp) +
+             " (the expert-parallel group is drawn from the data-parallel ranks)";
+    });
   } else {
-    require(c.exec.ep == 1, "ep=" + str(c.exec.ep) + " needs a mixture-of-experts model");
+    require(c.exec.ep == 1, [&] { return "ep=" + str(c.exec.ep) + " needs a mixture-of-experts model"; });
   }
 }
 
 void zero_stage(const RuleInputs& in) {
   const I z = in.layout->exec.zero;
-  require(z >= 0 && z <= 3, "zero must be 0, 1, 2 or 3, got " + str(z));
+  require(z >= 0 && z <= 3, [&] { return "zero must be 0, 1, 2 or 3, got " + str(z); });
 }
 
 void sequence_parallel_off(const RuleInputs& in) {
   const Layout& c = *in.layout;
   require(c.exec.sequence_parallel || c.strategy == Strategy::OneD,
-          "sequence parallelism off (--sp off) is modelled for 1d only");
+          [&] { return "sequence parallelism off (--sp off) is modelled for 1d only"; });
 }
 
 void selective_unfused(const RuleInputs& in) {
   const Layout& c = *in.layout;
-  require(!(c.exec.recompute == Recompute::Selective && !c.attention.flash && c.strategy != Strategy::OneD),
-          "selective recomputation of unfused attention is modeled for 1d only, as the reference's sa_1d");
+  require(!(c.exec.recompute == Recompute::Selective && !c.attention.flash && c.strategy != Strategy::OneD), [&] {
+    return "selective recomputation of unfused attention is modeled for 1d only, as the reference's sa_1d";
+  });
 }
 
 void interleaving(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const Execution& x = c.exec;
-  require(x.interleave >= 1, "interleave must be a positive integer, got " + str(x.interleave));
+  require(x.interleave >= 1, [&] { return "interleave must be a positive integer, got " + str(x.interleave); });
   if (x.interleave == 1) return;
-  require(c.pp > 1, "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)");
+  require(c.pp > 1, [&] { return "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)"; });
   const StageBlocks blocks = validate_stage_blocks(*in.model, c);
   if (blocks.even()) {
-    require(blocks.first % x.interleave == 0,
-            "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage");
+    require(blocks.first % x.interleave == 0, [&] {
+      return "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage";
+    });
   } else {
-    require(interleaved_chunks(blocks, c.pp, x.interleave).valid,
-            "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
-                " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
-                " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
-                ", or k a stage (a multiple of " + str(x.interleave) +
-                ") with the first and last holding k or k - 1, the embedding and the loss taking a slot");
+    require(interleaved_chunks(blocks, c.pp, x.interleave).valid, [&] {
+      return "interleave=" + str(x.interleave) + " cannot cut the stages' blocks (" + str(blocks.first) +
+             " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
+             " on the last) into chunks as Megatron-LM does: each a multiple of " + str(x.interleave) +
+             ", or k a stage (a multiple of " + str(x.interleave) +
+             ") with the first and last holding k or k - 1, the embedding and the loss taking a slot";
+    });
   }
 }
 
@@ -285,16 +325,19 @@ void pipeline_schedule(const RuleInputs& in) {
   const Execution& x = c.exec;
   if (x.schedule == PipelineSchedule::OneFOneB) return;
   const std::string name = kScheduleNames[static_cast<std::size_t>(x.schedule)];
-  require(c.pp > 1, "schedule " + name + " needs pipeline stages (pp > 1)");
-  require(x.interleave == 1, "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave));
+  require(c.pp > 1, [&] { return "schedule " + name + " needs pipeline stages (pp > 1)"; });
+  require(x.interleave == 1,
+          [&] { return "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave); });
   if (x.schedule == PipelineSchedule::DualPipe) {
-    require(c.pp % 2 == 0, "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp));
+    require(c.pp % 2 == 0,
+            [&] { return "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp); });
     if (batch_splits(in)) {
       const I micro_batches = micro_batches_of(in);
       // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
-      require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp,
-              "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
-                  str(2 * c.pp) + ", got " + str(micro_batches));
+      require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp, [&] {
+        return "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
+               str(2 * c.pp) + ", got " + str(micro_batches);
+      });
     }
   }
 }
@@ -303,16 +346,19 @@ void interleaved_micro_batches(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (c.exec.interleave <= 1 || !batch_splits(in)) return;
   const I micro_batches = micro_batches_of(in);
-  require(micro_batches % c.pp == 0, "interleave=" + str(c.exec.interleave) + " needs the micro-batches (" +
-                                         str(micro_batches) + ") to be a multiple of pp=" + str(c.pp));
+  require(micro_batches % c.pp == 0, [&] {
+    return "interleave=" + str(c.exec.interleave) + " needs the micro-batches (" + str(micro_batches) +
+           ") to be a multiple of pp=" + str(c.pp);
+  });
 }
 
 void batch_split(const RuleInputs& in) {
   const Layout& c = *in.layout;
-  require(in.global_batch % c.dp == 0, "dp=" + str(c.dp) + " does not divide the global batch size " +
-                                           str(in.global_batch));
+  require(in.global_batch % c.dp == 0,
+          [&] { return "dp=" + str(c.dp) + " does not divide the global batch size " + str(in.global_batch); });
   const I local_batch = in.global_batch / c.dp;
-  require(local_batch % c.mbs == 0, "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch));
+  require(local_batch % c.mbs == 0,
+          [&] { return "mbs=" + str(c.mbs) + " does not divide the local batch size " + str(local_batch); });
 }
 
 void nvlink_placement(const RuleInputs& in) {
@@ -321,12 +367,14 @@ void nvlink_placement(const RuleInputs& in) {
   I fast = 1;
   for_each_axis_own_first(plan_of(c.strategy), [&](const LayoutAxis& a, bool own) {
     if (!a.placed()) return;
-    require(a.degree(c) % a.nv(c) == 0, std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name +
-                                            "=" + str(a.degree(c)));
+    require(a.degree(c) % a.nv(c) == 0, [&] {
+      return std::string(a.nv_key) + "=" + str(a.nv(c)) + " does not divide " + a.name + "=" + str(a.degree(c));
+    });
     if (own) fast *= a.nv(c);
   });
-  require(fast <= in.system->nvlink_size, "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" +
-                                              str(in.system->nvlink_size));
+  require(fast <= in.system->nvlink_size, [&] {
+    return "the NVLink placement uses " + str(fast) + " GPUs per domain, more than nvs=" + str(in.system->nvlink_size);
+  });
 }
 
 // ---- The rules of the runtime (validate_runtime_layout): what its framework runs.
@@ -335,7 +383,7 @@ std::string runtime_named(const RuleInputs& in) { return "runtime " + in.runtime
 
 void runtime_strategy(const RuleInputs& in) {
   require(in.runtime->runs(in.layout->strategy),
-          runtime_named(in) + " does not run strategy " + plan_of(in.layout->strategy).name);
+          [&] { return runtime_named(in) + " does not run strategy " + plan_of(in.layout->strategy).name; });
 }
 
 void runtime_zero(const RuleInputs& in) {
@@ -344,52 +392,58 @@ void runtime_zero(const RuleInputs& in) {
   for (I z = 0; z <= 3; ++z) {
     if (in.runtime->runs_zero(z)) runs += (runs.empty() ? "" : ", ") + str(z);
   }
-  require(false, runtime_named(in) + " does not run ZeRO stage " + str(in.layout->exec.zero) + " (it runs " + runs + ")");
+  require(false, [&] {
+    return runtime_named(in) + " does not run ZeRO stage " + str(in.layout->exec.zero) + " (it runs " + runs + ")";
+  });
 }
 
 void runtime_recompute(const RuleInputs& in) {
-  require(!(in.runtime->activations == ActivationAccounting::Autocast &&
-            in.layout->exec.recompute == Recompute::Selective),
-          runtime_named(in) + "'s autocast accounting models recompute none or full");
+  require(
+      !(in.runtime->activations == ActivationAccounting::Autocast && in.layout->exec.recompute == Recompute::Selective),
+      [&] { return runtime_named(in) + "'s autocast accounting models recompute none or full"; });
 }
 
 void runtime_fp8(const RuleInputs& in) {
   require(in.layout->exec.precision == Precision::Bf16 || in.runtime->fp8.recipe != Fp8Recipe::None,
-          runtime_named(in) + " runs no FP8 (its file gives no fp8_recipe)");
+          [&] { return runtime_named(in) + " runs no FP8 (its file gives no fp8_recipe)"; });
 }
 
 void runtime_sequence_parallel(const RuleInputs& in) {
   const Layout& c = *in.layout;
   require(!(in.runtime->sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD),
-          runtime_named(in) + "'s sequence parallelism is modelled for 1d only");
+          [&] { return runtime_named(in) + "'s sequence parallelism is modelled for 1d only"; });
 }
 
 void runtime_fused_elementwise(const RuleInputs& in) {
-  require(!(in.runtime->fused_elementwise && in.layout->strategy != Strategy::OneD),
-          runtime_named(in) + "'s fused elementwise kernels (Megatron's) are modelled for 1d tensor parallelism only");
+  require(!(in.runtime->fused_elementwise && in.layout->strategy != Strategy::OneD), [&] {
+    return runtime_named(in) + "'s fused elementwise kernels (Megatron's) are modelled for 1d tensor parallelism only";
+  });
 }
 
 void runtime_offload(const RuleInputs& in) {
   const Offload k = in.layout->exec.offload;
-  require(in.runtime->runs_offload(k), runtime_named(in) + " does not offload " +
-                                           kOffloadNames[static_cast<std::size_t>(k)] +
-                                           " (its offload key lists what it offloads; docs/offload.md)");
+  require(in.runtime->runs_offload(k), [&] {
+    return runtime_named(in) + " does not offload " + kOffloadNames[static_cast<std::size_t>(k)] +
+           " (its offload key lists what it offloads; docs/offload.md)";
+  });
 }
 
 void runtime_context_parallel(const RuleInputs& in) {
   const I cp = in.layout->tensor.cp;
-  require(cp <= 1 || in.runtime->context_parallel != 0,
-          runtime_named(in) + " does not run context parallelism (cp=" + str(cp) +
-              "; its context_parallel key lists what it runs; docs/context_parallel.md)");
+  require(cp <= 1 || in.runtime->context_parallel != 0, [&] {
+    return runtime_named(in) + " does not run context parallelism (cp=" + str(cp) +
+           "; its context_parallel key lists what it runs; docs/context_parallel.md)";
+  });
 }
 
 void runtime_cp_exchange(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const Runtime& rt = *in.runtime;
-  require(c.tensor.cp <= 1 || rt.context_parallel == 0 || rt.runs_cp(c.exec.cp_comm),
-          runtime_named(in) + " does not run context parallelism with cp_comm " +
-              kCpCommNames[static_cast<std::size_t>(c.exec.cp_comm)] + " (cp=" + str(c.tensor.cp) +
-              "; its context_parallel key lists what it runs; docs/context_parallel.md)");
+  require(c.tensor.cp <= 1 || rt.context_parallel == 0 || rt.runs_cp(c.exec.cp_comm), [&] {
+    return runtime_named(in) + " does not run context parallelism with cp_comm " +
+           kCpCommNames[static_cast<std::size_t>(c.exec.cp_comm)] + " (cp=" + str(c.tensor.cp) +
+           "; its context_parallel key lists what it runs; docs/context_parallel.md)";
+  });
 }
 
 // A rule's check as the table holds it: its reason, or "" where the layout keeps to it.
@@ -428,7 +482,8 @@ constexpr LayoutRule kLayoutRules[] = {
     {"runtime_zero", RuleSubject::Zero, RuleOwner::Runtime, reason_of<runtime_zero>},
     {"runtime_recompute", RuleSubject::Recompute, RuleOwner::Runtime, reason_of<runtime_recompute>},
     {"runtime_fp8", RuleSubject::Precision, RuleOwner::Runtime, reason_of<runtime_fp8>},
-    {"runtime_sequence_parallel", RuleSubject::SequenceParallel, RuleOwner::Runtime, reason_of<runtime_sequence_parallel>},
+    {"runtime_sequence_parallel", RuleSubject::SequenceParallel, RuleOwner::Runtime,
+     reason_of<runtime_sequence_parallel>},
     {"runtime_fused_elementwise", RuleSubject::Strategy, RuleOwner::Runtime, reason_of<runtime_fused_elementwise>},
     {"runtime_offload", RuleSubject::Offload, RuleOwner::Runtime, reason_of<runtime_offload>},
     {"runtime_context_parallel", RuleSubject::ContextParallel, RuleOwner::Runtime, reason_of<runtime_context_parallel>},
