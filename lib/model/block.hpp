@@ -146,7 +146,7 @@ enum class StagePartition : std::uint8_t { Even, Nanotron };
 inline constexpr const char* kStagePartitionNames[] = {"even", "nanotron"};
 
 // The order in which a framework numbers its ranks over the parallel axes, innermost first (a
-// runtime's rank_order; model/plan.hpp: data_domain_stride, pipeline_domain_stride): where a
+// runtime's rank_order; model/grid.hpp: ParallelGrid): where a
 // group's GPUs sit across NVLink domains and network tiers. It changes times only with a
 // system's network_tiers.
 //  DataInnerPipelineOuter  tp-cp-ep-dp-pp: tensor ranks innermost, then context, expert and data,

@@ -1,8 +1,10 @@
 #pragma once
 // A layout: the degrees of a step's parallel axes, their NVLink shares and the execution options;
 // and a strategy, the preset of axes it has (model/axes.hpp declares the axes).
+#include <array>
 #include <cstdint>
 #include <numeric>
+#include <string_view>
 
 #include "model/block.hpp"
 
@@ -31,15 +33,51 @@ inline TensorSplit block_split(const Layout& c) {
   return t;
 }
 
+// The axes of the parallel grid (model/grid.hpp), innermost first in Megatron-Core's default rank
+// order: the tensor split (tp1, tp2), context parallelism (cp), the data-parallel ranks as their
+// expert-parallel part (ep, consecutive ranks) and the rest (edp: dp / ep), and the pipeline (pp).
+enum class RankAxis : std::uint8_t { Tp1, Tp2, Cp, Ep, Edp, Pp };
+inline constexpr std::size_t kRankAxes = 6;
+inline constexpr std::array<std::string_view, kRankAxes> kRankAxisNames{"tp1", "tp2", "cp", "ep", "edp", "pp"};
+// A set of grid axes, bit i for RankAxis i.
+using AxisSet = std::uint8_t;
+constexpr AxisSet axis_bit(RankAxis a) { return static_cast<AxisSet>(1u << static_cast<unsigned>(a)); }
+// "cp dp" as a set: the axes' names, dp standing for its two parts (ep edp).
+consteval AxisSet grid_axes(std::string_view names) {
+  AxisSet set = 0;
+  while (!names.empty()) {
+    const std::size_t space = names.find(' ');
+    const std::string_view name = names.substr(0, space);
+    names = space == std::string_view::npos ? std::string_view() : names.substr(space + 1);
+    if (name.empty()) continue;
+    if (name == "dp") {
+      set = static_cast<AxisSet>(set | axis_bit(RankAxis::Ep) | axis_bit(RankAxis::Edp));
+      continue;
+    }
+    bool found = false;
+    for (std::size_t i = 0; i < kRankAxes; ++i) {
+      if (kRankAxisNames[i] == name) {
+        set = static_cast<AxisSet>(set | (1u << i));
+        found = true;
+      }
+    }
+    if (!found) throw "no such rank axis";
+  }
+  return set;
+}
+
 // A strategy: the preset of axes it has (model/axes.hpp), and what distinguishes its sharding in
 // the step (its rules are in model/block.cpp).
 struct StrategyPlan {
   Strategy strategy;
   const char* name;             // "1d", "2d", "2d-seqp"
   std::uint32_t axes;           // bit i: it has kAxes[i] (plan.cpp names them)
-  bool tp2_splits_tokens_only;  // 2d: a micro-batch's tokens split over tp2 alone (else tp1 x tp2)
-  bool tp2_replicates_weights;  // context parallelism: tp2 holds weight replicas, so it joins the
-                                // data-parallel reduction and shares the optimizer states
+  // Its groups as sets of grid axes: the GPUs a micro-batch's tokens are split over (2d: tp2 alone,
+  // else tp1 x tp2; and cp), and the replicas of the same weights, which reduce the gradients and
+  // share the optimizer states (the data-parallel ranks, cp's, and 2d-seqp's tp2: context
+  // parallelism of its own).
+  AxisSet tokens;
+  AxisSet replicas;
 };
 
 const StrategyPlan& plan_of(Strategy strategy);

@@ -15,72 +15,12 @@
 #include "model/axes.hpp"
 #include "model/block.hpp"
 #include "model/execution_options.hpp"
+#include "model/grid.hpp"
 #include "model/layout.hpp"
 
 namespace perfsweep {
 
 
-// GPUs a micro-batch's tokens are split over: mbs x l must divide by it
-// (micro_batch_size_candidates in execution.py); context parallelism splits them cp ways more.
-inline std::int64_t token_split(const StrategyPlan& p, const TensorSplit& t) {
-  return (p.tp2_splits_tokens_only ? t.tp2 : t.tp1 * t.tp2) * t.cp;
-}
-// The data-parallel gradient reduction's group, its NVLink share, and the optimizer's shards.
-// Context parallelism's cp GPUs hold replicas of the same weights, as 2d-seqp's tp2 do: they join
-// the reduction and the distributed optimizer's shards (Megatron-Core's data-parallel group with
-// context parallelism, dp x cp).
-inline std::int64_t dp_group(const StrategyPlan& p, const Layout& c) {
-  return (p.tp2_replicates_weights ? c.dp * c.tensor.tp2 : c.dp) * c.tensor.cp;
-}
-inline std::int64_t dp_group_fast(const StrategyPlan& p, const Layout& c) {
-  return (p.tp2_replicates_weights ? c.nv_dp * c.tensor.nv2 : c.nv_dp) * c.tensor.nv_cp;
-}
-inline std::int64_t optimizer_shards_beyond_dp(const StrategyPlan& p, const Layout& c) {
-  return (p.tp2_replicates_weights ? c.tensor.tp2 : 1) * c.tensor.cp;
-}
-// Where an axis's groups sit across NVLink domains (network tiers), in the rank order tensor
-// innermost, then data, then pipeline (Megatron-Core's tp-cp-ep-dp-pp): the distance in domains
-// between consecutive domains of a data-parallel group (a tensor group's domains; the context
-// ranks, which join it, and 2d-seqp's tp2 are part of it) and of a pipeline group (a stage's).
-inline std::int64_t data_domain_stride(const StrategyPlan& p, const Layout& c) {
-  const std::int64_t tp1 = c.tensor.tp1 / c.tensor.nv1;
-  return p.tp2_replicates_weights ? tp1 : tp1 * (c.tensor.tp2 / c.tensor.nv2);
-}
-inline std::int64_t pipeline_domain_stride(const Layout& c) {
-  const std::int64_t stage = c.dp * c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp;
-  const std::int64_t in_domain = c.nv_dp * c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp;
-  return std::max<std::int64_t>(1, stage / in_domain);
-}
-// The same in the rank order tp-cp-ep-pp-dp (RankOrder::PipelineInnerDataOuter: a pipeline's
-// stages inside, data-parallel replicas outermost). The expert-parallel ranks (ep of the
-// data-parallel group's) sit inside the pipeline as the order names them, so consecutive stages are
-// tp cp ep ranks apart: a stage's domains are the tensor, context and expert group's (ep = 1: tp cp
-// ranks). A pipeline replica, tp cp ep pp ranks, spans the distance between consecutive outer
-// data-parallel ranks.
-inline std::int64_t pipeline_inner_stage_stride(const Layout& c) {
-  const std::int64_t stage = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp * c.exec.ep;
-  const std::int64_t in_domain = c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp * std::gcd(c.exec.ep, c.nv_dp);
-  return std::max<std::int64_t>(1, stage / in_domain);
-}
-inline std::int64_t pipeline_replica_domains(const Layout& c) {
-  const std::int64_t replica = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp * c.exec.ep * c.pp;
-  const std::int64_t in_domain = c.tensor.nv1 * c.tensor.nv2 * c.tensor.nv_cp * std::gcd(c.exec.ep, c.nv_dp) * c.nv_pp;
-  return std::max<std::int64_t>(1, replica / in_domain);
-}
-// A group of `domains` domains made of chunks of `chunk` domains `inner` apart, the chunks `outer`
-// apart (the data-parallel group in the order tp-cp-ep-pp-dp: a replica's context and expert
-// ranks, and 2d-seqp's tp2, close together, then a jump of a pipeline replica): not uniformly
-// strided. The uniform stride whose ring spans as many domains, (domains - 1) stride + 1 =
-// (domains / chunk - 1) outer + (chunk - 1) inner + 1, rounded to the nearest integer >= 1 (an
-// approximation, docs/network.md). Exact where a replica's chunk is one domain (cp = ep = 1 and no
-// tp2 replicas, or the whole chunk inside a domain): `outer`.
-inline std::int64_t ring_equivalent_stride(std::int64_t domains, std::int64_t chunk, std::int64_t inner,
-                                           std::int64_t outer) {
-  if (domains <= 1 || chunk <= 1) return outer;
-  const std::int64_t chunks = std::max<std::int64_t>(1, domains / chunk);
-  const std::int64_t span = (chunks - 1) * outer + (chunk - 1) * inner;  // first domain to last
-  return std::max<std::int64_t>(1, (span + (domains - 1) / 2) / (domains - 1));
-}
 // Megatron-Core's load-balanced causal split for context parallelism: the sequence in 2 cp
 // chunks, two on each rank.
 inline bool cp_splits_sequence(std::int64_t seq_len, std::int64_t cp) { return seq_len % (2 * cp) == 0; }
@@ -97,43 +37,6 @@ inline bool offload_runs_with(Offload k, const Layout& c) {
   if (k == Offload::Activations) return c.pp == 1 && c.exec.recompute == Recompute::None;
   return true;
 }
-// The expert-data-parallel group (Megatron-Core): the GPUs holding replicas of the same experts,
-// which reduce their gradients and share their optimizer states: the data-parallel group over ep.
-// Expert-parallel ranks are consecutive data-parallel ranks, so a group's members sit ep ranks
-// apart and a domain's nv_dp consecutive ranks hold nv_dp / ep of them when ep divides nv_dp, one
-// otherwise (exact when ep divides nv_dp or nv_dp divides ep).
-inline std::int64_t expert_dp_group(const StrategyPlan& p, const Layout& c) { return dp_group(p, c) / c.exec.ep; }
-inline std::int64_t expert_dp_group_fast(const StrategyPlan& p, const Layout& c) {
-  const std::int64_t share = c.nv_dp % c.exec.ep == 0 ? c.nv_dp / c.exec.ep : 1;
-  return (p.tp2_replicates_weights ? share * c.tensor.nv2 : share) * c.tensor.nv_cp;
-}
-// The strides of the data-parallel group, the expert-data-parallel group and the pipeline under the
-// layout's rank order (Execution::rank_order), for network tiers. With one pipeline stage (or one
-// data-parallel rank) both orders number the ranks alike and give the same strides.
-struct DomainStrides {
-  std::int64_t data = 1, expert = 1, pipeline = 1;
-  bool operator==(const DomainStrides&) const = default;
-};
-inline DomainStrides domain_strides(const StrategyPlan& p, const Layout& c) {
-  const std::int64_t close = data_domain_stride(p, c);  // the default order's data stride
-  // one pipeline stage: the two orders number the ranks alike (the default's strides are exact)
-  if (c.exec.rank_order == RankOrder::DataInnerPipelineOuter || c.pp == 1) [[likely]] {
-    return {close, close * std::max<std::int64_t>(1, c.exec.ep / c.nv_dp), pipeline_domain_stride(c)};
-  }
-  // tp-cp-ep-pp-dp: inside a pipeline replica the group's ranks (2d-seqp's tp2, cp, ep) sit `close`
-  // apart as in the default order, the replicas a pipeline replica apart; the expert-data-parallel
-  // group holds one rank of each ep, so its chunks are the tp2 and cp ranks only.
-  const std::int64_t near =
-      (p.tp2_replicates_weights ? c.tensor.tp2 / c.tensor.nv2 : 1) * (c.tensor.cp / c.tensor.nv_cp);
-  const std::int64_t ep_domains = c.exec.ep / std::gcd(c.exec.ep, c.nv_dp);
-  const std::int64_t replica = pipeline_replica_domains(c);
-  const std::int64_t data =
-      ring_equivalent_stride(dp_group(p, c) / dp_group_fast(p, c), near * ep_domains, close, replica);
-  const std::int64_t expert =
-      ring_equivalent_stride(expert_dp_group(p, c) / expert_dp_group_fast(p, c), near, close, replica);
-  return {data, expert, pipeline_inner_stage_stride(c)};
-}
-
 // The keys that name a configuration, in the reference's order: the one list that reports,
 // HDF5 columns (and their `config_keys` attribute), journal fingerprints and the search's
 // tie-break read. The degrees and NVLink shares are the axes' (model/axes.hpp kAxes), the rest the

@@ -115,7 +115,7 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   const double params = (layers * (block.mlp.weights_mem + block.sa.weights_mem) + extra.weights_mem) / s.element_size;
   const double gemm_gb = layers * block_gemm_gb + extra.gemm_weights_mem;
   const double gemm = gemm_gb / s.element_size;
-  const double shards = D(dp_group(plan_of(c.strategy), c));
+  const double shards = D(parallel_grid(c).group(plan_of(c.strategy).replicas).size);
   const double opt_params = c.exec.zero >= 1 ? params / shards : params;
   const double grad_params = c.exec.zero >= 2 ? params / shards : params;
   const double nmb = D(micro_batches);

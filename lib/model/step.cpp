@@ -143,26 +143,30 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
                        const BlockSummary& costed, I global_batch, const StageEndSums& ends) {
   const StrategyPlan& plan = plan_of(c.strategy);
   const I micro_batches = global_batch / c.dp / c.mbs;
-  const I seqp = optimizer_shards_beyond_dp(plan, c);
-  const I group = dp_group(plan, c), group_fast = dp_group_fast(plan, c);
+  // The groups on the layout's grid (model/grid.hpp): the weights' replicas reduce the gradients
+  // and share the optimizer states (seqp: beyond dp, cp's and 2d-seqp's tp2); the experts'
+  // replicas are those over ep. Where they sit (network tiers) follows the runtime's rank order.
+  const ParallelGrid grid = parallel_grid(c);
+  const GroupShape replicas = grid.group(plan.replicas);
+  const I seqp = grid.group(without(plan.replicas, grid_axes("dp"))).size;
+  const I group = replicas.size, group_fast = replicas.fast;
   const bool reference = rt.is_reference();
   BlockSummary adjusted;
   if (!reference) [[unlikely]] adjusted = runtime_view(m, rt, c, costed);
   const BlockSummary& block = reference ? costed : adjusted;
   DataParallelTraffic traffic =
       reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
+  GroupShape experts;
   if (c.exec.ep > 1) {
-    traffic.expert_group = expert_dp_group(plan, c);
-    traffic.expert_fast = expert_dp_group_fast(plan, c);
+    experts = grid.group(without(plan.replicas, axis_bit(RankAxis::Ep)));
+    traffic.expert_group = experts.size;
+    traffic.expert_fast = experts.fast;
   }
-  // Where the groups sit (network tiers), in the runtime's rank order: tensor ranks innermost, then
-  // data, then pipeline (Megatron-Core's default), or the pipeline inside the data-parallel replicas.
   I stage_stride = 1;
   if (s.network_tiers != nullptr) [[unlikely]] {
-    const DomainStrides strides = domain_strides(plan, c);
-    stage_stride = strides.pipeline;
-    traffic.stride = strides.data;
-    traffic.expert_stride = strides.expert;
+    stage_stride = grid.group(axis_bit(RankAxis::Pp)).stride;
+    traffic.stride = replicas.stride;
+    traffic.expert_stride = experts.stride;
   }
   const StageBlocks blocks = stage_blocks(m, c.pp, c.exec);
   const bool even = blocks.even();

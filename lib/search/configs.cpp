@@ -88,7 +88,9 @@ std::vector<std::int64_t>& ConfigRanges::degrees_of(std::string_view axis) {
 
 std::vector<std::int64_t> search_micro_batch_sizes(Strategy strategy, const Transformer& model,
                                                    const TensorSplit& tensor, std::int64_t local_batch) {
-  const std::int64_t tokens_over = token_split(plan_of(strategy), tensor);
+  Layout split;
+  split.tensor = tensor;
+  const std::int64_t tokens_over = parallel_grid(split).group(plan_of(strategy).tokens).size;
   std::vector<std::int64_t> out;
   for (std::int64_t mbs : divisors(local_batch)) {
     if ((mbs * model.l) % tokens_over == 0) out.push_back(mbs);

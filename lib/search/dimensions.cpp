@@ -20,7 +20,8 @@ using I = std::int64_t;
 // blocks: their stages hold the partition balanced_stages chooses (the leaf sets it).
 void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const Transformer& m = x.problem.model;
-  const I n = x.n_gpus, tp = c.tensor.tp1 * c.tensor.tp2 * c.tensor.cp, depth = m.depth, G = x.problem.global_batch;
+  const I n = x.n_gpus, tp = parallel_grid(c).group(grid_axes("tp1 tp2 cp")).size, depth = m.depth;
+  const I G = x.problem.global_batch;
   const I every = m.is_moe() ? m.moe.every : 1;
   const bool uneven = !x.problem.runtime.is_reference() && depth % every == 0;
   const I max_pp = std::min(n / tp, uneven ? depth / every : depth);
@@ -40,7 +41,7 @@ void pipeline_values(const SearchContext& x, const Layout& c, std::vector<Choice
 // micro-batch (micro_batch_size_candidates).
 void micro_batch_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I local_batch = x.problem.global_batch / c.dp;
-  const I tokens_over = token_split(plan_of(c.strategy), c.tensor);
+  const I tokens_over = parallel_grid(c).group(plan_of(c.strategy).tokens).size;
   for (const I mbs : x.batch_divisors) {
     if (mbs > local_batch) break;
     if (local_batch % mbs || (mbs * x.problem.model.l) % tokens_over) continue;

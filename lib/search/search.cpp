@@ -446,7 +446,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   c.tensor.cp = split.cp;
   c.attention = p.attention;
   apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
-  const std::int64_t seqp = optimizer_shards_beyond_dp(plan_of(p.strategy), c);
+  const std::int64_t seqp = parallel_grid(c).group(without(plan_of(p.strategy).replicas, grid_axes("dp"))).size;
 
   // The dimensions the nest walks: a dimension of one listed value (SearchDimension::listed) is set
   // here once and left out. Memory is checked after the last walked dimension that changes it.

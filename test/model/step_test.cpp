@@ -84,18 +84,21 @@ TEST(DataParallel, ExpertDataParallelGroupAndItsNvlinkShare) {
   c.dp = 8;
   c.nv_dp = 4;
   c.exec.ep = 2;
-  const StrategyPlan& one_d = plan_of(Strategy::OneD);
-  EXPECT_EQ(expert_dp_group(one_d, c), 4);
-  EXPECT_EQ(expert_dp_group_fast(one_d, c), 2);
+  // the weights' replicas (StrategyPlan::replicas) less the expert-parallel ranks, on the grid
+  auto experts = [&] {
+    return parallel_grid(c).group(without(plan_of(c.strategy).replicas, axis_bit(RankAxis::Ep)));
+  };
+  EXPECT_EQ(experts().size, 4);
+  EXPECT_EQ(experts().fast, 2);
   c.exec.ep = 8;
-  EXPECT_EQ(expert_dp_group(one_d, c), 1);
-  EXPECT_EQ(expert_dp_group_fast(one_d, c), 1);
+  EXPECT_EQ(experts().size, 1);
+  EXPECT_EQ(experts().fast, 1);
   c.strategy = Strategy::TwoDSeqp;
   c.tensor.tp2 = 2;
   c.tensor.nv2 = 2;
   c.exec.ep = 4;
-  EXPECT_EQ(expert_dp_group(plan_of(Strategy::TwoDSeqp), c), 4);
-  EXPECT_EQ(expert_dp_group_fast(plan_of(Strategy::TwoDSeqp), c), 2);
+  EXPECT_EQ(experts().size, 4);
+  EXPECT_EQ(experts().fast, 2);
 }
 
 // 10 GB per transfer; 4 micro-batches; fwd and bwd each send every micro-batch once.
