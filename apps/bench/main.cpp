@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "io/report.hpp"
+#include "search/configs.hpp"
 #include "search/search.hpp"
 
 using namespace perfsweep;
@@ -44,6 +45,47 @@ struct GridPass {
 };
 
 double cpu_seconds_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
+// configs' rows kept by throughput at one GPU count, walked in full and pruned (ConfigRanges::prune):
+// both times, the layouts the bound skipped, and whether the rows are the same bit for bit.
+bool compare_configs(const System& sys, const Transformer& model, Strategy strategy, const Runtime& runtime,
+                     ExecutionChoices choices, std::int64_t n_gpus, std::int64_t global_batch, std::size_t top) {
+  ConfigRanges r;
+  r.runtime = runtime;
+  check_runtime_choices(sys, runtime, strategy, choices);
+  r.choices = choices;
+  r.keep = top;
+  r.by_throughput = true;
+  const std::int64_t points = count_configs(sys, model, strategy, n_gpus, global_batch, r, kMaxConfigPoints);
+  auto timed = [&](bool prune, double& wall, double& cpu) {
+    r.prune = prune;
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_seconds_now();
+    ConfigSweep sweep = sweep_configs(sys, model, strategy, n_gpus, global_batch, r);
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cpu = cpu_seconds_now() - c0;
+    return sweep;
+  };
+  double wall_all = 0, cpu_all = 0, wall_pruned = 0, cpu_pruned = 0;
+  const ConfigSweep all = timed(false, wall_all, cpu_all);
+  const ConfigSweep pruned = timed(true, wall_pruned, cpu_pruned);
+  auto candidates = [](const ConfigSweep& sweep) {
+    std::vector<Candidate> out;
+    for (const ConfigRow& row : sweep.rows) out.push_back({row.throughput, row.totals.mem, row.layout, row.totals});
+    return out;
+  };
+  bool identical = identical_lists(candidates(all), candidates(pruned));
+  for (std::size_t i = 0; identical && i < all.rows.size(); ++i) identical = all.rows[i].fits == pruned.rows[i].fits;
+  std::printf("configs %s %s on %s, %lld GPUs, batch %lld, top %zu: %lld configurations; full walk %.3f s (CPU %.3f), "
+              "pruned %.3f s (CPU %.3f), %sx; %lld subtrees and %lld layouts skipped; rows %s\n",
+              std::string(strategy_name(strategy)).c_str(), model.name.c_str(), sys.name.c_str(),
+              static_cast<long long>(n_gpus),
+              static_cast<long long>(global_batch), top, static_cast<long long>(points), wall_all, cpu_all,
+              wall_pruned, cpu_pruned, ratio("%.1f", wall_all, wall_pruned).c_str(),
+              static_cast<long long>(pruned.pruned_subtrees), static_cast<long long>(pruned.pruned_layouts),
+              identical ? "identical bit for bit" : "DIFFERENT");
+  return identical;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,7 +97,9 @@ int main(int argc, char** argv) {
   std::string system_override;
   std::int64_t global_batch = 4096, n_min = 4;
   std::size_t top_n = 10;
-  bool no_prune = false, compare_prune = false;
+  bool no_prune = false, compare_prune = false, configs_mode = false;
+  std::string configs_system = "H100-calibrated";
+  std::int64_t configs_gpus = 1024;
   ExecutionFlags exec;
   app.add_option("--global-batch-size", global_batch, "samples per optimizer step")->capture_default_str();
   app.add_option("--n-min", n_min, "smallest GPU count (powers of two up to 16384)")->capture_default_str();
@@ -72,6 +116,11 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-prune", compare_prune,
                "each grid searched exhaustively and pruned, one after the other: both times, and whether every "
                "top-N is the same bit for bit (exit 1 if not)");
+  app.add_flag("--compare-configs", configs_mode,
+               "configs' rows at one GPU count (--n-gpus, --system, --top-n) for each strategy and model, walked in "
+               "full and pruned: both times, and whether the rows are the same bit for bit (exit 1 if not)");
+  app.add_option("--system", configs_system, "with --compare-configs: the system")->capture_default_str();
+  app.add_option("--n-gpus", configs_gpus, "with --compare-configs: the GPU count")->capture_default_str();
   cli::Verbosity verbosity;
   cli::add_common_flags(app, verbosity);
   try {
@@ -88,6 +137,22 @@ int main(int argc, char** argv) {
     check_count(n_min, kMaxBenchGpus, "--n-min");
     check_count(repeat, kMaxRepeat, "--repeat");
     check_count(static_cast<std::int64_t>(top_n), kMaxTopN, "--top-n");
+    if (configs_mode) {
+      check_count(configs_gpus, kMaxGpuCount, "--n-gpus");
+      const System sys = load_system_named(configs_system);
+      for (const std::string& strat : strategies) {
+        for (const std::string& model_name : models) {
+          const Transformer model = load_model_named(model_name);
+          ExecutionChoices choices = parse_execution_choices(exec);
+          check_execution_for_model(choices, model);
+          all_identical = compare_configs(sys, model, parse_strategy(strat), choose_runtime(exec.runtime, sys, model),
+                                          choices, configs_gpus, global_batch, top_n) &&
+                          all_identical;
+        }
+      }
+      flush_stdout();
+      return all_identical ? 0 : 1;
+    }
     const auto choices = load_system_list(resolve_input(systems, "sweeps"));
     if (!system_override.empty()) std::printf("every system replaced by %s\n", system_override.c_str());
     std::printf("%-8s %-10s %-10s %8s %12s %10s %10s %14s %12s %11s %10s %12s\n", "strategy", "model", "search",

@@ -38,6 +38,7 @@
 #include "model/guards.hpp"
 #include "search/candidates.hpp"
 #include "search/configs.hpp"
+#include "search/neighbours.hpp"
 #include "search/search.hpp"
 
 using namespace perfsweep;
@@ -475,7 +476,9 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
 // those counted, the rate and the time left.
 class ConfigProgress {
  public:
-  explicit ConfigProgress(std::int64_t total) : total_(total), start_(std::chrono::steady_clock::now()), last_(start_) {}
+  // pruned: the walk skips subtrees, so the configurations walked are no measure of the time left
+  ConfigProgress(std::int64_t total, bool pruned)
+      : total_(total), pruned_(pruned), start_(std::chrono::steady_clock::now()), last_(start_) {}
   void add(std::int64_t points) {
     done_ += points;
     const auto now = std::chrono::steady_clock::now();
@@ -483,6 +486,10 @@ class ConfigProgress {
     last_ = now;
     const double s = std::chrono::duration<double>(now - start_).count();
     const double rate = static_cast<double>(done_) / s;
+    if (pruned_) {
+      spdlog::info("progress {} configurations walked of {} ({:.0f}/s; the rest may be skipped)", done_, total_, rate);
+      return;
+    }
     spdlog::info("progress {}/{} configurations ({:.1f}%), {:.0f}/s, ETA {:.0f} s", done_, total_,
                  100.0 * static_cast<double>(done_) / static_cast<double>(std::max<std::int64_t>(total_, 1)), rate,
                  static_cast<double>(total_ - done_) / rate);
@@ -491,8 +498,44 @@ class ConfigProgress {
  private:
   static constexpr std::chrono::seconds kProgressSeconds{5};
   std::int64_t total_, done_ = 0;
+  bool pruned_;
   std::chrono::steady_clock::time_point start_, last_;
 };
+
+// The search's problems for the run's systems, strategies and attention modes with the options
+// given (search/neighbours.hpp searches beside the count and batch asked for with them).
+std::vector<SearchProblem> search_problems(const std::vector<SystemRun>& systems, const Transformer& model,
+                                           std::int64_t global_batch) {
+  std::vector<SearchProblem> out;
+  for (const SystemRun& s : systems) {
+    for (std::size_t k = 0; k < s.strategies.size(); ++k) {
+      for (const AttentionMode& attention : s.ranges[k].attentions) {
+        SearchProblem p;
+        p.strategy = s.strategies[k];
+        p.model = model;
+        p.system = s.sys;
+        p.global_batch = global_batch;
+        p.top_n = 1;
+        p.attention = attention;
+        p.exec = s.ranges[k].choices;
+        p.runtime = s.runtime;
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+// With --top and the rows ranked by throughput or cost, the space --max-points admits, as a
+// multiple of it: the walk evaluates only what its step-time bound lets through.
+constexpr std::int64_t kPrunedSpaceFactor = 1000;
+
+// How far from the GPU count asked for `configs` looks for counts at which a configuration fits.
+constexpr std::int64_t kNearestCountReach = 64;
+// A batch whose best configuration is this much faster per GPU is named (search/neighbours.hpp),
+// of the first kBatchTries neighbouring batches on each side.
+constexpr double kBatchGain = 0.10;
+constexpr std::size_t kBatchTries = 6;
 
 // "A,B,C" -> {"A", "B", "C"}: the systems of --system, each once.
 std::vector<std::string> system_names(const std::string& text) {
@@ -639,16 +682,23 @@ int run(const Options& o) {
       s.strategies.push_back(strategy);
     }
   }
-  // The work, counted before any configuration is evaluated: refused past --max-points.
+  // The work, counted before any configuration is evaluated: refused past --max-points. With --top
+  // and the rows ranked by throughput or cost, the walk skips what cannot enter the top
+  // (ConfigRanges::prune): the space may then hold kPrunedSpaceFactor times as many.
   check_count(o.max_points, kMaxConfigPoints, "--max-points");
+  const bool pruned = o.top > 0 && by_throughput;
+  const std::int64_t limit = pruned ? std::min(kMaxConfigPoints, o.max_points * kPrunedSpaceFactor) : o.max_points;
   std::int64_t points = 0;
   for (const SystemRun& s : systems) {
     for (std::size_t k = 0; k < s.strategies.size(); ++k) {
-      points += count_configs(s.sys, model, s.strategies[k], o.n_gpus, o.global_batch, s.ranges[k],
-                              o.max_points - points);
-      if (points > o.max_points) {
-        throw InputError("configs would evaluate more than --max-points=" + std::to_string(o.max_points) +
-                         " configurations (layouts x NVLink placements); narrow the lists (--tp, --pp, --dp, --mbs, "
+      points += count_configs(s.sys, model, s.strategies[k], o.n_gpus, o.global_batch, s.ranges[k], limit - points);
+      if (points > limit) {
+        throw InputError("configs would evaluate more than " +
+                         (pruned ? std::to_string(limit) + " configurations (--max-points=" +
+                                       std::to_string(o.max_points) + " x " + std::to_string(kPrunedSpaceFactor) +
+                                       " with --top, whose walk skips what cannot enter the top)"
+                                 : "--max-points=" + std::to_string(o.max_points) + " configurations") +
+                         " (layouts x NVLink placements); narrow the lists (--tp, --pp, --dp, --mbs, "
                          "the execution options, --strat, --system) or raise --max-points to run it");
       }
     }
@@ -657,8 +707,10 @@ int run(const Options& o) {
     const std::string caveat = system_caveat_text(s.sys);
     if (!caveat.empty()) spdlog::info("{}: {}", s.sys.name, caveat);
   }
-  spdlog::info("{} configurations (layouts x NVLink placements) to evaluate", points);
-  ConfigProgress progress(points);
+  spdlog::info("{} configurations (layouts x NVLink placements) {}", points,
+               pruned ? "in the space; the walk skips those that cannot enter the top " + std::to_string(o.top)
+                      : std::string("to evaluate"));
+  ConfigProgress progress(points, pruned);
   std::vector<Row> rows;
   std::vector<std::string> rejections;
   bool several_strategies = false;
@@ -668,6 +720,11 @@ int run(const Options& o) {
     for (std::size_t k = 0; k < s.strategies.size(); ++k) {
       s.ranges[k].on_points = [&](std::int64_t n) { progress.add(n); };
       ConfigSweep one = sweep_configs(s.sys, model, s.strategies[k], o.n_gpus, o.global_batch, s.ranges[k]);
+      if (one.pruned_subtrees + one.pruned_layouts > 0) {
+        spdlog::info("{}{}: the step-time bound skipped {} subtrees and {} layouts that could not enter the top {}",
+                     s.sys.name, s.strategies.size() > 1 ? " " + std::string(strategy_name(s.strategies[k])) : "",
+                     one.pruned_subtrees, one.pruned_layouts, o.top);
+      }
       for (ConfigRow& r : one.rows) rows.push_back(make_row(std::move(r), si, s, model, o.global_batch, o.budget.tokens));
       for (std::string& why : one.rejections) {
         if (s.strategies.size() > 1) why = std::string(strategy_name(s.strategies[k])) + ": " + why;
@@ -680,6 +737,16 @@ int run(const Options& o) {
   if (rows.empty()) {
     std::string why = rejections.empty() ? "" : ": " + rejections.front();
     if (rejections.size() > 1) why += " (and " + std::to_string(rejections.size() - 1) + " other reasons)";
+    // where it runs instead: the nearest counts at which the search with the same options finds one that fits
+    const NearestCounts near = nearest_feasible_counts(search_problems(systems, model, o.global_batch), o.n_gpus,
+                                                       o.global_batch, kNearestCountReach);
+    std::string counts;
+    if (near.below) counts = std::to_string(*near.below);
+    if (near.above) counts += (counts.empty() ? "" : " and ") + std::to_string(*near.above);
+    why += counts.empty() ? "; no GPU count within " + std::to_string(kNearestCountReach) +
+                                " of it has a configuration that fits with these options"
+                          : "; the nearest GPU counts with a configuration that fits (the search's, with these "
+                            "options and batch): " + counts;
     throw ConfigError("no configuration of " + std::to_string(o.n_gpus) + " GPUs " +
                       (o.fits_only ? "fits in memory among those asked for" : "matches the ranges asked for") + why);
   }
@@ -696,6 +763,15 @@ int run(const Options& o) {
   }
   if (o.top > 0 && rows.size() > o.top) rows.resize(o.top);
   warn_caveats(rows, systems, o.n_gpus);
+  // Where the batch's divisors leave the search's space only slower layouts, a batch near it that
+  // does not (the search's space alone: no degree lists given).
+  std::string batch_note;
+  if (!ranges_given) {
+    batch_note = batch_advice_text(better_batches(search_problems(systems, model, o.global_batch), o.n_gpus,
+                                                  o.global_batch, kBatchGain, kBatchTries),
+                                   o.n_gpus, o.global_batch, kBatchGain);
+    if (!batch_note.empty() && (o.csv || !o.output.empty())) spdlog::warn("{}", batch_note);
+  }
 
   std::vector<LaunchLine> lines;
   if (launch) {
@@ -751,6 +827,7 @@ int run(const Options& o) {
     if (!rejections.empty()) {
       std::printf("not evaluated (%zu reasons), e.g.: %s\n", rejections.size(), rejections.front().c_str());
     }
+    if (!batch_note.empty()) std::printf("note: %s\n", batch_note.c_str());
     if (!lines.empty()) {
       std::printf("\nlaunch (%s) of configuration 1:\n", launch_framework_info(lines.front().framework).name);
       std::cout << launch_text(lines.front());
@@ -817,7 +894,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-points", o.max_points,
                  "refuse to start when more configurations than this (layouts x NVLink placements, counted first) "
-                 "would be evaluated")
+                 "would be evaluated; with --top and the rows ranked by throughput or cost, 1000 times this (the "
+                 "walk skips what cannot enter the top)")
       ->capture_default_str();
   cli::add_common_flags(app, o.verbosity);
   o.budget.add_to(app);

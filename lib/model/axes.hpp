@@ -207,8 +207,13 @@ inline void set_placement(Layout& c, const PlacedAxes& placed, std::span<const s
 // Every NVLink placement of groups of these degrees on domains of nvs GPUs, as the reference's
 // search enumerates them for its fixed (tp1, tp2, dp, pp): every (n_1, ..., n_k) with n_i dividing
 // degree i and n_1 ... n_k = nvs, n_1 outermost, each ascending; or the degrees themselves when the
-// whole job fits in one domain. Any number of axes up to kMaxPlacedAxes, any domain size (NVL72's
-// 72 among them). Without allocating.
+// whole job fits in one domain. Where the GPUs are more than a domain but not a multiple of it
+// (200 GPUs on NVL72 racks), no placement fills every domain, and the reference's search finds
+// none; then every placement that fills the domain as far as whole groups allow: n_1 ... n_k at
+// most nvs, and no n_i can be raised to the next divisor of its degree within the domain (the
+// rank order's placement, rank_order_shares, is among them). Where the GPUs are a multiple of the
+// domain, as in every paper run, the placements are the reference's alone. Any number of axes up
+// to kMaxPlacedAxes, any domain size (NVL72's 72 among them). Without allocating.
 namespace placement_detail {
 template <typename F>
 void split(std::span<const std::int64_t> degrees, std::size_t i, std::int64_t rest,
@@ -225,6 +230,31 @@ void split(std::span<const std::int64_t> degrees, std::size_t i, std::int64_t re
     split(degrees, i + 1, rest / k, n, f);
   }
 }
+// The next divisor of `degree` above `share` (degree itself when share is degree).
+inline std::int64_t next_divisor(std::int64_t degree, std::int64_t share) {
+  for (std::int64_t k = share + 1; k < degree; ++k) {
+    if (degree % k == 0) return k;
+  }
+  return degree;
+}
+// Partial domains: every n_i dividing degree i with the product at most `room` (n_1 outermost,
+// each ascending), kept where no share can grow within the domain.
+template <typename F>
+void split_partial(std::span<const std::int64_t> degrees, std::size_t i, std::int64_t used, std::int64_t nvs,
+                   std::array<std::int64_t, kMaxPlacedAxes>& n, F& f) {
+  if (i == degrees.size()) {
+    for (std::size_t j = 0; j < degrees.size(); ++j) {
+      if (n[j] < degrees[j] && used / n[j] * next_divisor(degrees[j], n[j]) <= nvs) return;
+    }
+    f(std::span<const std::int64_t>(n.data(), degrees.size()));
+    return;
+  }
+  for (std::int64_t k = 1; k <= degrees[i] && used * k <= nvs; ++k) {
+    if (degrees[i] % k != 0) continue;
+    n[i] = k;
+    split_partial(degrees, i + 1, used * k, nvs, n, f);
+  }
+}
 }  // namespace placement_detail
 template <typename F>
 void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, F&& f) {
@@ -234,9 +264,13 @@ void for_each_nv_split(std::span<const std::int64_t> degrees, std::int64_t nvs, 
     f(degrees);
     return;
   }
-  if (degrees.empty() || degrees.size() > kMaxPlacedAxes) return;
+  if (degrees.empty() || degrees.size() > kMaxPlacedAxes || nvs < 1) return;
   std::array<std::int64_t, kMaxPlacedAxes> n{};
-  placement_detail::split(degrees, 0, nvs, n, f);
+  if (gpus % nvs == 0) {
+    placement_detail::split(degrees, 0, nvs, n, f);
+  } else {
+    placement_detail::split_partial(degrees, 0, 1, nvs, n, f);
+  }
 }
 
 // The NVLink placement a framework's rank order makes (Megatron-Core's RankGenerator; torchrun's

@@ -83,6 +83,16 @@ StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime
 
 Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             I global_batch) {
+  return with_balanced_stages(s, m, rt, layout, global_batch, [&](const Layout& c) {
+    Module mlp, sa;
+    return CostedLayout{
+        cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp, sa),
+        stage_end_sums(s, m, c)};
+  });
+}
+
+Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            I global_batch, const std::function<CostedLayout(const Layout&)>& costed) {
   Layout out = layout;
   out.exec.first_stage_blocks = 0;
   out.exec.last_stage_blocks = 0;
@@ -105,10 +115,8 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   apply_runtime(rt, c.exec, c.attention);
   validate_layout(s, m, c, global_batch);
   validate_runtime_layout(rt, c);
-  Module mlp, sa;
-  const BlockSummary block =
-      cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp, sa);
-  const StageBlocks balanced = balanced_stages(s, m, rt, c, block, stage_end_sums(s, m, c));
+  const CostedLayout block = costed(c);
+  const StageBlocks balanced = balanced_stages(s, m, rt, c, block.block, block.ends);
   out.exec.first_stage_blocks = balanced.first;
   out.exec.last_stage_blocks = balanced.last;
   return out;

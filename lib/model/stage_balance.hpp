@@ -1,6 +1,7 @@
 #pragma once
 // The partition of a model's blocks over uneven pipeline stages: balanced by the stages' times.
 #include <cstdint>
+#include <functional>
 
 #include "model/block_summary.hpp"
 
@@ -27,5 +28,13 @@ StageBlocks balanced_stages(std::int64_t depth, std::int64_t pp, std::int64_t ev
 // does not split evenly); ConfigError as validate_layout gives it.
 Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             std::int64_t global_batch);
+// The same with the block and end layers of the layout it balances (the runtime applied) from
+// `costed` (configs' cache; cost_block and stage_end_sums of that layout, as they would give them).
+struct CostedLayout {
+  BlockSummary block;
+  StageEndSums ends;
+};
+Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
+                            std::int64_t global_batch, const std::function<CostedLayout(const Layout&)>& costed);
 
 }  // namespace perfsweep

@@ -30,6 +30,7 @@
 #include "model/parameters.hpp"
 #include "parallel/journal.hpp"
 #include "parallel/sweep_run.hpp"
+#include "search/neighbours.hpp"
 #include "search/search.hpp"
 
 namespace perfsweep {
@@ -465,6 +466,12 @@ std::vector<SweepBest> log_summary(const SweepPlan& plan, const SweepRun& sweep,
     const auto& tops = sweep.results()[t].tops;
     std::size_t first = 0;
     while (first < tops.size() && tops[first].items().empty()) ++first;
+    // why each GPU count without a feasible configuration has none (the search again at that count)
+    for (std::size_t i = 0; i < tops.size(); ++i) {
+      if (!tops[i].items().empty()) continue;
+      const std::string why = infeasible_reason(plan.targets[t].problem, plan.n_gpus[i]);
+      if (!why.empty()) spdlog::info("{}: no feasible configuration at {} GPUs: {}", plan.targets[t].group, plan.n_gpus[i], why);
+    }
     if (first == tops.size()) {
       spdlog::info("{}: no feasible configuration", plan.targets[t].group);
       continue;

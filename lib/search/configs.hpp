@@ -35,6 +35,10 @@ struct PlacementChoice {
 void for_each_placement(const System& sys, const Transformer& model, const Layout& layout,
                         const PlacementChoice& choice, const std::function<void(const Layout&)>& f);
 
+// Why for_each_placement leaves nothing for the layout: the given shares (--nv-tp=8 ...) that no
+// placement of its groups on domains of nvs GPUs keeps, in words.
+std::string no_placement_reason(const Layout& layout, const PlacementChoice& choice, std::int64_t nvs);
+
 // The fastest of those (ties: the first, as the search keeps it), or nullopt when none is left.
 // `layout` receives the chosen placement and block count. balance_stages: each placement with
 // the partition of the blocks over the stages that balances its slowest stage
@@ -81,7 +85,11 @@ struct ConfigRanges {
   bool fits_only = false;
   std::size_t keep = 0;
   bool by_throughput = false;
-  // Called with each layout's points (count_configs) as it is evaluated: progress reports.
+  // With keep > 0 and by_throughput: skip the subtrees and layouts whose step-time bound cannot
+  // enter the kept rows (search.cpp's bound on this walk: the same rows bit for bit; the
+  // rejections then those of the layouts walked). false: every layout evaluated.
+  bool prune = true;
+  // Called with each layout's points (count_configs) as it is walked: progress reports.
   std::function<void(std::int64_t)> on_points;
 };
 
@@ -98,6 +106,8 @@ struct ConfigSweep {
                                            // execution options, attention, stages' blocks, placement
   std::size_t combinations = 0;            // degree combinations that make up the GPU count
   std::vector<std::string> rejections;     // why the others could not be evaluated (distinct)
+  std::int64_t pruned_subtrees = 0;        // micro-batch nodes the bound skipped (ConfigRanges::prune)
+  std::int64_t pruned_layouts = 0;         // layouts the bound skipped at the leaf
 };
 
 // The points sweep_configs would evaluate, counted without evaluating any: each layout's NVLink

@@ -25,8 +25,7 @@ Evaluation evaluate_request(EstimateRequest& r) {
     std::optional<Evaluation> best = best_placement(r.system, r.model, r.layout, r.global_batch, r.placement,
                                                     r.runtime, r.balance_stages);
     if (!best) {
-      throw ConfigError("no NVLink placement of the reference's search matches the given --nv-* values for nvs=" +
-                        std::to_string(r.system.nvlink_size));
+      throw ConfigError(no_placement_reason(r.layout, r.placement, r.system.nvlink_size));
     }
     ev = std::move(*best);
   }

@@ -55,8 +55,12 @@ TEST(NvlinkPlacement, OneDFactorizations) {
   // the whole job fits in one domain: one placement, everything inside
   EXPECT_EQ(nv_splits({2, 1, 2}, 4), (P{{2, 1, 2}}));
   EXPECT_EQ(nv_splits({1, 1, 1}, 8), (P{{1, 1, 1}}));
-  // 9 GPUs of degrees 3 and 3 on domains of 4: no factor of 4 divides 3 -> no placement
-  EXPECT_TRUE(nv_splits({3, 3, 1}, 4).empty());
+  // 9 GPUs of degrees 3 and 3 on domains of 4: 9 is no multiple of 4, so no placement fills every
+  // domain; those that fill it as far as whole groups allow: shares dividing 3 with a product of
+  // at most 4, none of which can grow to 3 within it: (1,3,1) and (3,1,1), not (1,1,1)
+  EXPECT_EQ(nv_splits({3, 3, 1}, 4), (P{{1, 3, 1}, {3, 1, 1}}));
+  // 200 GPUs (tp 2, dp 50, pp 2) on NVL72: 40 or 50 GPUs of each domain (2 x 10 x 2, 1 x 50 x 1, ...)
+  for (const V& nv : nv_splits({2, 50, 2}, 72)) EXPECT_LE(nv[0] * nv[1] * nv[2], 72);
 }
 
 // nvs = 4 over (tp1 2, tp2 2, dp 4, pp 2): n1 n2 n3 n4 = 4 with n1 | 2, n2 | 2, n3 | 4, n4 | 2:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <ostream>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "io/report.hpp"
 #include "search/configs.hpp"
 #include "search/search.hpp"
+#include "search/top_n.hpp"
 
 namespace perfsweep {
 namespace {
@@ -329,6 +331,77 @@ TEST(configs, CountedWorkAndRowsKeptByTop) {
         EXPECT_EQ(top.rows[i].layout.dp, expected[i].layout.dp) << i;
         EXPECT_EQ(top.rows[i].layout.exec.recompute, expected[i].layout.exec.recompute) << i;
         EXPECT_EQ(top.rows[i].layout.tensor.nv1, expected[i].layout.tensor.nv1) << i;
+      }
+    }
+  }
+}
+
+// Whether two sweeps' rows are the same rows in the same order, every number bit for bit
+// (identical_lists: totals, throughput, configuration keys, execution options) and fit.
+void expect_same_rows(const ConfigSweep& pruned, const ConfigSweep& all, const std::string& what) {
+  auto candidates = [](const ConfigSweep& sweep) {
+    std::vector<Candidate> out;
+    for (const ConfigRow& row : sweep.rows) out.push_back({row.throughput, row.totals.mem, row.layout, row.totals});
+    return out;
+  };
+  EXPECT_TRUE(identical_lists(candidates(pruned), candidates(all))) << what;
+  ASSERT_EQ(pruned.rows.size(), all.rows.size()) << what;
+  for (std::size_t i = 0; i < all.rows.size(); ++i) {
+    EXPECT_EQ(pruned.rows[i].fits, all.rows[i].fits) << what << " row " << i;
+    EXPECT_EQ(pruned.rows[i].throughput, all.rows[i].throughput) << what << " row " << i;
+  }
+}
+
+// configs' step-time bound (ConfigRanges::prune) leaves the rows kept by throughput as the
+// exhaustive walk keeps them, bit for bit: every option list at one GPU count, under a framework's
+// runtime (the rank order's placement) and the reference's (every placement, partial NVLink
+// domains at 200 GPUs of NVL72), with and without --fits-only, at top 1, 3 and 10.
+TEST(configs, PrunedTopIsTheExhaustiveTop) {
+  struct Case {
+    const char* model;
+    const char* system;
+    const char* runtime;
+    std::int64_t n, batch;
+  };
+  for (const Case& k : {Case{"llama3_70b", "H100-calibrated", "megatron", 64, 256},
+                        Case{"llama3_8b", "GB200", "reference", 200, 1000},
+                        Case{"llama3_8b", "H100", "nemo", 48, 96}}) {
+    const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/" + std::string(k.system) + ".yaml");
+    const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/" + std::string(k.model) + ".yaml");
+    ConfigRanges r;
+    r.runtime = std::string(k.runtime) == "reference" ? reference_runtime() : load_runtime_named(k.runtime);
+    r.choices.recompute = {Recompute::None, Recompute::Selective, Recompute::Full};
+    r.choices.zero = {0, 1, 2, 3};
+    r.choices.interleave = {1, 2, 4};
+    r.choices.precision = {Precision::Bf16, Precision::Fp8};
+    r.choices.schedule = {PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1};
+    r.choices.sequence_parallel = {true, false};
+    check_runtime_choices(sys, r.runtime, Strategy::OneD, r.choices);
+    for (const bool fits_only : {false, true}) {
+      for (const std::size_t top : {1u, 3u, 10u}) {
+        ConfigRanges kept = r;
+        kept.keep = top;
+        kept.by_throughput = true;
+        kept.fits_only = fits_only;
+        kept.prune = false;
+        const ConfigSweep all = sweep_configs(sys, model, Strategy::OneD, k.n, k.batch, kept);
+        kept.prune = true;
+        const ConfigSweep pruned = sweep_configs(sys, model, Strategy::OneD, k.n, k.batch, kept);
+        const std::string what = std::string(k.model) + " " + k.system + " " + k.runtime + " top " +
+                                 std::to_string(top) + (fits_only ? " fits-only" : "");
+        ASSERT_FALSE(all.rows.empty()) << what;
+        expect_same_rows(pruned, all, what);
+        // each row as evaluate gives its layout (configs composes it from blocks costed once per key)
+        for (const ConfigRow& row : all.rows) {
+          const Evaluation ev = evaluate(sys, model, r.runtime, row.layout, k.batch);
+          EXPECT_EQ(std::memcmp(&ev.totals, &row.totals, sizeof(Totals)), 0) << what;
+          EXPECT_EQ(ev.throughput, row.throughput) << what;
+          EXPECT_EQ(ev.fits, row.fits) << what;
+        }
+        EXPECT_EQ(all.pruned_subtrees + all.pruned_layouts, 0) << what;
+        if (top == 1) {
+          EXPECT_GT(pruned.pruned_subtrees + pruned.pruned_layouts, 0) << what << ": nothing skipped";
+        }
       }
     }
   }
