@@ -713,6 +713,7 @@ int run(const Options& o) {
   ConfigProgress progress(points, pruned);
   std::vector<Row> rows;
   std::vector<std::string> rejections;
+  std::vector<std::int64_t> refused_by_rule(layout_rules().size(), 0);
   bool several_strategies = false;
   for (std::size_t si = 0; si < systems.size(); ++si) {
     SystemRun& s = systems[si];
@@ -726,12 +727,28 @@ int run(const Options& o) {
                      one.pruned_subtrees, one.pruned_layouts, o.top);
       }
       for (ConfigRow& r : one.rows) rows.push_back(make_row(std::move(r), si, s, model, o.global_batch, o.budget.tokens));
+      for (std::size_t i = 0; i < one.refused_by_rule.size(); ++i) refused_by_rule[i] += one.refused_by_rule[i];
       for (std::string& why : one.rejections) {
         if (s.strategies.size() > 1) why = std::string(strategy_name(s.strategies[k])) + ": " + why;
         if (systems.size() > 1) why = s.sys.name + ": " + why;
         rejections.push_back(std::move(why));
       }
     }
+  }
+  // -v: the layouts each rule of the rule table refused (model/layout_rules.cpp), most first
+  if (spdlog::should_log(spdlog::level::debug)) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < refused_by_rule.size(); ++i) {
+      if (refused_by_rule[i] > 0) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return refused_by_rule[a] > refused_by_rule[b]; });
+    std::string counts;
+    for (std::size_t i : order) {
+      counts += (counts.empty() ? "" : ", ") + std::string(layout_rules()[i].name) + " " +
+                std::to_string(refused_by_rule[i]);
+    }
+    spdlog::debug("layouts refused by rule: {}", counts.empty() ? "none" : counts);
   }
   if (o.fits_only) std::erase_if(rows, [](const Row& row) { return !row.config.fits; });
   if (rows.empty()) {

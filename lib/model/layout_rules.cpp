@@ -492,9 +492,10 @@ constexpr LayoutRule kLayoutRules[] = {
 
 // The first rule of `owners` the layout breaks (in the table's order), as ConfigError.
 void refuse_first(const RuleInputs& in, bool runtime_rules) {
-  for (const LayoutRule& rule : kLayoutRules) {
+  for (std::size_t i = 0; i < std::size(kLayoutRules); ++i) {
+    const LayoutRule& rule = kLayoutRules[i];
     if ((rule.owner == RuleOwner::Runtime) != runtime_rules) continue;
-    if (std::string reason = rule.reason(in); !reason.empty()) throw ConfigError(reason);
+    if (std::string reason = rule.reason(in); !reason.empty()) throw RuleError(i, reason);
   }
 }
 }  // namespace

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "core/error.hpp"
 #include "model/plan.hpp"
 #include "model/runtime.hpp"
 
@@ -49,6 +50,17 @@ struct LayoutRule {
 };
 // Every rule, in the order a layout is checked.
 std::span<const LayoutRule> layout_rules();
+
+// The refusal of one layout by a rule (validate_layout, validate_runtime_layout): the rule's
+// reason, and which rule of layout_rules() gave it (for counts of what each rule refused).
+class RuleError : public ConfigError {
+ public:
+  RuleError(std::size_t rule, const std::string& reason) : ConfigError(reason), rule_(rule) {}
+  std::size_t rule() const { return rule_; }
+
+ private:
+  std::size_t rule_;
+};
 
 // The reason the first rule of `subject` gives for the layout (the runtime's rules first, where
 // a runtime is given), or "" where every rule of it holds.

@@ -519,6 +519,7 @@ std::int64_t count_configs(const System& sys, const Transformer& model, Strategy
 ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy strategy, std::int64_t n_gpus,
                           std::int64_t global_batch, const ConfigRanges& r) {
   ConfigSweep out;
+  out.refused_by_rule.assign(layout_rules().size(), 0);
   ExecutionChoices choices = r.choices;
   fill_runtime_defaults(r.runtime, choices);  // as walk_configs lists them
   CostedBlocks blocks(sys, model);
@@ -545,6 +546,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
       if (balance) c = blocks.balanced(r.runtime, c, global_batch);
       validate_layout(sys, model, c, global_batch);
     } catch (const ConfigError& e) {
+      if (const auto* broken = dynamic_cast<const RuleError*>(&e)) ++out.refused_by_rule[broken->rule()];
       reject(e.what());
       return;
     }

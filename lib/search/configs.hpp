@@ -108,6 +108,9 @@ struct ConfigSweep {
   std::vector<std::string> rejections;     // why the others could not be evaluated (distinct)
   std::int64_t pruned_subtrees = 0;        // micro-batch nodes the bound skipped (ConfigRanges::prune)
   std::int64_t pruned_layouts = 0;         // layouts the bound skipped at the leaf
+  // Layouts each rule of model/layout_rules.hpp refused, by its index in layout_rules() (the
+  // walk's own checks before a layout exists, and placements, are in `rejections` only).
+  std::vector<std::int64_t> refused_by_rule;
 };
 
 // The points sweep_configs would evaluate, counted without evaluating any: each layout's NVLink

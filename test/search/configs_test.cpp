@@ -81,6 +81,30 @@ INSTANTIATE_TEST_SUITE_P(configs, SearchSpace,
 
 // Under a framework's runtime every row is placed as its rank order places it (Megatron-Core's
 // tp-cp-ep-dp-pp: the tensor group inside a node before any data-parallel replica shares it),
+
+// configs counts what each rule of the rule table refused (model/layout_rules.cpp; -v prints
+// them): Llama 3 8B's 32 blocks on pp 3 under the reference runtime, which runs no uneven stages,
+// is one layout (tp 1, dp 1, mbs 1) that stages_and_experts refuses; pp 2 and 4 divide the depth.
+TEST(configs, CountsTheLayoutsEachRuleRefused) {
+  const Transformer model = load_model(PERFSWEEP_SOURCE_DIR "/models/llama3_8b.yaml");
+  const System sys = load_system(PERFSWEEP_SOURCE_DIR "/systems/H100.yaml");
+  ConfigRanges r;
+  r.tp1 = {1};
+  r.mbs = {1};
+  std::size_t rule = layout_rules().size();
+  for (std::size_t i = 0; i < layout_rules().size(); ++i) {
+    if (std::string_view(layout_rules()[i].name) == "stages_and_experts") rule = i;
+  }
+  ASSERT_LT(rule, layout_rules().size());
+  const ConfigSweep three = sweep_configs(sys, model, Strategy::OneD, 3, 8, r);
+  ASSERT_EQ(three.refused_by_rule.size(), layout_rules().size());
+  EXPECT_EQ(three.refused_by_rule[rule], 1);
+  EXPECT_TRUE(three.rows.empty());
+  const ConfigSweep four = sweep_configs(sys, model, Strategy::OneD, 4, 8, r);
+  for (const std::int64_t n : four.refused_by_rule) EXPECT_EQ(n, 0);
+  EXPECT_FALSE(four.rows.empty());
+}
+
 // and `configs` and the search agree on the best; asked for every placement, the rows include
 // the ones the reference's search tries that the framework never launches (TP 4 as 2 + 2 over
 // two nodes).
