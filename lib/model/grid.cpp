@@ -30,7 +30,7 @@ GroupShape ParallelGrid::group(AxisSet axes) const {
   bool in_run = false;
   for (const RankAxis a : order) {
     const std::size_t i = static_cast<std::size_t>(a);
-    const bool member = (axes >> i) & 1u;
+    const bool member = ((static_cast<unsigned>(axes) >> i) & 1u) != 0;
     if (member) {
       out.size *= degree[i];
       out.fast *= nv[i];

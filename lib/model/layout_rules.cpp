@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "model/precision.hpp"
+#include "model/schedule.hpp"
 
 namespace perfsweep {
 namespace {
@@ -323,19 +324,19 @@ I micro_batches_of(const RuleInputs& in) { return in.global_batch / in.layout->d
 void pipeline_schedule(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const Execution& x = c.exec;
-  if (x.schedule == PipelineSchedule::OneFOneB) return;
-  const std::string name = kScheduleNames[static_cast<std::size_t>(x.schedule)];
-  require(c.pp > 1, [&] { return "schedule " + name + " needs pipeline stages (pp > 1)"; });
-  require(x.interleave == 1,
+  const ScheduleKind& kind = schedule_kind(x.schedule);
+  const std::string name = kind.name;
+  require(!kind.needs_stages || c.pp > 1, [&] { return "schedule " + name + " needs pipeline stages (pp > 1)"; });
+  require(!kind.one_chunk || x.interleave == 1,
           [&] { return "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave); });
-  if (x.schedule == PipelineSchedule::DualPipe) {
+  if (kind.paired_stages) {
     require(c.pp % 2 == 0,
-            [&] { return "schedule dualpipe pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp); });
+            [&] { return "schedule " + name + " pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp); });
     if (batch_splits(in)) {
       const I micro_batches = micro_batches_of(in);
       // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
       require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp, [&] {
-        return "schedule dualpipe feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
+        return "schedule " + name + " feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
                str(2 * c.pp) + ", got " + str(micro_batches);
       });
     }

@@ -7,6 +7,28 @@
 
 namespace perfsweep {
 
+// One pipeline schedule (PipelineSchedule, model/block.hpp) in one place: its costs (the bubble
+// and the activations in flight, the copies of a stage's parameter states a GPU holds) and what
+// it needs of a layout (the layout rules and the search's values read the same fields).
+struct ScheduleKind {
+  PipelineSchedule id;
+  const char* name;  // kScheduleNames'
+  // The bubble (s) from pp, a micro-batch's slot on the stage (F + B + W), its backward (B + W)
+  // and its weight gradients (W).
+  double (*bubble)(std::int64_t pp, double slot_s, double backward_s, double weight_s);
+  // The activations in flight on the first stage relative to 1F1B's pp micro-batches.
+  double (*activation_factor)(std::int64_t pp);
+  std::int64_t state_copies;  // stages' parameter states a GPU holds (DualPipe: k and pp - 1 - k)
+  bool needs_stages;          // pp > 1
+  bool one_chunk;             // no interleaving (one chunk a stage)
+  bool paired_stages;         // pp even, and an even count of at least 2 pp micro-batches
+};
+// The descriptor of `schedule`.
+const ScheduleKind& schedule_kind(PipelineSchedule schedule);
+// Whether a layout of pp stages, V chunks a stage and `micro_batches` runs the schedule (the
+// layout rule pipeline_schedule says why not).
+bool schedule_runs(const ScheduleKind& kind, std::int64_t pp, std::int64_t interleave, std::int64_t micro_batches);
+
 // The pipeline schedule's bubble (seconds) from a micro-batch's slot on the stage (F + B + W, with
 // its transfers and host floor), its backward (B + W) and weight gradients (W): the formulas of
 // PipelineSchedule (model/block.hpp), interleaving aside (1F1B's (p - 1) slots), never below 0.

@@ -52,12 +52,13 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
     copies = ((b.weights + b.casts) / kReferenceBytes) *
              (whole_block_weights > 0 ? whole_block_weights : weights_per_block);
   }
-  if (exec.schedule == PipelineSchedule::DualPipe && pp > 1) [[unlikely]] {
-    // each GPU holds stages k and pp - 1 - k: two copies of a stage's parameter states
-    weights *= 2;
-    copies *= 2;
-    grads *= 2;
-    x.optimizer_states *= 2;
+  if (exec.schedule != PipelineSchedule::OneFOneB && pp > 1) [[unlikely]] {
+    // DualPipe: each GPU holds stages k and pp - 1 - k, two copies of a stage's parameter states
+    const double stages = D(schedule_kind(exec.schedule).state_copies);
+    weights *= stages;
+    copies *= stages;
+    grads *= stages;
+    x.optimizer_states *= stages;
   }
   x.weights = weights + copies;
   x.weight_grads = grads;

@@ -122,10 +122,8 @@ void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
 void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   const I micro_batches = x.problem.global_batch / c.dp / c.mbs;
   for (PipelineSchedule s : x.problem.exec.schedule) {
-    if (s != PipelineSchedule::OneFOneB) {
-      if (c.pp == 1 || c.exec.interleave > 1) continue;
-      if (s == PipelineSchedule::DualPipe && (c.pp % 2 || micro_batches % 2 || micro_batches < 2 * c.pp)) continue;
-    }
+    // the layout rule's conditions (model/schedule.hpp ScheduleKind)
+    if (!schedule_runs(schedule_kind(s), c.pp, c.exec.interleave, micro_batches)) continue;
     out.push_back({{static_cast<I>(s)}});
   }
 }
