@@ -402,6 +402,9 @@ std::string read_string_attr(hid_t obj, const std::string& name) {
   Handle a(check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "open attribute " + name), H5Aclose);
   Handle type(check(H5Aget_type(a.id()), "get type of " + name), H5Tclose);
   if (H5Tget_class(type.id()) != H5T_STRING) throw H5Error("HDF5: attribute " + name + " is not a string");
+  // one string, whatever its kind: a damaged dataspace of several would be read past `data`
+  Handle space(check(H5Aget_space(a.id()), "get dataspace of " + name), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw H5Error("HDF5: attribute " + name + " is not one string");
   if (H5Tis_variable_str(type.id()) > 0) {
     char* data = nullptr;
     check_status(H5Aread(a.id(), type.id(), &data), "read attribute " + name);
@@ -409,8 +412,6 @@ std::string read_string_attr(hid_t obj, const std::string& name) {
     H5free_memory(data);
     return out;
   }
-  Handle space(check(H5Aget_space(a.id()), "get dataspace of " + name), H5Sclose);
-  if (H5Sget_simple_extent_npoints(space.id()) != 1) throw H5Error("HDF5: attribute " + name + " is not one string");
   check_claimed_bytes(a.id(), "attribute " + name, static_cast<double>(H5Tget_size(type.id())));
   if (H5Aget_storage_size(a.id()) < H5Tget_size(type.id()))
     throw H5Error("HDF5: attribute " + name + " stores fewer bytes than its type claims (a damaged file?)");

@@ -86,6 +86,32 @@ TEST_F(H5Test, ClaimsBeyondTheFileAreRefused) {
   }
 }
 
+// A string attribute is one string: a variable-length one whose dataspace claims two (as a damaged
+// header may) is refused before the read, which would write two pointers where one is kept.
+TEST_F(H5Test, StringAttributeOfSeveralIsRefused) {
+  const std::string path = (dir_ / "strings.h5").string();
+  {
+    h5::Handle file = h5::create_file(path);
+    h5::Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    ASSERT_GE(H5Tset_size(type.id(), H5T_VARIABLE), 0);
+    const hsize_t n = 2;
+    h5::Handle space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+    h5::Handle a(H5Acreate2(file.id(), "two", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    ASSERT_GE(a.id(), 0);
+    const char* values[] = {"first", "second"};
+    ASSERT_GE(H5Awrite(a.id(), type.id(), values), 0);
+    a.close("two");
+    h5::write_file(file, path);
+  }
+  h5::Handle file = h5::open_file(path);
+  try {
+    h5::read_string_attr(file.id(), "two");
+    FAIL() << "read";
+  } catch (const H5Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attribute two is not one string"), std::string::npos) << e.what();
+  }
+}
+
 // A negative, infinite or NaN number is refused before it is written, naming its path in the file;
 // NaN passes only where the caller says it marks "nothing fits".
 TEST_F(H5Test, NonsensicalNumbersAreRefused) {
