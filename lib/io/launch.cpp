@@ -407,14 +407,7 @@ void note_stages(Builder& b, const Transformer& m, const Layout& c, const char* 
 }
 
 // Megatron-Core's cp_comm_type for an exchange (--cp-comm-type; NeMo's model.config.cp_comm_type).
-const char* megatron_cp_comm(CpComm k) {
-  switch (k) {
-    case CpComm::P2P: return "p2p";
-    case CpComm::AllGather: return "allgather";
-    case CpComm::AllToAll: return "a2a";
-  }
-  return "p2p";
-}
+const char* megatron_cp_comm(CpComm k) { return cp_exchange(k).megatron; }
 
 // Whether the layout numbers ranks with the pipeline inside the data-parallel replicas
 // (RankOrder::PipelineInnerDataOuter, tp-cp-ep-pp-dp): the layout's, the runtime's unless chosen.
@@ -766,8 +759,9 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     // PyTorch's context parallelism: "alltoall" passes the K, V shards around (the ring),
     // "allgather" all-gathers them after the first block
     b.add("--parallelism.context_parallel_degree", num(c.tensor.cp));
-    b.add("--parallelism.context_parallel_rotate_method", x.cp_comm == CpComm::AllGather ? "allgather" : "alltoall");
-    if (x.cp_comm == CpComm::AllToAll) {
+    const CpExchange& exchange = cp_exchange(x.cp_comm);
+    b.add("--parallelism.context_parallel_rotate_method", exchange.torchtitan != nullptr ? exchange.torchtitan : "alltoall");
+    if (exchange.torchtitan == nullptr) {
       b.note("torchtitan's context parallelism is ring attention (its rotate methods pass or gather the K, V "
              "shards); the estimate's a2a exchange (heads split over the cp group) has no torchtitan equivalent");
     }

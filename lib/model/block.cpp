@@ -215,17 +215,18 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
     case Role::AttentionCore: {
       AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
       local.value_dim = m.value_head_dim();
-      if (t.cp > 1 && x.cp_comm == CpComm::AllToAll) {
-        // Ulysses: after the exchange 1/cp of the local heads over every token
-        return attention_core(s, y.name, {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l, local.value_dim},
-                              {KvSource::AllToAll, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
-      }
       if (t.cp > 1) {
+        const CpExchange& exchange = cp_exchange(x.cp_comm);
+        if (exchange.splits_heads) {
+          // Ulysses: after the exchange 1/cp of the local heads over every token
+          return attention_core(s, y.name,
+                                {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l, local.value_dim},
+                                {exchange.kv_source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
+        }
         // the rank's l / cp queries against all m.l keys, exchanged over the cp group, whose
         // domains sit a tensor group's domains apart
-        const KvSource source = x.cp_comm == CpComm::P2P ? KvSource::Ring : KvSource::Gathered;
         return attention_core(s, y.name, {b, local.heads, local.kv_heads, q, l, m.l, local.value_dim},
-                              {source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
+                              {exchange.kv_source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
       }
       return attention_core(s, y.name, local, {}, core_of(m, y));
     }

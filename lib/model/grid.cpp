@@ -52,8 +52,7 @@ GroupShape ParallelGrid::group(AxisSet axes) const {
   return out;
 }
 
-std::int64_t ring_equivalent_stride(std::int64_t domains, std::int64_t chunk, std::int64_t inner,
-                                    std::int64_t outer) {
+std::int64_t ring_equivalent_stride(std::int64_t domains, std::int64_t chunk, std::int64_t inner, std::int64_t outer) {
   if (domains <= 1 || chunk <= 1) return outer;
   const std::int64_t chunks = std::max<std::int64_t>(1, domains / chunk);
   const std::int64_t span = (chunks - 1) * outer + (chunk - 1) * inner;  // first domain to last

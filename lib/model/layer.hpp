@@ -4,6 +4,7 @@
 // Units: flops in TFLOP, memory in GB, time in s (the reference's units).
 #include <array>
 #include <cstdint>
+#include <iterator>
 
 #include "model/collective.hpp"
 #include "model/kernel_calibration.hpp"
@@ -237,6 +238,26 @@ struct AttentionShape {
 //            tensors (Transformer Engine batches Q, K and V in one exchange), not overlapped
 // `stride`: NVLink domains between consecutive domains of the sequence group (network tiers).
 enum class KvSource : std::uint8_t { Local, Gathered, Ring, AllToAll };
+
+// One context-parallel exchange (CpComm) in one place: how the attention core receives keys and
+// values, whether it splits the heads over the cp group (then a rank's query and key/value heads
+// must be multiples of cp: the layout rule cp_splits and the search's values read it), and its
+// names in the frameworks' launch arguments.
+struct CpExchange {
+  CpComm id;
+  const char* name;        // kCpCommNames'
+  KvSource kv_source;      // the attention core's exchange
+  bool splits_heads;       // the heads split over the cp group (Ulysses)
+  const char* megatron;    // Megatron-Core's cp_comm_type (--cp-comm-type, NeMo's model.config.cp_comm_type)
+  const char* torchtitan;  // torchtitan's context_parallel_rotate_method; null: no equivalent
+};
+inline constexpr CpExchange kCpExchanges[] = {
+    {CpComm::P2P, kCpCommNames[0], KvSource::Ring, false, "p2p", "alltoall"},
+    {CpComm::AllGather, kCpCommNames[1], KvSource::Gathered, false, "allgather", "allgather"},
+    {CpComm::AllToAll, kCpCommNames[2], KvSource::AllToAll, true, "a2a", nullptr},
+};
+static_assert(std::size(kCpExchanges) == std::size(kCpCommNames), "a descriptor for every CpComm");
+inline const CpExchange& cp_exchange(CpComm k) { return kCpExchanges[static_cast<std::size_t>(k)]; }
 struct KvExchange {
   KvSource source = KvSource::Local;
   Group seq;

@@ -132,13 +132,14 @@ void cp_splits(const RuleInputs& in) {
     return "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " + str(2 * t.cp) +
            " chunks (each rank holds two of the load-balanced split)";
   });
-  if (c.exec.cp_comm == CpComm::AllToAll) {
+  if (const CpExchange& exchange = cp_exchange(c.exec.cp_comm); exchange.splits_heads) {
     // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
     // divisible by cp)
     const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
     require(cp_splits_heads(m, t.tp1, t.cp), [&] {
-      return "cp=" + str(t.cp) + " with cp_comm a2a splits the heads over the cp group: the " + str(heads) +
-             " query heads and " + str(kv) + " key/value heads of a tensor-parallel rank must be multiples of it";
+      return "cp=" + str(t.cp) + " with cp_comm " + std::string(exchange.name) +
+             " splits the heads over the cp group: the " + str(heads) + " query heads and " + str(kv) +
+             " key/value heads of a tensor-parallel rank must be multiples of it";
     });
   }
 }
@@ -330,14 +331,16 @@ void pipeline_schedule(const RuleInputs& in) {
   require(!kind.one_chunk || x.interleave == 1,
           [&] { return "schedule " + name + " runs one chunk a stage, got interleave=" + str(x.interleave); });
   if (kind.paired_stages) {
-    require(c.pp % 2 == 0,
-            [&] { return "schedule " + name + " pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp); });
+    require(c.pp % 2 == 0, [&] {
+      return "schedule " + name + " pairs stage k with stage pp - 1 - k: pp must be even, got " + str(c.pp);
+    });
     if (batch_splits(in)) {
       const I micro_batches = micro_batches_of(in);
       // DeepSeek's DualPipe: an even count of at least 2 pp micro-batches (its step()'s check)
       require(micro_batches % 2 == 0 && micro_batches >= 2 * c.pp, [&] {
-        return "schedule " + name + " feeds half the micro-batches from each end: needs an even count of at least 2 pp = " +
-               str(2 * c.pp) + ", got " + str(micro_batches);
+        return "schedule " + name +
+               " feeds half the micro-batches from each end: needs an even count of at least 2 pp = " + str(2 * c.pp) +
+               ", got " + str(micro_batches);
       });
     }
   }

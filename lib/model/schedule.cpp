@@ -35,9 +35,7 @@ constexpr ScheduleKind kSchedules[] = {
 static_assert(std::size(kSchedules) == std::size(kScheduleNames), "a descriptor for every PipelineSchedule");
 }  // namespace
 
-const ScheduleKind& schedule_kind(PipelineSchedule schedule) {
-  return kSchedules[static_cast<std::size_t>(schedule)];
-}
+const ScheduleKind& schedule_kind(PipelineSchedule schedule) { return kSchedules[static_cast<std::size_t>(schedule)]; }
 
 bool schedule_runs(const ScheduleKind& kind, I pp, I interleave, I micro_batches) {
   if (kind.needs_stages && pp < 2) return false;

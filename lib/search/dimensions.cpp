@@ -142,7 +142,9 @@ void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>
   static constexpr const ExecutionOption& cp_comm = kExecutionOptions[option_index("cp_comm")];
   for (CpComm k : x.problem.exec.cp_comm) {
     // a2a splits the heads over the cp group (validate_layout's rule)
-    if (c.tensor.cp > 1 && k == CpComm::AllToAll && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) continue;
+    if (c.tensor.cp > 1 && cp_exchange(k).splits_heads && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) {
+      continue;
+    }
     out.push_back({{static_cast<I>(k)}});
     if (!cp_comm.applies(c)) break;
   }
