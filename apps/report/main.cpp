@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     require_regular_or_absent(output, "output");
     refuse_output_over_input(output, inputs);
     std::vector<SweepFile> files;
-    for (const std::string& path : inputs) files.push_back(read_sweep_file(path));
+    for (const std::string& path : inputs) files.push_back(read_sweep_file_isolated(path));
     const std::string page = html_report(files);
     write_text_atomically(output, page);
     spdlog::info("wrote {} ({} bytes) from {} file(s)", output, page.size(), files.size());

@@ -78,6 +78,12 @@ struct SweepFile {
 
 SweepFile read_sweep_file(const std::string& path);
 
+// The same for a file of unknown origin (report's inputs): HDF5 1.10 itself can crash on a damaged
+// object header (a flipped byte in an attribute table crashes H5Aiterate2 before any of its
+// answers can be checked), so the file is read first in a child process; where that child dies
+// rather than reading it or refusing it, InputError naming the file, before anything is written.
+SweepFile read_sweep_file_isolated(const std::string& path);
+
 // Execution option codes of the HDF5 columns (io/sweep_h5.cpp) as the flags spell them:
 // recompute 2 -> "full", schedule 1 -> "zb-h1"; other keys and unknown codes as the number.
 std::string execution_value_name(const std::string& key, std::int64_t code);

@@ -106,6 +106,22 @@ TEST_F(ReportTest, ErrorsNameTheFileAndTheField) {
   EXPECT_THROW(read_sweep_file((dir_ / "absent.h5").string()), InputError);
 }
 
+// A file of unknown origin is read first in a child process (the HDF5 library can crash on a
+// damaged header): what the child reads the parent reads alike, and what it refuses the parent
+// refuses with read_sweep_file's own message.
+TEST_F(ReportTest, IsolatedReadIsTheSameRead) {
+  const std::string good = write_sweep();
+  const SweepFile a = read_sweep_file(good), b = read_sweep_file_isolated(good);
+  EXPECT_EQ(html_report({a}), html_report({b}));
+  const std::string path = write_sweep("mem");
+  try {
+    read_sweep_file_isolated(path);
+    FAIL() << "a file without top/mem was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": /A-NVS4/top/mem: dataset missing");
+  }
+}
+
 TEST_F(ReportTest, ExecutionCodesAsFlagsSpellThem) {
   EXPECT_EQ(execution_value_name("recompute", 2), "full");
   EXPECT_EQ(execution_value_name("sp", 0), "off");
