@@ -8,7 +8,8 @@ and Llama 3.1 8B (llama31_8b), of every submitter and accelerator of the rounds 
 SOURCE is a round's results repository (mlcommons/training_results_vX.Y): a bare git directory
 (read with `git show HEAD:...`), a checkout, or a folder holding part of one (test/data/
 mlperf_excerpt). The round is taken from the path (training_results_vX.Y), or given as
-ROUND=SOURCE (v4.1=/path/to/repo). The rounds of HELD_OUT_ROUNDS are refused: they are kept out of this set.
+ROUND=SOURCE (v4.1=/path/to/repo). Only the rounds of READ_ROUNDS, those this set is made of, are read;
+any other round is refused.
 
 For each `<submitter>/results/<system>/<benchmark>/result_*.txt` the importer reads
   - `<submitter>/systems/<system>.json`: accelerator, nodes, accelerators per node, NICs, framework;
@@ -44,7 +45,8 @@ BENCHMARKS = {'gpt3': 'gpt3', 'llama31_405b': 'llama3_405b', 'llama31_8b': 'llam
 # Folders a submission keeps a benchmark's code in (one submitter names llama31_8b's llama3_8b).
 BENCHMARK_FOLDERS = {'gpt3': ('gpt3',), 'llama31_405b': ('llama31_405b', 'llama3_405b'),
                      'llama31_8b': ('llama31_8b', 'llama3_8b')}
-HELD_OUT_ROUNDS = ('v3.1', 'v5.0')
+# The rounds this set is made of (validation/mlperf/README.md, Sources); any other is refused.
+READ_ROUNDS = ('v3.0', 'v4.0', 'v4.1', 'v5.1')
 COLUMNS = ['id', 'round', 'submitter', 'system', 'benchmark', 'perfsweep_model', 'gpu', 'gpu_memory_gb',
            'gpus', 'nodes', 'gpus_per_node', 'nvlink_domain', 'nics_per_node', 'nic_gbps', 'framework',
            'precision', 'fp8_recipe', 'fp8_params', 'tp', 'pp', 'vp', 'cp', 'ep', 'dp', 'mbs', 'gbs', 'seq_len',
@@ -80,8 +82,9 @@ class Tree:
             if not m:
                 raise SystemExit(f'{spec}: no round in the path (training_results_vX.Y); give ROUND=PATH')
             rnd = m[-1]
-        if rnd in HELD_OUT_ROUNDS:
-            raise SystemExit(f'{spec}: round {rnd} is held out of this set and is not read')
+        if rnd not in READ_ROUNDS:
+            raise SystemExit(f'{spec}: round {rnd} is not one this set is made of ({", ".join(READ_ROUNDS)}) '
+                             'and is not read')
         self.round = rnd
         self.git = os.path.isfile(os.path.join(self.path, 'HEAD')) and os.path.isdir(os.path.join(self.path, 'objects'))
         self._cache = {}

@@ -11,12 +11,9 @@
 namespace perfsweep {
 namespace {
 using I = std::int64_t;
-constexpr double D(I v) { return static_cast<double>(v); }
-}  // namespace
 
-namespace {
 // A rule's check: the first failed condition's reason, thrown here and caught by the rule's
-// wrapper (rule_of), so that a rule reads as the conditions in order.
+// wrapper (reason_of), so that a rule reads as the conditions in order.
 struct Broken {
   std::string reason;
 };

@@ -7,9 +7,7 @@ namespace perfsweep {
 namespace {
 using I = std::int64_t;
 constexpr double D(I v) { return static_cast<double>(v); }
-}  // namespace
 
-namespace {
 // each bubble at least 0: the weight gradients fill the idle slots, never more than all of them
 double one_f_one_b_bubble(I pp, double slot_s, double, double) { return D(pp - 1) * slot_s; }
 double zb_h1_bubble(I pp, double slot_s, double, double weight_s) {

@@ -162,14 +162,16 @@ def main():
     check(st is not None and math.isclose(st, want, rel_tol=1e-9), f'block method: step_s {st} (by hand {want:.8f})')
     check(how.startswith('training segments') and 'median of 2 segments over 2 logs' in how,
           f'block method named: {how!r}')
-    # The held-out rounds are refused.
-    for held in ('v3.1', 'v5.0'):
+    # Only the rounds the set is made of are read: a round outside READ_ROUNDS is refused.
+    for other in ('v9.9', 'v0.7'):
+        check(other not in im.READ_ROUNDS, f'{other} is not a round of the set')
         try:
-            im.Tree(f'{held}={EXCERPT}')
+            im.Tree(f'{other}={EXCERPT}')
             refused = False
         except SystemExit:
             refused = True
-        check(refused, f'round {held} is refused')
+        check(refused, f'round {other} is refused')
+    check(all(im.Tree(f'{r}={EXCERPT}').round == r for r in im.READ_ROUNDS), 'every round of the set is read')
 
 
 if __name__ == '__main__':
