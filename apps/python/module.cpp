@@ -11,11 +11,14 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "model/execution_options.hpp"
 
 int estimate_tool(int argc, char** argv);
 int configs_tool(int argc, char** argv);
@@ -102,4 +105,17 @@ PYBIND11_MODULE(_perfsweep, m) {
   m.doc() = "perfsweep's estimate and configs run in-process";
   m.def("run", &run, pybind11::arg("tool"), pybind11::arg("args"),
         "Runs the tool with these arguments; returns (exit code, standard output, standard error).");
+  m.def(
+      "option_values",
+      [] {
+        // the execution options spelt with names (model/execution_options.hpp), each one's names by code
+        std::map<std::string, std::vector<std::string>> out;
+        for (const perfsweep::ExecutionOption& o : perfsweep::kExecutionOptions) {
+          if (o.values == perfsweep::OptionValues::Integer) continue;
+          out[o.key] = std::vector<std::string>(o.names.begin(), o.names.end());
+        }
+        return out;
+      },
+      "The execution options with named values ({'recompute': ['none', 'selective', 'full'], ...}), each one's "
+      "names in the order of their codes.");
 }

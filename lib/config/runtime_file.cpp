@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <span>
@@ -79,11 +80,17 @@ constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
-constexpr std::string_view kCpCommKeyNames[] = {kCpCommNames[0], kCpCommNames[1], kCpCommNames[2]};  // CpComm
-constexpr std::string_view kOffloadKeyNames[] = {kOffloadNames[0], kOffloadNames[1], kOffloadNames[2],
-                                                 kOffloadNames[3]};  // Offload
-constexpr std::string_view kStagePartitionKeyNames[] = {kStagePartitionNames[0], kStagePartitionNames[1]};
-constexpr std::string_view kRankOrderKeyNames[] = {kRankOrderNames[0], kRankOrderNames[1]};  // RankOrder
+// An enum's names (model/) as the keys' values, every one of them.
+template <std::size_t N>
+constexpr std::array<std::string_view, N> key_names(const char* const (&names)[N]) {
+  std::array<std::string_view, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = names[i];
+  return out;
+}
+constexpr auto kCpCommKeyNames = key_names(kCpCommNames);                  // CpComm
+constexpr auto kOffloadKeyNames = key_names(kOffloadNames);                // Offload
+constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // StagePartition
+constexpr auto kRankOrderKeyNames = key_names(kRankOrderNames);            // RankOrder
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
                                       "zero_stages", "zero_gather", "zero_reduce", "activations",
                                       "fp8_recipe",  "context_parallel", "offload", "stage_partition",

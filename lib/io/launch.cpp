@@ -762,8 +762,9 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     const CpExchange& exchange = cp_exchange(x.cp_comm);
     b.add("--parallelism.context_parallel_rotate_method", exchange.torchtitan != nullptr ? exchange.torchtitan : "alltoall");
     if (exchange.torchtitan == nullptr) {
-      b.note("torchtitan's context parallelism is ring attention (its rotate methods pass or gather the K, V "
-             "shards); the estimate's a2a exchange (heads split over the cp group) has no torchtitan equivalent");
+      b.note(std::string("torchtitan's context parallelism is ring attention (its rotate methods pass or gather the "
+                         "K, V shards); the estimate's ") +
+             exchange.name + " exchange (the heads split over ranks of the cp group) has no torchtitan equivalent");
     }
   }
   b.add("--parallelism.pipeline_parallel_degree", num(c.pp));

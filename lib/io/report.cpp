@@ -656,7 +656,15 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
       const Collective& b = c.comm_bwd.items[0];
       const char* link = f.fast_domain > 1 && f.fast_domain == f.group ? "NVLink" : "network";
       if (c.overlap == Overlap::ContextRing) {
-        o << "context parallelism (" << c.name << "): p2p ring over cp=" << layout.tensor.cp << " ("
+        o << "context parallelism (" << c.name << "): ";
+        if (c.comm_fwd.count > 1) {
+          // a hierarchical exchange: all-to-alls over part of the group, the ring over the rest
+          const Collective& a2a = c.comm_fwd.items[1];
+          o << "all-to-all over " << a2a.group << " GPUs of cp=" << layout.tensor.cp << " ("
+            << (a2a.fast_domain == a2a.group ? "NVLink" : "network") << ") of Q, K, V ("
+            << fmt("%.4g", a2a.volume_gb * 1e3) << " MB), the heads split over them, then ";
+        }
+        o << "p2p ring over " << (c.ring_steps == layout.tensor.cp ? "cp=" : "") << c.ring_steps << " ("
           << (f.fast_domain > 1 ? "NVLink" : "network") << "), " << c.ring_steps - 1 << " transfers of "
           << fmt("%.4g", f.volume_gb * 1e3) << "/" << fmt("%.4g", b.volume_gb * 1e3)
           << " MB f/b (K, V; backward with dK, dV); exposed " << fmt("%.4g", r.fwd.comm * 1e3) << "/"

@@ -216,17 +216,13 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       AttentionShape local = local_attention(b, h / tp, kv_heads_per_gpu(m, tp), q, l);
       local.value_dim = m.value_head_dim();
       if (t.cp > 1) {
-        const CpExchange& exchange = cp_exchange(x.cp_comm);
-        if (exchange.splits_heads) {
-          // Ulysses: after the exchange 1/cp of the local heads over every token
-          return attention_core(s, y.name,
-                                {b, local.heads / t.cp, local.kv_heads / t.cp, q, m.l, m.l, local.value_dim},
-                                {exchange.kv_source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
-        }
-        // the rank's l / cp queries against all m.l keys, exchanged over the cp group, whose
-        // domains sit a tensor group's domains apart
-        return attention_core(s, y.name, {b, local.heads, local.kv_heads, q, l, m.l, local.value_dim},
-                              {exchange.kv_source, {t.cp, t.nv_cp}, t.tp1 / t.nv1}, core_of(m, y));
+        // the rank's l / cp queries, after the exchange's split of the heads over `ranks` of the
+        // cp group (Ulysses) ranks x l / cp of them, against all m.l keys, exchanged over the cp
+        // group, whose domains sit a tensor group's domains apart
+        const I ranks = cp_head_ranks(m, t, x.cp_comm);
+        return attention_core(
+            s, y.name, {b, local.heads / ranks, local.kv_heads / ranks, q, l * ranks, m.l, local.value_dim},
+            {cp_exchange(x.cp_comm).kv_source, {t.cp, t.nv_cp}, t.tp1 / t.nv1, ranks}, core_of(m, y));
       }
       return attention_core(s, y.name, local, {}, core_of(m, y));
     }
@@ -355,6 +351,10 @@ LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transforme
 }  // namespace
 
 I kv_heads_per_gpu(const Transformer& m, I tp) { return m.kv() >= tp ? m.kv() / tp : 1; }
+
+I cp_head_ranks(const Transformer& m, const TensorSplit& t, CpComm k) {
+  return cp_exchange(k).head_ranks(t.cp, t.nv_cp, m.h / t.tp1, kv_heads_per_gpu(m, t.tp1));
+}
 
 I qkv_columns(const Transformer& m, I tp) { return tp * (m.h / tp + 2 * kv_heads_per_gpu(m, tp)) * m.head_dim(); }
 

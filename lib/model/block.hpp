@@ -294,6 +294,9 @@ struct TensorSplit {
   // in an NVLink domain; the weights are replicated over them (docs/context_parallel.md).
   std::int64_t cp = 1, nv_cp = 1;
 };
+// The ranks of the cp group over which exchange k splits a tensor-parallel rank's heads
+// (CpExchange::head_ranks; 1: none).
+std::int64_t cp_head_ranks(const Transformer& model, const TensorSplit& t, CpComm k);
 
 // NVLink domains one tensor- and context-parallel group spans: in the rank order (tensor
 // innermost, then context, data, pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in

@@ -113,15 +113,18 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
     // Transformer Engine's ring (AttnFuncWithCPAndKVP2P): step i computes on the block received
     // at step i - 1 while the next block moves, so each of the steps - 1 transfers is exposed
     // only beyond one step's compute; the first transfer's latency is not hidden.
+    // The set's first collective is the ring's step; any after it (a hierarchical exchange's
+    // all-to-alls before and after the ring) run serially.
     const double steps = D(c.ring_steps);
-    const double transfer = time_collectives(s, comms, 1.0);
-    const double step_compute = t_compute / steps;
     const Collective& ring = comms.items[0];
+    const double transfer = time_collectives(s, comms.first(1), 1.0);
+    const double step_compute = t_compute / steps;
     const double latency =
         transfer > 0 ? (ring.fast_domain > 1 ? s.nvlink_latency : network_path(s, CommType::P2P, 2, ring.stride).latency)
                      : 0.0;
     const double exposed = (steps - 1) * std::max(transfer - step_compute, 0.0);
     p.comm = latency + exposed;
+    if (comms.count > 1) [[unlikely]] p.comm += time_collectives(s, comms.after(1), 1.0);
     p.hidden = (steps - 1) * transfer - exposed;
   } else {
     p.comm = time_collectives(s, comms, 1.0);

@@ -2,6 +2,7 @@
 // One layer of a transformer block, forward and backward, on one GPU: the counts of the reference's
 // layers.py classes as plain data, and the one timing function that turns them into seconds.
 // Units: flops in TFLOP, memory in GB, time in s (the reference's units).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <iterator>
@@ -42,6 +43,19 @@ struct CommSet {
   std::array<Collective, 4> items{};
   std::uint8_t count = 1;
   bool is_list = false;
+  // The first n collectives, and those after the first n.
+  CommSet first(std::uint8_t n) const {
+    CommSet s = *this;
+    s.count = std::min(n, count);
+    return s;
+  }
+  CommSet after(std::uint8_t n) const {
+    CommSet s;
+    s.count = 0;
+    s.is_list = is_list;
+    for (std::uint8_t i = n; i < count; ++i) s.items[s.count++] = items[i];
+    return s;
+  }
 };
 
 // How a layer's communication meets its computation.
@@ -240,21 +254,26 @@ struct AttentionShape {
 enum class KvSource : std::uint8_t { Local, Gathered, Ring, AllToAll };
 
 // One context-parallel exchange (CpComm) in one place: how the attention core receives keys and
-// values, whether it splits the heads over the cp group (then a rank's query and key/value heads
-// must be multiples of cp: the layout rule cp_splits and the search's values read it), and its
-// names in the frameworks' launch arguments.
+// values, over how many ranks of the cp group it splits a tensor-parallel rank's heads (the
+// rest of the group runs the kv_source exchange on the sequence; the layout rule cp_splits and
+// the search's values require the heads to split), and its names in the frameworks' launch
+// arguments.
 struct CpExchange {
   CpComm id;
-  const char* name;        // kCpCommNames'
-  KvSource kv_source;      // the attention core's exchange
-  bool splits_heads;       // the heads split over the cp group (Ulysses)
+  const char* name;    // kCpCommNames'
+  KvSource kv_source;  // the attention core's exchange
+  // The ranks of the cp group (cp of them, nv_cp in one NVLink domain) over which a rank's
+  // `heads` query heads and `kv_heads` key/value heads are split (Ulysses); 1: none.
+  std::int64_t (*head_ranks)(std::int64_t cp, std::int64_t nv_cp, std::int64_t heads, std::int64_t kv_heads);
   const char* megatron;    // Megatron-Core's cp_comm_type (--cp-comm-type, NeMo's model.config.cp_comm_type)
   const char* torchtitan;  // torchtitan's context_parallel_rotate_method; null: no equivalent
 };
+constexpr std::int64_t no_head_split(std::int64_t, std::int64_t, std::int64_t, std::int64_t) { return 1; }
+constexpr std::int64_t whole_group(std::int64_t cp, std::int64_t, std::int64_t, std::int64_t) { return cp; }
 inline constexpr CpExchange kCpExchanges[] = {
-    {CpComm::P2P, kCpCommNames[0], KvSource::Ring, false, "p2p", "alltoall"},
-    {CpComm::AllGather, kCpCommNames[1], KvSource::Gathered, false, "allgather", "allgather"},
-    {CpComm::AllToAll, kCpCommNames[2], KvSource::AllToAll, true, "a2a", nullptr},
+    {CpComm::P2P, kCpCommNames[0], KvSource::Ring, no_head_split, "p2p", "alltoall"},
+    {CpComm::AllGather, kCpCommNames[1], KvSource::Gathered, no_head_split, "allgather", "allgather"},
+    {CpComm::AllToAll, kCpCommNames[2], KvSource::AllToAll, whole_group, "a2a", nullptr},
 };
 static_assert(std::size(kCpExchanges) == std::size(kCpCommNames), "a descriptor for every CpComm");
 inline const CpExchange& cp_exchange(CpComm k) { return kCpExchanges[static_cast<std::size_t>(k)]; }
@@ -262,6 +281,9 @@ struct KvExchange {
   KvSource source = KvSource::Local;
   Group seq;
   std::int64_t stride = 1;
+  // The ranks of `seq` the heads were split over before the attention (CpExchange::head_ranks):
+  // seq.gpus under AllToAll, 1 without a split.
+  std::int64_t head_ranks = 1;
 };
 // What flash attention does beyond the reference's kernel: causal masking (the masked half of
 // every score-matrix term skipped, forward and backward), whether dropout runs on the

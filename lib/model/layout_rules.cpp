@@ -129,14 +129,15 @@ void cp_splits(const RuleInputs& in) {
     return "cp=" + str(t.cp) + ": seq_len " + str(m.l) + " does not split into 2 cp = " + str(2 * t.cp) +
            " chunks (each rank holds two of the load-balanced split)";
   });
-  if (const CpExchange& exchange = cp_exchange(c.exec.cp_comm); exchange.splits_heads) {
-    // the exchange splits each rank's heads over the cp group (TE: heads and key/value groups
-    // divisible by cp)
+  if (const I ranks = cp_head_ranks(m, t, c.exec.cp_comm); ranks > 1) {
+    // the exchange splits each rank's heads over the cp group or part of it (TE: heads and
+    // key/value groups divisible by it)
     const I heads = m.h / t.tp1, kv = kv_heads_per_gpu(m, t.tp1);
-    require(cp_splits_heads(m, t.tp1, t.cp), [&] {
-      return "cp=" + str(t.cp) + " with cp_comm " + std::string(exchange.name) +
-             " splits the heads over the cp group: the " + str(heads) + " query heads and " + str(kv) +
-             " key/value heads of a tensor-parallel rank must be multiples of it";
+    require(cp_splits_heads(m, t.tp1, ranks), [&] {
+      return "cp=" + str(t.cp) + " with cp_comm " + std::string(cp_exchange(c.exec.cp_comm).name) +
+             " splits the heads over " + (ranks == t.cp ? std::string("the cp group") : str(ranks) + " of its ranks") +
+             ": the " + str(heads) + " query heads and " + str(kv) +
+             " key/value heads of a tensor-parallel rank must be multiples of " + (ranks == t.cp ? "it" : "them");
     });
   }
 }

@@ -141,8 +141,8 @@ consteval std::size_t option_index(std::string_view key) {
 void cp_comm_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
   static constexpr const ExecutionOption& cp_comm = kExecutionOptions[option_index("cp_comm")];
   for (CpComm k : x.problem.exec.cp_comm) {
-    // a2a splits the heads over the cp group (validate_layout's rule)
-    if (c.tensor.cp > 1 && cp_exchange(k).splits_heads && !cp_splits_heads(x.problem.model, c.tensor.tp1, c.tensor.cp)) {
+    // a2a splits the heads over the cp group (validate_layout's rule cp_splits)
+    if (c.tensor.cp > 1 && !cp_splits_heads(x.problem.model, c.tensor.tp1, cp_head_ranks(x.problem.model, c.tensor, k))) {
       continue;
     }
     out.push_back({{static_cast<I>(k)}});

@@ -73,14 +73,18 @@ def estimate(**flags):
     return json.loads(_run('estimate', flags_of(**flags) + ['--json', '--quiet']))
 
 
-# The execution options' values in their order (model/execution_options.hpp): the categories of
-# the DataFrame's option columns.
-OPTION_VALUES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'],
-                 'layout': ['reference', 'megatron', 'amp'], 'precision': ['bf16', 'fp8', 'mxfp8'],
-                 'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
-                 'offload': ['none', 'optimizer', 'weights', 'activations'],
-                 'rank_order': ['tp-cp-ep-dp-pp', 'tp-cp-ep-pp-dp'], 'fp8_params': ['off', 'on'], 'attention': ['flash', 'unfused',
-                                                                                    'unfused-recompute']}
+# The categories of the DataFrame's option columns: each execution option's values in their
+# order, as the C++ table gives them (model/execution_options.hpp, through the module), and the
+# attention's.
+ATTENTION_VALUES = ['flash', 'unfused', 'unfused-recompute']
+
+
+def option_values():
+    """{option: its value names by code} of the execution options spelt with names, and 'attention'."""
+    from . import _perfsweep
+    return {**_perfsweep.option_values(), 'attention': ATTENTION_VALUES}
+
+
 # The units of configs' CSV columns (apps/configs/main.cpp to_csv), as the sweep's HDF5 columns of
 # the same names give them (test_package.py checks that they agree).
 CSV_UNITS = {'n_gpus': 'GPUs', 'throughput': 'samples/s', 'mem_limit': 'GB', 'mem_headroom': 'GB', 'hbm_capacity': 'GB',
@@ -120,7 +124,7 @@ def search(**flags):
     import pandas as pd
     out = _run('configs', flags_of(**flags) + ['--csv', '--quiet'])
     df = pd.read_csv(io.StringIO(out), float_precision='round_trip')
-    for column, values in OPTION_VALUES.items():
+    for column, values in option_values().items():
         if column in df:
             order = values + sorted(set(df[column].astype(str)) - set(values))
             df[column] = pd.Categorical(df[column].astype(str), categories=order)
