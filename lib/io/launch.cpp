@@ -329,6 +329,12 @@ class Builder {
  public:
   explicit Builder(LaunchLine& line) : line_(line) {}
   void add(std::string name, std::string value = {}) { line_.arguments.push_back({std::move(name), std::move(value)}); }
+  // A list argument (argparse's nargs): its values as words.
+  void add_words(std::string name, const std::vector<std::string>& values) {
+    std::string joined;
+    for (const std::string& v : values) joined += (joined.empty() ? "" : " ") + v;
+    line_.arguments.push_back({std::move(name), std::move(joined), true});
+  }
   void note(std::string text) { line_.notes.push_back(std::move(text)); }
   std::vector<std::string>& notes() { return line_.notes; }
 
@@ -995,7 +1001,16 @@ std::string launch_arguments_text(const LaunchLine& line) {
     out += a.name;
     if (a.value.empty()) continue;
     out += assigns ? '=' : ' ';
-    out += shell_word(a.value);
+    if (!a.words) {
+      out += shell_word(a.value);
+      continue;
+    }
+    for (std::size_t i = 0, at = 0; at <= a.value.size(); ++i) {
+      const std::size_t end = std::min(a.value.find(' ', at), a.value.size());
+      if (i > 0) out += ' ';
+      out += shell_word(a.value.substr(at, end - at));
+      at = end + 1;
+    }
   }
   return out;
 }

@@ -47,6 +47,9 @@ LaunchFramework parse_launch_framework(const std::string& text);
 struct LaunchArgument {
   std::string name;
   std::string value;
+  // The value is several words, space-separated (argparse's nargs: "--sizes 4 2"), each its own
+  // shell word; else one.
+  bool words = false;
 };
 
 struct LaunchLine {
