@@ -12,7 +12,13 @@ inline void add_execution_options(CLI::App& app, ExecutionFlags& f, bool lists) 
   const std::string each = lists ? " (a comma-separated list: each is tried)" : "";
   for (std::size_t i = 0; i < kExecutionOptions.size(); ++i) {
     const ExecutionOption& o = kExecutionOptions[i];
-    if (o.searched()) app.add_option(o.flag, f.lists[i], o.help + each)->capture_default_str();
+    if (!o.searched()) continue;
+    std::string values;  // a named option's accepted names, from its table
+    if (o.values == OptionValues::Named) {
+      for (std::size_t k = 0; k < o.accepted; ++k) values += (k == 0 ? " (one of: " : ", ") + std::string(o.names[k]);
+      values += ")";
+    }
+    app.add_option(o.flag, f.lists[i], o.help + values + each)->capture_default_str();
   }
   app.add_option("--cp", f.cp,
                  "context-parallel degree (1d): GPUs each sequence is split over (Megatron-Core's load-balanced "

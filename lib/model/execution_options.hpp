@@ -205,8 +205,9 @@ inline constexpr std::array kExecutionOptions = [] {
           kScheduleNames, changed, step),
       d::named<&X::cp_comm, &C::cp_comm>(
           "cp_comm", "--cp-comm",
-          "how context-parallel attention exchanges keys and values: p2p (ring attention, overlapped), all-gather "
-          "(Llama 3's) or a2a (DeepSpeed-Ulysses's all-to-all, the heads split over the cp group)",
+          "how context-parallel attention exchanges keys and values: p2p is ring attention, overlapped; the others "
+          "gather them (Llama 3's) or split the heads over the cp group or part of it (DeepSpeed-Ulysses's "
+          "all-to-all; docs/context_parallel.md)",
           kCpCommNames, changed, block, std::size(kCpCommNames), [](const Layout& c) { return c.tensor.cp > 1; }),
       d::named<&X::offload, &C::offload>(
           "offload", "--offload",
