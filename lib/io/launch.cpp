@@ -513,6 +513,10 @@ void megatron_line(const LaunchInput& in, Builder& b) {
     // all-to-all of Q, K, V and the output (a2a)
     b.add("--context-parallel-size", num(c.tensor.cp));
     b.add("--cp-comm-type", megatron_cp_comm(x.cp_comm));
+    if (cp_exchange(x.cp_comm).hierarchical) {
+      const std::int64_t a = cp_head_ranks(m, c.tensor, x.cp_comm);
+      b.add_words("--hierarchical-context-parallel-sizes", {num(a), num(c.tensor.cp / a)});
+    }
   }
   // offload (megatron/training/arguments.py): HybridDeviceOptimizer with the optimizer's share on
   // the host, which runs on the precision-aware optimizer's code path (validate_args asserts
@@ -616,6 +620,11 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.strategy.virtual_pipeline_model_parallel_size", x.interleave > 1 ? num(x.interleave) : "None");
   b.add("trainer.strategy.context_parallel_size", num(c.tensor.cp));
   if (c.tensor.cp > 1) b.add("model.config.cp_comm_type", megatron_cp_comm(x.cp_comm));
+  if (c.tensor.cp > 1 && cp_exchange(x.cp_comm).hierarchical) {
+    b.note("NeMo's strategy creates no hierarchical context-parallel groups (Megatron-Core's "
+           "hierarchical_context_parallel_sizes): run the " + std::string(cp_exchange(x.cp_comm).name) +
+           " exchange with Megatron-LM");
+  }
   // Megatron-Core's OptimizerConfig and TransformerConfig fields (offload_fraction defaults to 0
   // there; the HybridDeviceOptimizer runs on the precision-aware optimizer's code path, as
   // Megatron-LM's validate_args requires). Transformer Engine's activation offloading of every

@@ -557,20 +557,32 @@ LayerCost attention_core(const System& s, const char* name, AttentionShape a, Kv
   double grad_mem = D(bkv * lk * q + bkv * lk * v) * u.elem;  // dK, dV before the reduce-scatter
   grad_mem += D(bh * lq * q + bh * lq * v) * u.elem;          // dQ, dOut
   c.mem_bwd = grad_mem + c.activation_buffer;
-  const Group seq = kv.seq;
-  if (kv.source == KvSource::Gathered || seq.gpus == 1) {
+  // a hierarchical exchange (Ring with head_ranks > 1): the heads split over head_ranks GPUs of one
+  // NVLink domain, the ring over the cp / head_ranks groups of them
+  const I split = kv.source == KvSource::Ring ? kv.head_ranks : 1;
+  const Group seq{kv.seq.gpus / split, kv.seq.nvlink / split};
+  if (kv.source == KvSource::Gathered || (seq.gpus == 1 && split == 1)) {
     gather_keys(c, seq.gpus > 1 ? D(bkv * lk * q + bkv * lk * v) * u.elem : 0.0, kv);
     return c;
   }
   // one ring step: this rank's K and V (its queries' tokens) to the next rank; the step's slowest
   // link bounds it, NVLink only when the whole ring is in one domain
-  const double step_kv = D(bkv * lq * q + bkv * lq * v) * u.elem;
+  const double step_kv = seq.gpus > 1 ? D(bkv * lq * q + bkv * lq * v) * u.elem : 0.0;
   const I fast = seq.nvlink == seq.gpus ? 2 : 1;
   const auto span = static_cast<std::int32_t>((seq.gpus / seq.nvlink - 1) * kv.stride);  // first domain to last
   c.comm_fwd = one({step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});
   c.comm_bwd = one({2 * step_kv, CommType::P2P, std::max<std::int32_t>(span, 1), 2, fast});  // K, V and dK, dV
   c.overlap = Overlap::ContextRing;
   c.ring_steps = seq.gpus;
+  if (split > 1) [[unlikely]] {
+    // before the ring the rank's Q, K, V, after it the output all-to-all'ed over the head_ranks GPUs
+    // (backward the output's gradient, then dQ, dK, dV), serially (time_pass)
+    const double qkv = D(bh * lq * q + (bkv * lq * q + bkv * lq * v)) * u.elem, out = D(bh * lq * v) * u.elem;
+    const Collective a2a_qkv{qkv, CommType::AllToAll, 1, split, split};
+    const Collective a2a_out{out, CommType::AllToAll, 1, split, split};
+    c.comm_fwd = list({c.comm_fwd.items[0], a2a_qkv, a2a_out});
+    c.comm_bwd = list({c.comm_bwd.items[0], a2a_out, a2a_qkv});
+  }
   return c;
 }
 

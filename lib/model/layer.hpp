@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <iterator>
+#include <numeric>
 
 #include "model/collective.hpp"
 #include "model/kernel_calibration.hpp"
@@ -23,8 +24,12 @@ namespace perfsweep {
 //  AllToAll   DeepSpeed-Ulysses's (Jacobs et al. 2023; Megatron-Core's cp_comm_type "a2a", TE's
 //             AttnFuncWithCPAndQKVOA2A): Q, K and V all-to-all'ed from the rank's l / cp tokens of
 //             every local head to all l tokens of 1/cp of the heads, the output back; not overlapped
-enum class CpComm : std::uint8_t { P2P, AllGather, AllToAll };
-inline constexpr const char* kCpCommNames[] = {"p2p", "all-gather", "a2a"};
+//  AllToAllP2P  Megatron-Core's hierarchical "a2a+p2p" (TE's AttnFuncWithCPAndQKVOA2A inside
+//             AttnFuncWithCPAndKVP2P): the a2a exchange over the a GPUs of the cp group's first
+//             level, the ring over the cp / a groups of them; a is the largest count dividing the
+//             cp group's NVLink share and the rank's heads (its all-to-alls stay in one domain)
+enum class CpComm : std::uint8_t { P2P, AllGather, AllToAll, AllToAllP2P };
+inline constexpr const char* kCpCommNames[] = {"p2p", "all-gather", "a2a", "a2a+p2p"};
 
 // One collective issued by a layer: volume, kind, group size, how many of the group's GPUs
 // share an NVLink domain, and how many domains apart the group's domains sit (network tiers).
@@ -267,13 +272,19 @@ struct CpExchange {
   std::int64_t (*head_ranks)(std::int64_t cp, std::int64_t nv_cp, std::int64_t heads, std::int64_t kv_heads);
   const char* megatron;    // Megatron-Core's cp_comm_type (--cp-comm-type, NeMo's model.config.cp_comm_type)
   const char* torchtitan;  // torchtitan's context_parallel_rotate_method; null: no equivalent
+  // Megatron-Core's --hierarchical-context-parallel-sizes: [head ranks, cp / head ranks]
+  bool hierarchical = false;
 };
 constexpr std::int64_t no_head_split(std::int64_t, std::int64_t, std::int64_t, std::int64_t) { return 1; }
 constexpr std::int64_t whole_group(std::int64_t cp, std::int64_t, std::int64_t, std::int64_t) { return cp; }
+constexpr std::int64_t domain_heads(std::int64_t, std::int64_t nv_cp, std::int64_t heads, std::int64_t kv_heads) {
+  return std::gcd(std::gcd(nv_cp, heads), kv_heads);
+}
 inline constexpr CpExchange kCpExchanges[] = {
     {CpComm::P2P, kCpCommNames[0], KvSource::Ring, no_head_split, "p2p", "alltoall"},
     {CpComm::AllGather, kCpCommNames[1], KvSource::Gathered, no_head_split, "allgather", "allgather"},
     {CpComm::AllToAll, kCpCommNames[2], KvSource::AllToAll, whole_group, "a2a", nullptr},
+    {CpComm::AllToAllP2P, kCpCommNames[3], KvSource::Ring, domain_heads, "a2a+p2p", nullptr, true},
 };
 static_assert(std::size(kCpExchanges) == std::size(kCpCommNames), "a descriptor for every CpComm");
 inline const CpExchange& cp_exchange(CpComm k) { return kCpExchanges[static_cast<std::size_t>(k)]; }

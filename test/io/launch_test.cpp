@@ -85,7 +85,8 @@ std::vector<LaunchLine> many_lines(LaunchFramework f) {
             if (variant == 3) c.nv_pp = 2;  // a placement no rank order gives
             if (variant == 1) {             // context parallelism with each exchange
               c.tensor.cp = 2;
-              c.exec.cp_comm = static_cast<CpComm>(static_cast<int>(r) % 3);
+              c.exec.cp_comm = static_cast<CpComm>((static_cast<std::size_t>(r) + static_cast<std::size_t>(zero)) %
+                                                   std::size(kCpCommNames));
             }
             if (m.is_moe()) c.exec.ep = variant % 3 == 0 ? 1 : 2;
             Runtime rt;
@@ -165,7 +166,7 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
       }
     }
   }
-  EXPECT_EQ(cp_values, (std::set<std::string>{"p2p", "allgather", "a2a"}));
+  EXPECT_EQ(cp_values, (std::set<std::string>{"p2p", "allgather", "a2a", "a2a+p2p"}));
 }
 
 // Llama-3-70B on 512 GPUs: tp 4, pp 4, dp 32, micro-batch 1, global batch 2048, sequence 8192,
@@ -442,6 +443,31 @@ TEST(Launch, LayoutRankOrder) {
   const std::string with_cp = launch_text(launch_line(LaunchFramework::Megatron, {model, c_inner, pipeline_inner, 64, 8}));
   EXPECT_NE(with_cp.find("--use-tp-pp-dp-mapping"), std::string::npos) << with_cp;
   EXPECT_NE(with_cp.find("Make sure EP and CP aren't used with this option enabled"), std::string::npos) << with_cp;
+}
+
+// The hierarchical exchange (a2a+p2p) states its levels as Megatron-LM's list argument: Llama 3 70B
+// at tp 2 leaves a rank 32 query and 4 key/value heads; cp 8 with 4 in a domain splits them over 4
+// GPUs by all-to-alls, the ring over the other 2 (arguments.py requires the sizes with a2a+p2p).
+// NeMo passes no hierarchical sizes to Megatron-Core's groups, which its line notes.
+TEST(Launch, HierarchicalContextParallelSizes) {
+  const Transformer model = load_model_named("llama3_70b");
+  Layout c = layout_1d(2, 4, 4, 1);
+  c.tensor.cp = 8;
+  c.tensor.nv_cp = 4;
+  c.tensor.nv1 = 2;
+  c.nv_dp = 1;
+  c.exec.cp_comm = CpComm::AllToAllP2P;
+  const Runtime rt;
+  const std::string megatron = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 64, 8}));
+  EXPECT_NE(megatron.find("--context-parallel-size 8 --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 4 2 "),
+            std::string::npos)
+      << megatron;
+  const std::string nemo = launch_text(launch_line(LaunchFramework::Nemo, {model, c, rt, 64, 8}));
+  EXPECT_NE(nemo.find("model.config.cp_comm_type=a2a+p2p"), std::string::npos) << nemo;
+  EXPECT_NE(nemo.find("no hierarchical context-parallel groups"), std::string::npos) << nemo;
+  c.exec.cp_comm = CpComm::AllToAll;
+  EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 64, 8})).find("hierarchical"),
+            std::string::npos);
 }
 
 // Llama 3 405B as Dubey et al. 2024 ran it: 16 stages, interleaved, one block fewer on the first

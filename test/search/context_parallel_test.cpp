@@ -42,6 +42,23 @@ TensorSplit split(std::int64_t tp, std::int64_t cp, std::int64_t nv_cp) {
   return t;
 }
 
+// The pass's two all-to-alls from item `first` on, over `group` GPUs of one domain: forward Q, K, V
+// (`qkv` GB) then the output (`out`), backward the output's gradient then dQ, dK, dV.
+void expect_all_to_alls(const LayerCost& c, std::uint8_t first, std::int64_t group, double qkv, double out) {
+  for (const CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
+    ASSERT_EQ(set->count, first + 2);
+    for (std::uint8_t i = first; i < set->count; ++i) {
+      EXPECT_EQ(set->items[i].type, CommType::AllToAll);
+      EXPECT_EQ(set->items[i].group, group);
+      EXPECT_EQ(set->items[i].fast_domain, group);
+    }
+  }
+  EXPECT_DOUBLE_EQ(c.comm_fwd.items[first].volume_gb, qkv);
+  EXPECT_DOUBLE_EQ(c.comm_fwd.items[first + 1].volume_gb, out);
+  EXPECT_DOUBLE_EQ(c.comm_bwd.items[first].volume_gb, out);
+  EXPECT_DOUBLE_EQ(c.comm_bwd.items[first + 1].volume_gb, qkv);
+}
+
 // tp 2, cp 4, one sample: each rank holds kv / tp = 4 key/value heads of l / cp = 2048 tokens.
 // One ring step moves K and V: 2 x 4 x 2048 x 128 x 2 bytes = 4,194,304 B = 0.004194304 GB,
 // three steps forward (cp - 1 = 3 transfers, 12,582,912 B in all); the backward moves K, V, dK and
@@ -118,21 +135,59 @@ TEST(ContextParallel, AllToAllVolumesByHand) {
   EXPECT_EQ(c.overlap, Overlap::Serial);
   ASSERT_EQ(c.comm_fwd.count, 2);
   ASSERT_EQ(c.comm_bwd.count, 2);
-  for (const CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
-    for (std::uint8_t i = 0; i < set->count; ++i) {
-      EXPECT_EQ(set->items[i].type, CommType::AllToAll);
-      EXPECT_EQ(set->items[i].group, 4);
-      EXPECT_EQ(set->items[i].fast_domain, 4);
-    }
-  }
-  EXPECT_DOUBLE_EQ(c.comm_fwd.items[0].volume_gb, 12582912e-9);
-  EXPECT_DOUBLE_EQ(c.comm_fwd.items[1].volume_gb, 8388608e-9);
-  EXPECT_DOUBLE_EQ(c.comm_bwd.items[0].volume_gb, 8388608e-9);
-  EXPECT_DOUBLE_EQ(c.comm_bwd.items[1].volume_gb, 12582912e-9);
+  expect_all_to_alls(c, 0, 4, 12582912e-9, 8388608e-9);
   const LayerCost whole = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 1, 1), AttentionMode{}, Execution{});
   EXPECT_EQ(c.flops_fwd, whole.flops_fwd / 4);
   EXPECT_EQ(c.flops_bwd, whole.flops_bwd / 4);
   EXPECT_EQ(c.activation_buffer, whole.activation_buffer / 4);
+}
+
+// Hierarchical (Megatron-Core's a2a+p2p): tp 2 leaves a rank 16 query and 4 key/value heads; cp 8
+// with 4 of the group in a domain splits them over gcd(4, 16, 4) = 4 GPUs of one domain by
+// all-to-alls, and the ring runs over the 8 / 4 = 2 groups of those, across domains. After the
+// all-to-all a rank holds 4 query heads and 1 key/value head of 4 x 8192 / 8 = 4096 tokens:
+// Q 4 x 4096 x 128 x 2 B = 4,194,304 B, K and V 2 x 4096 x 128 x 2 B = 2,097,152 B (one exchange
+// of 6,291,456 B), the output 4,194,304 B; one ring step passes K and V, 2,097,152 B (backward
+// with dK, dV: twice that). Each rank computes 4 heads x 4096 queries of 32 x 8192: 1/8 of the
+// layer's forward FLOPs. a2a alone cannot split 4 key/value heads over cp 8: it is refused there.
+TEST(ContextParallel, HierarchicalVolumesByHand) {
+  const System s = h100();
+  const Transformer m = llama8b();
+  const BlockLayer core = layer_of(m, Role::AttentionCore);
+  Execution x;
+  x.cp_comm = CpComm::AllToAllP2P;
+  EXPECT_EQ(cp_head_ranks(m, split(2, 8, 4), x.cp_comm), 4);
+  const LayerCost c = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 8, 4), AttentionMode{}, x);
+  EXPECT_EQ(c.overlap, Overlap::ContextRing);
+  EXPECT_EQ(c.ring_steps, 2);
+  ASSERT_EQ(c.comm_fwd.count, 3);
+  ASSERT_EQ(c.comm_bwd.count, 3);
+  EXPECT_EQ(c.comm_fwd.items[0].type, CommType::P2P);
+  EXPECT_EQ(c.comm_fwd.items[0].fast_domain, 1);  // the ring's two groups sit in two domains
+  EXPECT_DOUBLE_EQ(c.comm_fwd.items[0].volume_gb, 2097152e-9);
+  EXPECT_DOUBLE_EQ(c.comm_bwd.items[0].volume_gb, 4194304e-9);
+  expect_all_to_alls(c, 1, 4, 6291456e-9, 4194304e-9);
+  const LayerCost whole = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 1, 1), AttentionMode{}, Execution{});
+  EXPECT_EQ(c.flops_fwd, whole.flops_fwd / 8);
+  // the all-to-alls are exposed beside the ring: the pass's communication is more than the ring's
+  LayerCost ring_only = c;
+  ring_only.comm_fwd = c.comm_fwd.first(1);
+  EXPECT_GT(time_layer(s, c).fwd.comm, time_layer(s, ring_only).fwd.comm);
+
+  Layout a2a = one_d(2, 1, 1);
+  a2a.tensor.cp = 8;
+  a2a.tensor.nv_cp = 4;
+  a2a.exec.cp_comm = CpComm::AllToAll;
+  EXPECT_THROW(validate_layout(s, m, a2a, 64), ConfigError);
+  a2a.exec.cp_comm = CpComm::AllToAllP2P;
+  EXPECT_NO_THROW(validate_layout(s, m, a2a, 64));
+  // without NVLink peers in the cp group nothing splits the heads: the ring alone, as p2p
+  a2a.tensor.nv_cp = 1;
+  EXPECT_EQ(cp_head_ranks(m, a2a.tensor, CpComm::AllToAllP2P), 1);
+  Execution p2p;
+  const LayerCost ring = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 8, 1), AttentionMode{}, p2p);
+  const LayerCost hier = shard_layer(s, Strategy::OneD, core, 1, m, split(2, 8, 1), AttentionMode{}, x);
+  EXPECT_EQ(time_layer(s, hier).t, time_layer(s, ring).t);
 }
 
 // Each rank computes 1/cp of the causal attention: its l / cp queries against all l keys, half of
@@ -220,7 +275,7 @@ TEST(ContextParallel, SearchAgreesWithEvaluate) {
   p.top_n = 40;
   p.runtime = load_runtime_named("megatron");
   p.exec.cp = {1, 2, 4, 8};
-  p.exec.cp_comm = {CpComm::P2P, CpComm::AllGather, CpComm::AllToAll};
+  p.exec.cp_comm = {CpComm::P2P, CpComm::AllGather, CpComm::AllToAll, CpComm::AllToAllP2P};
   p.exec.recompute = {Recompute::None, Recompute::Full};
   check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
   Searcher searcher(p);
