@@ -329,6 +329,10 @@ struct BlockMemory {
   // ZeRO-3 gathers one block's weights whole at a time: with blocks of two kinds (moe.every > 1)
   // the larger one's; 0 when every block is alike (then weights()).
   double whole_block_weights = 0;
+  // With dense first blocks (moe.first_dense > 0): the MoE block's fields above and the dense
+  // block's MLP here (cost_block_memory; least_stage_memory reads them).
+  std::int64_t first_dense = 0;
+  double dense_mlp_weights = 0, dense_mlp_activations = 0;
   double weights() const { return mlp_weights + sa_weights; }
   double activations() const { return mlp_activations + sa_activations; }
 };
