@@ -263,10 +263,12 @@ std::vector<BlockLayer> describe_block(const Transformer& model, AttentionMode a
 std::vector<BlockLayer> describe_dense_block(const Transformer& model, AttentionMode attention);
 
 // The layers a pipeline's end stages run besides their blocks (none without a vocabulary):
-// the first stage's input embedding, the last stage's final norm, LM head and loss. Fixed
-// capacity, so the search composes a step without allocating.
+// the first stage's input embedding, the last stage's final norm, LM head and loss, and with
+// multi-token prediction its layers around each depth's block (each layer's share the depths;
+// the block itself is one more block of the last stage, compose_step). Fixed capacity, so the
+// search composes a step without allocating.
 struct StageLayers {
-  std::array<BlockLayer, 3> layers{};
+  std::array<BlockLayer, 10> layers{};
   int count = 0;
 };
 struct StageEnds {

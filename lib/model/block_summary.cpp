@@ -130,14 +130,15 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
   build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
   out.first = sum_module(first);
   out.last = sum_module(last);
-  // The loss layer's kept logits: the last stage's transient peak; a tied head's copy of the
-  // embedding on another stage.
+  // The loss layer's kept logits: the last stage's transient peak (the model's loss; each
+  // multi-token prediction loss keeps as many); a tied head's copy of the embedding on another
+  // stage, or multi-token prediction's.
   for (int i = 0; i < ends.last.count; ++i) {
     const std::size_t k = static_cast<std::size_t>(i);
-    if (ends.last.layers[k].role == Role::CrossEntropy) out.logits_gb = last.layers[k].cost.activation_buffer;
-    if (ends.last.layers[k].role == Role::VocabProjection && m.tie_embeddings && c.pp > 1) {
-      out.tied_head_gb = last.layers[k].cost.weights_mem;
-    }
+    const BlockLayer& layer = ends.last.layers[k];
+    if (layer.role == Role::CrossEntropy && out.logits_gb == 0) out.logits_gb = last.layers[k].cost.activation_buffer;
+    const bool copy = layer.role == Role::Embedding || (layer.role == Role::VocabProjection && m.tie_embeddings);
+    if (copy && !layer.shares_weights && c.pp > 1) out.tied_head_gb = last.layers[k].cost.weights_mem;
   }
   return out;
 }

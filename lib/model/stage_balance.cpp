@@ -103,9 +103,12 @@ StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime
   const bool reference = rt.is_reference();
   const BlockSummary view = reference ? block : runtime_view(m, rt, c, block);
   const double floor_s = reference ? 0 : host_floor_per_block_s(s, rt, c);
-  return balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1,
-                         view.mlp.t_fwd + view.mlp.t_bwd + view.sa.t_fwd + view.sa.t_bwd, floor_s,
-                         ends.first.t_fwd + ends.first.t_bwd, ends.last.t_fwd + ends.last.t_bwd, view.first_dense,
+  const double block_s = view.mlp.t_fwd + view.mlp.t_bwd + view.sa.t_fwd + view.sa.t_bwd;
+  // multi-token prediction's blocks on the last stage beside its layers (and the host's floor for them)
+  const double mtp_blocks = static_cast<double>(m.mtp_layers);
+  const double last_s = ends.last.t_fwd + ends.last.t_bwd + mtp_blocks * std::max(block_s, floor_s);
+  return balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1, block_s, floor_s,
+                         ends.first.t_fwd + ends.first.t_bwd, last_s, view.first_dense,
                          view.dense_mlp.t_fwd + view.dense_mlp.t_bwd + view.sa.t_fwd + view.sa.t_bwd);
 }
 

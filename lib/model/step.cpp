@@ -169,13 +169,18 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.stride = replicas.stride;
     traffic.expert_stride = experts.stride;
   }
-  const StageBlocks blocks = stage_blocks(m, c.pp, c.exec);
+  const StageBlocks partition = stage_blocks(m, c.pp, c.exec);
+  // multi-token prediction's blocks (model/block.hpp describe_stage_ends) are the last stage's
+  // beside its own (with pp = 1 the one stage's)
+  StageBlocks blocks = partition;
+  blocks.last += m.mtp_layers;
+  if (c.pp == 1) blocks.first = blocks.last;
   // dense first blocks (block.first_dense): each stage costed with its own, the slowest and the
   // fullest of them bounding the step as an uneven split's stages do
   const bool mixed = block.first_dense > 0;
   const bool even = blocks.even() && !mixed;
   auto dense_on = [&](I stage) {
-    return mixed ? leading_blocks_on_stage(blocks, c.pp, c.exec.interleave, block.first_dense, stage) : 0;
+    return mixed ? leading_blocks_on_stage(partition, c.pp, c.exec.interleave, block.first_dense, stage) : 0;
   };
   auto block_of = [&](I stage, I stage_blocks_count) {
     return stage_block(block, dense_on(stage), stage_blocks_count);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/round_system.hpp"
+#include "model/parameters.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -482,6 +483,57 @@ TEST(DenseFirstBlocks, BlockPassBoundsEveryStage) {
   EXPECT_EQ(block_pass_seconds(reference_runtime(), round_block(), 4), 3.0);
 }
 
+
+// Multi-token prediction (mtp_layers): a depth on the last stage of two stages is one more block
+// there and its layers beside the LM head; the last stage (4 blocks and the head against 4 and
+// the embedding) bounds the step with or without it.
+Transformer mtp_model(std::int64_t mtp_layers) {
+  Transformer m = test::small_model();
+  m.vocab_size = 1000;
+  m.mtp_layers = mtp_layers;
+  return m;
+}
+
+double flops(const ModuleSums& x) { return x.flops_fwd + x.flops_bwd; }
+
+TEST(MultiTokenPrediction, OneMoreBlockAndItsLayersOnTheLastStage) {
+  Layout c;
+  c.pp = 2;
+  const Evaluation plain = evaluate(round_system(), mtp_model(0), c, 8);
+  const Evaluation mtp = evaluate(round_system(), mtp_model(1), c, 8);
+  EXPECT_EQ(plain.model.time_stage, 1);
+  EXPECT_EQ(mtp.model.time_stage, 1);
+  EXPECT_GT(mtp.totals.t, plain.totals.t);
+  // the last stage's work grows by one block and the module's layers, for each of 8 micro-batches
+  ModuleSums module;
+  for (int i = 0; i < mtp.last_stage.count; ++i) {
+    const LayerResult& r = mtp.last_stage.layers[static_cast<std::size_t>(i)];
+    if (std::string(r.cost.name).starts_with("mtp-")) {
+      module.flops_fwd += r.cost.flops_fwd;
+      module.flops_bwd += r.cost.flops_bwd;
+    }
+  }
+  EXPECT_EQ(mtp.last_stage.count, 10);
+  const double block = flops(sum_module(mtp.mlp)) + flops(sum_module(mtp.sa));
+  EXPECT_NEAR(mtp.totals.flops_per_gpu - plain.totals.flops_per_gpu, 8 * (block + flops(module)),
+              1e-12 * mtp.totals.flops_per_gpu);
+  EXPECT_GT(flops(module), 0);
+  // its weights: the projection's 2e x e and three norms' (LayerNorm: scale and shift), the block's,
+  // and on a stage apart from the embedding a copy of the table (V x e), whose gradient the two
+  // stages all-reduce; the head is the model's
+  const ParameterCount p = count_parameters(mtp_model(1));
+  EXPECT_EQ(p.mtp, count_parameters(mtp_model(0)).per_block + 2 * 1024LL * 1024 + 3 * 2 * 1024);
+  EXPECT_EQ(p.total - p.mtp, count_parameters(mtp_model(0)).total);
+  EXPECT_EQ(p.active, count_parameters(mtp_model(0)).active);
+  const double bytes = 2e-9;  // GB per bf16 weight
+  EXPECT_DOUBLE_EQ(stage_end_sums(round_system(), mtp_model(1), c).tied_head_gb, 1000 * 1024 * bytes);
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(0), c).tied_head_gb, 0.0);
+  Layout one = c;
+  one.pp = 1;
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(1), one).tied_head_gb, 0.0);  // the embedding's own table
+  // MFU's model FLOPs count the module and its head
+  EXPECT_GT(mtp.efficiency.model_flops_per_token, plain.efficiency.model_flops_per_token);
+}
 
 }  // namespace
 }  // namespace perfsweep
