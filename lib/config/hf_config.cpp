@@ -535,18 +535,9 @@ void read_deepseek(HfKeys& k, Transformer& t) {
                        -std::min(dense, t.depth) / t.moe.every * moe_over_dense_mlp(t));
     }
   }
-  if (const I mtp = k.count_or("num_nextn_predict_layers", 0); mtp > 0) {
-    // each module: a MoE block, a projection of 2 x hidden_size to hidden_size and three norms
-    // (the embedding and the head are the model's)
-    Transformer block = t;
-    block.depth = 1;
-    block.moe.first_dense = 0;
-    block.moe.every = 1;
-    block.vocab_size = 0;
-    k.cannot_express("num_nextn_predict_layers", std::to_string(mtp),
-                     "the multi-token prediction modules are left out",
-                     mtp * (count_parameters(block).total + 2 * t.e * t.e + 3 * t.e));
-  }
+  // the multi-token prediction modules (each a MoE block, a 2 x hidden_size -> hidden_size
+  // projection and three norms beside the model's embedding and head): model/transformer.hpp
+  t.mtp_layers = k.count_or("num_nextn_predict_layers", 0);
 }
 
 void read_gpt2(HfKeys& k, Transformer& t) {

@@ -418,6 +418,7 @@ void load_model_options(const Mapping& m, Transformer& t) {
   if (auto n = m.find("vocab_size")) t.vocab_size = m.non_negative_integer("vocab_size", *n);
   if (auto n = m.find("tie_embeddings")) t.tie_embeddings = m.boolean("tie_embeddings", *n);
   if (auto n = m.find("learned_positions")) t.learned_positions = m.boolean("learned_positions", *n);
+  if (auto n = m.find("mtp_layers")) t.mtp_layers = m.non_negative_integer("mtp_layers", *n);
   if (auto n = m.find("logits_dtype")) {
     t.logits_dtype = static_cast<LogitsDtype>(m.choice("logits_dtype", *n, {"fp32", "bf16"}));
   }
@@ -517,7 +518,7 @@ Transformer load_model(const fs::path& file) {
                          "num_kv_heads", "mlp", "norm", "bias", "qkv_bias", "dropout", "causal", "vocab_size", "tie_embeddings",
                          "learned_positions", "logits_dtype", "moe", "rope_theta", "rope_scaling_factor",
                          "norm_epsilon", "head_dim", "out_bias", "sliding_window", "global_every", "attention_sinks",
-                         "qk_norm", "post_norms", "mla"});
+                         "qk_norm", "post_norms", "mla", "mtp_layers"});
   Transformer t;
   t.name = default_name(file);
   if (auto n = m.find("name")) t.name = m.text("name", *n);
@@ -719,6 +720,7 @@ std::string model_to_yaml(const Transformer& model) {
     if (o.expert_bias) out += ", expert_bias: true";
     out += "}\n";
   }
+  if (model.mtp_layers > 0) out += "mtp_layers: " + std::to_string(model.mtp_layers) + "\n";
   if (model.head_dim_given > 0) out += "head_dim: " + std::to_string(model.head_dim_given) + "\n";
   if (model.out_bias) out += "out_bias: true\n";
   if (model.window > 0) out += "sliding_window: " + std::to_string(model.window) + "\n";

@@ -29,7 +29,7 @@ System load_system(const std::filesystem::path& file);
 // logits_dtype (fp32|bf16), moe {experts, top_k, ffn_dim, capacity_factor, every, shared_experts,
 // first_dense, router_bias, expert_bias}, head_dim, out_bias, sliding_window, global_every,
 // attention_sinks, qk_norm, post_norms, mla {q_lora_rank, kv_lora_rank, qk_nope_head_dim,
-// qk_rope_head_dim, v_head_dim}.
+// qk_rope_head_dim, v_head_dim}, mtp_layers.
 Transformer load_model(const std::filesystem::path& file);
 
 // `kind` is "systems", "models" or "sweeps". An argument that is an existing file, contains a '/'

@@ -257,6 +257,8 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
     v.push_back({"position_embedding_type", m.learned_positions ? "learned_absolute" : "rope"});
     if (rotary(m) && whole_rope_theta(m)) v.push_back({"rotary_base", num(static_cast<std::int64_t>(m.rope_theta))});
     v.push_back({"make_vocab_size_divisible_by", num(vocab_divisor(m.vocab_size, tp))});
+    // multi-token prediction, on the last stage as Megatron-Core places it
+    if (m.mtp_layers > 0) v.push_back({"mtp_num_layers", num(m.mtp_layers)});
   }
   if (m.is_moe()) {
     v.push_back({"num_moe_experts", num(m.moe.experts)});

@@ -277,6 +277,7 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
       if (model.moe.expert_bias) w.key("expert_bias").value(true);
       w.end_object();
     }
+    if (model.mtp_layers > 0) w.key("mtp_layers").value(model.mtp_layers);
     // the attention options, where set (the keys of older outputs stay)
     if (model.qkv_bias) w.key("qkv_bias").value(true);
     if (model.head_dim_given > 0) w.key("head_dim").value(model.head_dim_given);

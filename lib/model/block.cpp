@@ -497,6 +497,25 @@ StageEnds describe_stage_ends(const Transformer& m, I pp) {
   ends.last.layers[1].shares_weights = m.tie_embeddings && pp == 1;
   ends.last.layers[2] = {"loss", LastStage, CrossEntropy, Operand::Hidden, 0, v};
   ends.last.count = 3;
+  if (m.mtp_layers > 0) {
+    // Megatron-Core's MultiTokenPredictionLayer at each depth: the shifted tokens' embedding
+    // (the model's table: on several stages without tied weights, a copy on the last whose
+    // gradient the first and last stage all-reduce, as a tied head's), enorm and hnorm, eh_proj of
+    // their concatenation (a column-parallel 2e -> e), the block, the final norm, the shared LM
+    // head and a loss.
+    const BlockLayer mtp[] = {{"mtp-embed", LastStage, Embedding, Operand::Residual, 0, v},
+                              {"mtp-enorm", LastStage, Norm, Operand::Residual, 0, e},
+                              {"mtp-hnorm", LastStage, Norm, Operand::Residual, 0, e},
+                              {"mtp-proj", LastStage, ColumnProjection, Operand::Hidden, 2 * e, e},
+                              {"mtp-norm", LastStage, Norm, Operand::Residual, 0, e},
+                              {"mtp-head", LastStage, VocabProjection, Operand::Hidden, e, v},
+                              {"mtp-loss", LastStage, CrossEntropy, Operand::Hidden, 0, v}};
+    for (BlockLayer layer : mtp) {
+      layer.share = static_cast<double>(m.mtp_layers);
+      layer.shares_weights = layer.role == VocabProjection || (layer.role == Embedding && (pp == 1 || m.tie_embeddings));
+      ends.last.layers[static_cast<std::size_t>(ends.last.count++)] = layer;
+    }
+  }
   return ends;
 }
 
@@ -579,8 +598,12 @@ void build_stage(const System& s, Strategy strategy, const StageLayers& layers, 
     if (layer.shares_weights) {
       cost.weights_mem = 0;
       cost.weights_grad_mem = 0;
+    } else if (layer.role == Role::Embedding) {
+      // one table, however many depths look it up (its share)
+      cost.weights_mem /= layer.share;
+      cost.weights_grad_mem /= layer.share;
     }
-    out.add(s, cost);
+    out.add(s, cost, layer.share);
   }
 }
 

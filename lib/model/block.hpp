@@ -263,10 +263,12 @@ std::vector<BlockLayer> describe_block(const Transformer& model, AttentionMode a
 std::vector<BlockLayer> describe_dense_block(const Transformer& model, AttentionMode attention);
 
 // The layers a pipeline's end stages run besides their blocks (none without a vocabulary):
-// the first stage's input embedding, the last stage's final norm, LM head and loss. Fixed
-// capacity, so the search composes a step without allocating.
+// the first stage's input embedding, the last stage's final norm, LM head and loss, and with
+// multi-token prediction its layers around each depth's block (each layer's share the depths;
+// the block itself is one more block of the last stage, compose_step). Fixed capacity, so the
+// search composes a step without allocating.
 struct StageLayers {
-  std::array<BlockLayer, 3> layers{};
+  std::array<BlockLayer, 10> layers{};
   int count = 0;
 };
 struct StageEnds {
@@ -332,6 +334,10 @@ struct BlockMemory {
   // ZeRO-3 gathers one block's weights whole at a time: with blocks of two kinds (moe.every > 1)
   // the larger one's; 0 when every block is alike (then weights()).
   double whole_block_weights = 0;
+  // With dense first blocks (moe.first_dense > 0): the MoE block's fields above and the dense
+  // block's MLP here (cost_block_memory; least_stage_memory reads them).
+  std::int64_t first_dense = 0;
+  double dense_mlp_weights = 0, dense_mlp_activations = 0;
   double weights() const { return mlp_weights + sa_weights; }
   double activations() const { return mlp_activations + sa_activations; }
 };

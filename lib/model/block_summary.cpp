@@ -32,16 +32,10 @@ constexpr double ModuleSums::*kSumFields[] = {
     &ModuleSums::gemm_weights_mem, &ModuleSums::calls, &ModuleSums::fp8_weights_mem, &ModuleSums::fp8_gemms,
     &ModuleSums::t_bwd_weight};
 
-// The blocks a model's mean block is taken over: a group of `every` with one MoE block, or with
-// first dense blocks the whole depth.
-struct BlockMix {
-  I moe_blocks = 1, blocks = 1;
-};
-BlockMix block_mix(const Transformer& m) {
-  if (m.moe.first_dense > 0) return {m.moe_blocks(), m.depth};
-  return {1, m.moe.every};
-}
-bool mixes_blocks(const Transformer& m) { return m.is_moe() && (m.moe.every > 1 || m.moe.first_dense > 0); }
+// A group of `every` blocks, one MoE, whose mean block every stage holds (moe.every > 1); dense
+// first blocks are costed per stage instead (stage_block).
+bool mixes_blocks(const Transformer& m) { return m.is_moe() && m.moe.every > 1; }
+bool dense_first(const Transformer& m) { return m.is_moe() && m.moe.first_dense > 0; }
 }  // namespace
 
 BlockSummary mix_blocks(const BlockSummary& moe, const BlockSummary& dense, I moe_blocks, I blocks) {
@@ -62,27 +56,62 @@ BlockMemory mix_block_memory(const BlockMemory& moe, const BlockMemory& dense, I
   return b;
 }
 
+BlockSummary stage_block(const BlockSummary& block, I dense, I blocks) {
+  if (block.first_dense == 0) return block;
+  if (dense == 0) {
+    BlockSummary moe = block;
+    moe.whole_block_weights_gb = 0;  // the MoE block's
+    return moe;
+  }
+  BlockSummary dense_block = block;
+  dense_block.mlp = block.dense_mlp;
+  dense_block.expert_weights_gb = 0;
+  dense_block.whole_block_weights_gb = 0;
+  if (dense >= blocks) return dense_block;
+  return mix_blocks(block, dense_block, blocks - dense, blocks);
+}
+
+BlockMemory least_stage_memory(const BlockMemory& block, I blocks) {
+  if (block.first_dense == 0) return block;
+  const I dense = std::min(blocks, block.first_dense);
+  BlockMemory out = block;
+  out.mlp_weights = mix(block.mlp_weights, std::min(block.mlp_weights, block.dense_mlp_weights), blocks - dense, blocks);
+  out.mlp_activations =
+      mix(block.mlp_activations, std::min(block.mlp_activations, block.dense_mlp_activations), blocks - dense, blocks);
+  out.expert_weights = block.expert_weights * D(blocks - dense) / D(blocks);
+  out.whole_block_weights = std::min(block.weights(), block.dense_mlp_weights + block.sa_weights);
+  return out;
+}
+
 BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, const std::vector<BlockLayer>& block,
                         const std::vector<BlockLayer>& dense_block, Module& mlp, Module& sa) {
   const TensorSplit split = block_split(c);
   const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec);
-  const BlockSummary summary = summarize(mlp, sa, built);
-  if (!mixes_blocks(m)) return summary;
+  BlockSummary summary = summarize(mlp, sa, built);
+  if (!mixes_blocks(m) && !dense_first(m)) return summary;
   Module dense_mlp, dense_sa;
   const BuiltBlock dense =
       build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec);
-  const BlockMix mix_of = block_mix(m);
-  return mix_blocks(summary, summarize(dense_mlp, dense_sa, dense), mix_of.moe_blocks, mix_of.blocks);
+  const BlockSummary dense_summary = summarize(dense_mlp, dense_sa, dense);
+  if (mixes_blocks(m)) return mix_blocks(summary, dense_summary, 1, m.moe.every);
+  summary.first_dense = std::min(m.depth, m.moe.first_dense);
+  summary.dense_mlp = dense_summary.mlp;
+  summary.whole_block_weights_gb = std::max(summary.mlp.weights_mem + summary.sa.weights_mem,
+                                            dense_summary.mlp.weights_mem + dense_summary.sa.weights_mem);
+  return summary;
 }
 
 BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c,
                               const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block) {
   const TensorSplit split = block_split(c);
-  const BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
-  if (!mixes_blocks(m)) return mem;
-  const BlockMix mix_of = block_mix(m);
-  return mix_block_memory(mem, block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec),
-                          mix_of.moe_blocks, mix_of.blocks);
+  BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
+  if (!mixes_blocks(m) && !dense_first(m)) return mem;
+  const BlockMemory dense = block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec);
+  if (mixes_blocks(m)) return mix_block_memory(mem, dense, 1, m.moe.every);
+  mem.first_dense = std::min(m.depth, m.moe.first_dense);
+  mem.dense_mlp_weights = dense.mlp_weights;
+  mem.dense_mlp_activations = dense.mlp_activations;
+  return mem;
 }
 
 void add_sums(ModuleSums& x, const ModuleSums& y) {
@@ -101,14 +130,15 @@ StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout&
   build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
   out.first = sum_module(first);
   out.last = sum_module(last);
-  // The loss layer's kept logits: the last stage's transient peak; a tied head's copy of the
-  // embedding on another stage.
+  // The loss layer's kept logits: the last stage's transient peak (the model's loss; each
+  // multi-token prediction loss keeps as many); a tied head's copy of the embedding on another
+  // stage, or multi-token prediction's.
   for (int i = 0; i < ends.last.count; ++i) {
     const std::size_t k = static_cast<std::size_t>(i);
-    if (ends.last.layers[k].role == Role::CrossEntropy) out.logits_gb = last.layers[k].cost.activation_buffer;
-    if (ends.last.layers[k].role == Role::VocabProjection && m.tie_embeddings && c.pp > 1) {
-      out.tied_head_gb = last.layers[k].cost.weights_mem;
-    }
+    const BlockLayer& layer = ends.last.layers[k];
+    if (layer.role == Role::CrossEntropy && out.logits_gb == 0) out.logits_gb = last.layers[k].cost.activation_buffer;
+    const bool copy = layer.role == Role::Embedding || (layer.role == Role::VocabProjection && m.tie_embeddings);
+    if (copy && !layer.shares_weights && c.pp > 1) out.tied_head_gb = last.layers[k].cost.weights_mem;
   }
   return out;
 }

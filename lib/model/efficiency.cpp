@@ -17,10 +17,15 @@ double model_flops_per_token(const Transformer& m) {
   const ParameterCount p = count_parameters(m);
   double n = D(p.active - p.embedding);
   if (m.vocab_size > 0 && p.head == 0) n += D(m.vocab_size) * D(m.e);  // a tied head multiplies by the table
-  if (m.window == 0 && !m.is_mla()) return 6 * n + 12 * D(m.depth) * D(m.h * m.head_dim()) * D(m.l);
+  if (m.mtp_layers > 0) {
+    // multi-token prediction: its modules' weights a token passes through, and the LM head again
+    // at each depth (Megatron-LM's num_floating_point_operations counts them so)
+    n += D(p.mtp_active) + D(m.mtp_layers) * D(m.vocab_size) * D(m.e);
+  }
+  if (m.window == 0 && !m.is_mla()) return 6 * n + 12 * D(m.depth + m.mtp_layers) * D(m.h * m.head_dim()) * D(m.l);
   // The score terms per block, 6 h (qk + v) l as PaLM counts them (12 h head_dim l), a windowed
-  // block's by its window's share of causal attention.
-  const double blocks = D(m.depth - m.windowed_blocks()) +
+  // block's by its window's share of causal attention; a multi-token prediction block's whole.
+  const double blocks = D(m.depth - m.windowed_blocks() + m.mtp_layers) +
                         D(m.windowed_blocks()) * window_share_of_causal(m.l, m.window);
   return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }

@@ -54,11 +54,22 @@ ParameterCount count_parameters(const Transformer& m) {
   const I dense_blocks = m.depth - moe_blocks;
   p.total = dense_blocks * p.per_block;
   p.active = p.total;
-  if (moe_blocks > 0) {
+  // the block of a multi-token prediction depth: the MoE block where the model has experts
+  I mtp_block = p.per_block, mtp_block_active = p.per_block;
+  if (m.is_moe()) {
     const I expert = mlp_parameters(m, m.moe.ffn_dim, m.moe.expert_bias);
     const I router = m.e * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0);
-    p.total += moe_blocks * (shared + router + (m.moe.experts + m.moe.shared_experts) * expert);
-    p.active += moe_blocks * (shared + router + (m.moe.top_k + m.moe.shared_experts) * expert);
+    mtp_block = shared + router + (m.moe.experts + m.moe.shared_experts) * expert;
+    mtp_block_active = shared + router + (m.moe.top_k + m.moe.shared_experts) * expert;
+    p.total += moe_blocks * mtp_block;
+    p.active += moe_blocks * mtp_block_active;
+  }
+  if (m.mtp_layers > 0) {
+    // enorm, hnorm and the final norm, eh_proj (2e -> e, no bias), one block
+    const I module = 3 * norm_parameters(m) + 2 * m.e * m.e;
+    p.mtp = m.mtp_layers * (module + mtp_block);
+    p.mtp_active = m.mtp_layers * (module + mtp_block_active);
+    p.total += p.mtp;
   }
   if (m.vocab_size > 0) {
     p.embedding = m.vocab_size * m.e + (m.learned_positions ? m.l * m.e : 0);
@@ -78,6 +89,7 @@ std::string parameters_text(const ParameterCount& count, bool moe) {
   };
   std::string out = billions(count.total) + " parameters";
   if (moe) out += ", " + billions(count.active) + " active per token";
+  if (count.mtp > 0) out += ", " + billions(count.mtp) + " of them in the multi-token prediction modules";
   return out;
 }
 

@@ -208,6 +208,14 @@ inline StageBlocks slotted_stages(std::int64_t depth, std::int64_t pp, std::int6
   return {first, pp > 2 ? k : first, k - 1};
 }
 
+// Of the model's first `leading` blocks (moe.first_dense: DeepSeek's dense first blocks), how many
+// pipeline stage `stage` holds: the blocks in order over the stages (the first's, each middle
+// stage's, the last's), or with V > 1 chunks (interleaved_chunks) over the virtual stages in
+// Megatron-LM's order, chunk 0 of every stage first. Nanotron's partition, whose middle stages
+// differ, is read as if each held `middle`.
+std::int64_t leading_blocks_on_stage(const StageBlocks& b, std::int64_t pp, std::int64_t interleave,
+                                     std::int64_t leading, std::int64_t stage);
+
 // Names of the execution options' values, as flags and reports spell them (kExecutionOptions).
 const char* recompute_name(Recompute r);         // "none", "selective", "full"
 const char* param_layout_name(ParamLayout p);    // "reference", "megatron", "amp"

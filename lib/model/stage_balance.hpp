@@ -13,15 +13,19 @@ namespace perfsweep {
 // the least time per micro-batch. A stage's time is estimated from its blocks (`block`, with the
 // runtime's tensor-parallel overlap and host floor per block) and its end layers (`ends`), so no
 // block is costed again. Ties go to fewer blocks on the first stage (which holds the most
-// micro-batches' activations), then on the last. ConfigError when no such partition exists
+// micro-batches' activations), then on the last. Dense first blocks (moe.first_dense) are costed
+// as such on the stages that hold them. ConfigError when no such partition exists
 // (depth < pp, or moe.every not dividing the depth). With interleaving (V > 1) the one partition
 // Megatron-LM cuts into V chunks a stage where the depth does not split evenly: slotted_stages's.
 StageBlocks balanced_stages(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                             const BlockSummary& block, const StageEndSums& ends);
 // The same from the times alone (seconds per micro-batch): a block's, its host floor, and the end
-// layers' on the first and last stage; `every`: a stage's blocks come in groups of that many.
+// layers' on the first and last stage; `every`: a stage's blocks come in groups of that many;
+// the model's first `dense_blocks` blocks take dense_block_s each (the dense first blocks of
+// BlockSummary::first_dense), wherever the partition puts them.
 StageBlocks balanced_stages(std::int64_t depth, std::int64_t pp, std::int64_t every, double block_s,
-                            double block_floor_s, double first_extra_s, double last_extra_s);
+                            double block_floor_s, double first_extra_s, double last_extra_s,
+                            std::int64_t dense_blocks = 0, double dense_block_s = 0);
 
 // The layout with the partition balanced_stages chooses for its block under the runtime (with
 // pp = 1, the even split; with interleaving, the even split or slotted_stages's where the depth

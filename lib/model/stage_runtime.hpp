@@ -39,8 +39,10 @@ double host_floor_per_block_s(const System& s, const Runtime& rt, const Layout& 
 BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout& layout, const BlockSummary& costed);
 
 // One block's forward and backward for one micro-batch as the step composes it: under a runtime
-// with tensor-parallel overlap, what the GEMMs leave of its collectives (runtime_view).
-double block_pass_seconds(const Runtime& rt, const BlockSummary& block);
+// with tensor-parallel overlap, what the GEMMs leave of its collectives (runtime_view). With dense
+// first blocks (BlockSummary::first_dense), the least mean pass of a stage of at least
+// `stage_blocks` blocks: its dense blocks at most the model's, each at the lesser of the two kinds.
+double block_pass_seconds(const Runtime& rt, const BlockSummary& block, std::int64_t stage_blocks = 1);
 
 // A memory-bound pass over `gigabytes` on the system: the kernel calibration's curve of `kind`
 // when fitted, else the roofline of `fallback`.

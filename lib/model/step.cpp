@@ -23,11 +23,12 @@ Totals merge_stages(const Totals& slowest, const Totals& fullest) {
   return x;
 }
 
-// A pipeline stage to cost: its index, its blocks, the micro-batches whose activations it holds,
-// the layers beside its blocks (embedding, LM head), their data-parallel seconds and the tied
-// embedding's all-reduce, and the loss's logits it keeps.
+// A pipeline stage to cost: its index, its blocks (their mean: stage_block), the micro-batches
+// whose activations it holds, the layers beside its blocks (embedding, LM head), their
+// data-parallel seconds and the tied embedding's all-reduce, and the loss's logits it keeps.
 struct StagePlan {
   I index = 0, blocks = 0, in_flight = 1;
+  BlockSummary block;
   const ModuleSums* extra = nullptr;
   double extra_dp_s = 0, tied_s = 0, logits_gb = 0;
 };
@@ -168,10 +169,25 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.stride = replicas.stride;
     traffic.expert_stride = experts.stride;
   }
-  const StageBlocks blocks = stage_blocks(m, c.pp, c.exec);
-  const bool even = blocks.even();
+  const StageBlocks partition = stage_blocks(m, c.pp, c.exec);
+  // multi-token prediction's blocks (model/block.hpp describe_stage_ends) are the last stage's
+  // beside its own (with pp = 1 the one stage's)
+  StageBlocks blocks = partition;
+  blocks.last += m.mtp_layers;
+  if (c.pp == 1) blocks.first = blocks.last;
+  // dense first blocks (block.first_dense): each stage costed with its own, the slowest and the
+  // fullest of them bounding the step as an uneven split's stages do
+  const bool mixed = block.first_dense > 0;
+  const bool even = blocks.even() && !mixed;
+  auto dense_on = [&](I stage) {
+    return mixed ? leading_blocks_on_stage(partition, c.pp, c.exec.interleave, block.first_dense, stage) : 0;
+  };
+  auto block_of = [&](I stage, I stage_blocks_count) {
+    return stage_block(block, dense_on(stage), stage_blocks_count);
+  };
   StepCosts out;
-  out.dp_row = data_parallel(s, block, blocks.first, group, group_fast, !c.exec.dp_after_backward, traffic);
+  const BlockSummary head_block = block_of(0, blocks.first);
+  out.dp_row = data_parallel(s, head_block, blocks.first, group, group_fast, !c.exec.dp_after_backward, traffic);
   if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
@@ -202,56 +218,79 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     out.model.embedding_mem = embedding.weights + embedding.weight_grads + embedding.optimizer_states;
     out.model.logits_mem = ends.logits_gb;
   }
-  auto plan_stage = [&](I index, I stage_blocks_count, I in_flight, const ModuleSums& extra, double tied_s,
-                        double logits_gb) {
+  auto plan_stage = [&](I index, const BlockSummary& stage_block_sums, I stage_blocks_count, I in_flight,
+                        const ModuleSums& extra, double tied_s, double logits_gb) {
     const double extra_dp_s = vocab ? extra_dp_seconds(s, extra.weights_mem, group, group_fast, traffic) : 0.0;
-    return StagePlan{index, stage_blocks_count, in_flight, &extra, extra_dp_s, tied_s, logits_gb};
+    return StagePlan{index, stage_blocks_count, in_flight, stage_block_sums, &extra, extra_dp_s, tied_s, logits_gb};
   };
   auto cost_stage = [&](const StagePlan& x, const LayerResult& dp_row) {
     const double t_dp = dp_row.t + x.extra_dp_s + x.tied_s;
     const StageRuntime stage_rt =
         reference ? StageRuntime{}
-                  : stage_runtime(s, m, rt, c, block, x.blocks, *x.extra, x.logits_gb, micro_batches, x.index == 0,
+                  : stage_runtime(s, m, rt, c, x.block, x.blocks, *x.extra, x.logits_gb, micro_batches, x.index == 0,
                                   x.index == c.pp - 1);
-    return stage_totals(block, *x.extra, t_dp, out.pp_row.t, x.blocks, c.pp, c.dp, seqp, micro_batches, x.in_flight,
+    return stage_totals(x.block, *x.extra, t_dp, out.pp_row.t, x.blocks, c.pp, c.dp, seqp, micro_batches, x.in_flight,
                         c.exec, stage_rt);
   };
-  const StagePlan head = c.pp == 1 ? plan_stage(0, blocks.first, 1, first_sums, 0, ends.logits_gb)
-                                   : plan_stage(0, blocks.first, std::min(micro_batches, c.pp), first_sums, t_tied, 0);
+  const StagePlan head = c.pp == 1
+                             ? plan_stage(0, head_block, blocks.first, 1, first_sums, 0, ends.logits_gb)
+                             : plan_stage(0, head_block, blocks.first, std::min(micro_batches, c.pp), first_sums, t_tied, 0);
   if (c.pp == 1 || (even && !vocab)) {
     out.totals = cost_stage(head, out.dp_row);
   } else if (even) {
     const Totals first = cost_stage(head, out.dp_row);
-    const Totals last = cost_stage(plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb), out.dp_row);
+    const Totals last =
+        cost_stage(plan_stage(c.pp - 1, block, blocks.last, 1, last_sums, t_tied, ends.logits_gb), out.dp_row);
     const bool last_slower = last.t > first.t, last_fuller = last.mem > first.mem;
     out.totals = merge_stages(last_slower ? last : first, last_fuller ? last : first);
     out.totals.host_mem = std::max(first.host_mem, last.host_mem);
     out.model.time_stage = last_slower ? c.pp - 1 : 0;
     out.model.memory_stage = last_fuller ? c.pp - 1 : 0;
   } else {
-    // each stage's data-parallel reduction over its own blocks' weights
-    auto dp_of = [&](I stage_blocks_count) {
-      return data_parallel(s, block, stage_blocks_count, group, group_fast, !c.exec.dp_after_backward, traffic);
-    };
+    // Each stage with the data-parallel reduction over its own blocks' weights: the first, the
+    // middle stages holding dense first blocks, one middle stage of MoE blocks alone (the first
+    // such, or the uneven partition's fullest: StageBlocks::middle_index; with one kind of block
+    // every middle stage is alike) and the last.
     const ModuleSums none;
-    const StagePlan plans[] = {head,
-                               plan_stage(blocks.middle_index, blocks.middle,
-                                          std::min(micro_batches, c.pp - blocks.middle_index), none, 0, 0),
-                               plan_stage(c.pp - 1, blocks.last, 1, last_sums, t_tied, ends.logits_gb)};
-    const LayerResult rows[] = {out.dp_row, c.pp > 2 ? dp_of(blocks.middle) : out.dp_row, dp_of(blocks.last)};
-    Totals totals[3];
-    std::size_t slowest = 0, fullest = 0;
-    for (std::size_t k = 0; k < 3; ++k) {
-      if (k == 1 && c.pp == 2) continue;  // no middle stage
-      totals[k] = cost_stage(plans[k], rows[k]);
-      if (totals[k].t > totals[slowest].t) slowest = k;
-      if (totals[k].mem > totals[fullest].mem) fullest = k;
+    Totals slowest, fullest;
+    I slowest_index = 0, fullest_index = 0;
+    bool any_costed = false;
+    auto visit = [&](const StagePlan& x, const LayerResult& row) {
+      const Totals t = cost_stage(x, row);
+      if (!any_costed || t.t > slowest.t) {
+        slowest = t;
+        slowest_index = x.index;
+        out.dp_row = row;
+      }
+      if (!any_costed || t.mem > fullest.mem) {
+        fullest = t;
+        fullest_index = x.index;
+      }
+      out.totals.host_mem = std::max(out.totals.host_mem, t.host_mem);
+      any_costed = true;
+    };
+    auto dp_of = [&](const BlockSummary& stage_block_sums, I stage_blocks_count) {
+      return data_parallel(s, stage_block_sums, stage_blocks_count, group, group_fast, !c.exec.dp_after_backward,
+                           traffic);
+    };
+    const LayerResult head_row = out.dp_row;
+    visit(head, head_row);
+    if (c.pp > 2) {
+      auto middle = [&](I k) {
+        const BlockSummary b = block_of(k, blocks.middle);
+        visit(plan_stage(k, b, blocks.middle, std::min(micro_batches, c.pp - k), none, 0, 0), dp_of(b, blocks.middle));
+      };
+      I k = 1;
+      for (; k < c.pp - 1 && dense_on(k) > 0; ++k) middle(k);
+      if (k < c.pp - 1) middle(std::max(k, blocks.middle_index));
     }
-    out.totals = merge_stages(totals[slowest], totals[fullest]);
-    for (const Totals& k : totals) out.totals.host_mem = std::max(out.totals.host_mem, k.host_mem);
-    out.model.time_stage = plans[slowest].index;
-    out.model.memory_stage = plans[fullest].index;
-    out.dp_row = rows[slowest];
+    const BlockSummary tail = block_of(c.pp - 1, blocks.last);
+    visit(plan_stage(c.pp - 1, tail, blocks.last, 1, last_sums, t_tied, ends.logits_gb), dp_of(tail, blocks.last));
+    const double host_mem = out.totals.host_mem;
+    out.totals = merge_stages(slowest, fullest);
+    out.totals.host_mem = host_mem;
+    out.model.time_stage = slowest_index;
+    out.model.memory_stage = fullest_index;
   }
   out.totals.mem_limit = memory_limit_gb(s, rt);
   out.model.params_per_gpu = out.totals.wts_mem / s.element_size;

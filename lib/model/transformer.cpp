@@ -41,6 +41,11 @@ std::string model_limits_error(const Transformer& m) {
   if (m.global_every < 0 || m.global_every > kModelKeyLimits[3].max) {
     return out_of_range("global_every", 0, kModelKeyLimits[3].max, m.global_every);
   }
+  if (m.mtp_layers < 0 || m.mtp_layers > kMaxMtpLayers) return out_of_range("mtp_layers", 0, kMaxMtpLayers, m.mtp_layers);
+  if (m.mtp_layers > 0 && m.vocab_size == 0) {
+    return "mtp_layers=" + std::to_string(m.mtp_layers) +
+           " needs a vocabulary (vocab_size > 0): each depth runs the LM head and a loss";
+  }
   const MoeOptions& o = m.moe;
   if (m.is_moe()) {
     if (o.first_dense < 0 || o.first_dense > m.depth) return out_of_range("moe.first_dense", 0, m.depth, o.first_dense);
@@ -72,7 +77,7 @@ std::string model_limits_error(const Transformer& m) {
   const double widest_mlp = 3.0 * e * static_cast<double>(std::max(m.f, o.ffn_dim));
   const double experts = static_cast<double>(o.experts + o.shared_experts + 1);
   const double per_block = attention + e * static_cast<double>(o.experts) + experts * widest_mlp + 8.0 * e;
-  const double parameters = static_cast<double>(m.depth) * per_block +
+  const double parameters = static_cast<double>(m.depth + m.mtp_layers) * per_block +
                             2.0 * e * static_cast<double>(m.vocab_size + m.l);
   const double l = static_cast<double>(m.l);
   // Routing multiplies the experts' tokens only, not the attention scores or the logits.

@@ -77,6 +77,11 @@ struct Transformer {
   bool learned_positions = false;  // a learned position table (seq_len x e) beside the token embedding
   LogitsDtype logits_dtype = LogitsDtype::Fp32;  // the dtype the cross-entropy reads the logits in
   MoeOptions moe;
+  // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers, Megatron-Core's
+  // --mtp-num-layers): depths of the module run on the last pipeline stage after the LM head, each
+  // the embedding of the shifted tokens, two norms, a 2e -> e projection, one block (the model's
+  // MoE block where it has experts), a norm, the shared LM head and a loss. 0: none.
+  std::int64_t mtp_layers = 0;
 
   // Attention beyond the reference's (docs/models.md, Attention variants); each 0 or false is off.
   std::int64_t head_dim_given = 0;  // head_dim: features per head; 0 = e / h
@@ -124,7 +129,7 @@ struct Transformer {
   bool extends_reference() const {
     const Transformer r;
     return kv_heads > 0 || mlp != r.mlp || norm != r.norm || bias != r.bias || qkv_bias || dropout != r.dropout ||
-           causal != r.causal || vocab_size > 0 || is_moe() || extends_attention();
+           causal != r.causal || vocab_size > 0 || is_moe() || mtp_layers > 0 || extends_attention();
   }
   // Whether any attention option above is on.
   bool extends_attention() const {
@@ -149,6 +154,8 @@ inline constexpr std::array<ModelKeyLimit, 6> kModelKeyLimits{{
     {"ffn_dim", &Transformer::f, 1, std::int64_t{1} << 22},
     {"vocab_size", &Transformer::vocab_size, 0, std::int64_t{1} << 24},  // tokens; 0: none
 }};
+// mtp_layers at most this (DeepSeek-V3 trains with 1).
+inline constexpr std::int64_t kMaxMtpLayers = 64;
 // moe.experts, moe.shared_experts and moe.every at most this; moe.ffn_dim as ffn_dim.
 inline constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;
 // The smallest capacity factor (the largest is moe.experts: beyond it an expert's capacity

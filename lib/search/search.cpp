@@ -582,7 +582,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     return splits_evenly_now() ? p.model.depth / c.pp : (groups + c.pp - 1) / c.pp * every;
   };
   auto fits_largest = [&]() {
-    const BlockMemory& mem = block_memory_of(c);
+    const BlockMemory mem = least_stage_memory(block_memory_of(c), blocks_alone());
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = splits_evenly_now() ? std::min(micro_batches, c.pp) : 1;
     return !(step_memory(mem.weights(), block_activations(c, mem), blocks_alone(), c.pp, c.dp, seqp, in_flight, c.exec,
@@ -641,6 +641,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   // The counters differ only in what a skipped subtree is counted as: `candidates` the same (its
   // leaves counted), `pruned_candidates` instead of feasible or over the memory (never checked).
   // The leaf checks step 3 on every step it costs (bound_exceeded).
+  // The fullest stage's blocks, worked out again when pp changes.
+  std::int64_t fullest_blocks = 0;
   std::array<bool, 32> in_trie{};
   std::array<std::size_t, 32> trie_depths{};  // the trie's levels: depths of the nest
   std::size_t trie_levels = 0;
@@ -660,7 +662,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   std::array<std::uint32_t, 32> cursor{};  // per depth from mbs_depth: the trie node of the walk's path
   bool trie_built = false;
   auto fill_trie = [&](auto& self, std::uint32_t node, std::size_t level, Layout& s) -> double {
-    if (level == trie_levels) return block_pass_seconds(p.runtime, costed_block(s).block);
+    if (level == trie_levels) return block_pass_seconds(p.runtime, costed_block(s).block, fullest_blocks);
     const std::size_t d = walked[trie_depths[level]];
     std::vector<Choice>& values = cache_->trie_values[level];
     values.clear();
@@ -705,8 +707,6 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t most_interleave = *std::max_element(p.exec.interleave.begin(), p.exec.interleave.end());
   const bool other_schedules = std::any_of(p.exec.schedule.begin(), p.exec.schedule.end(),
                                            [](PipelineSchedule s) { return s != PipelineSchedule::OneFOneB; });
-  // The fullest stage's blocks, worked out again when pp changes.
-  std::int64_t fullest_blocks = 0;
   // The bound (s) at `depth`: the interleaving and schedule chosen there or, not yet, the most
   // virtual stages and no bubble where a schedule other than 1F1B may still come (schedule_values:
   // with pp > 1 and no interleaving, which a node above the interleaving's still has below it).
@@ -750,7 +750,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   auto floor_blocks = [&](auto& self, std::size_t depth, Layout& s, BlockFloors& f) -> void {
     while (depth < n_walked && !in_floor[depth]) ++depth;
     if (depth == n_walked) {
-      const BlockMemory& mem = block_memory_of(s);
+      const BlockMemory mem = least_stage_memory(block_memory_of(s), blocks_alone());
       f.weights = std::min(f.weights, mem.weights());
       f.activations = std::min(f.activations, block_activations(s, mem));
       f.experts = std::min(f.experts, mem.expert_weights);
@@ -839,7 +839,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     compose_candidate(sys, p, splits_evenly_now(), costed.block, costed.ends, cand);
     for (SearchCounters& k : counters) ++k.candidates;
     // the bound checked against every step it lets through
-    if (cand.totals.t < step_seconds_lower_bound(block_pass_seconds(p.runtime, costed.block),
+    if (cand.totals.t < step_seconds_lower_bound(block_pass_seconds(p.runtime, costed.block, fullest_blocks),
                                                  p.global_batch / c.dp / c.mbs, fullest_blocks, c.pp,
                                                  c.exec.interleave,
                                                  c.exec.schedule == PipelineSchedule::OneFOneB)) [[unlikely]] {

@@ -114,6 +114,10 @@ TEST(ModelOptions, BadValuesNameTheFieldAndValue) {
   EXPECT_EQ(load_error("rope_scaling_factor: 0.5\n"), "rope_scaling_factor must be in [1, 1024], got 0.5");
   EXPECT_EQ(load_error("norm_epsilon: 1\n"), "norm_epsilon must be in (0, 1), got 1");
   EXPECT_EQ(load_error("norm_epsilon: tiny\n"), "norm_epsilon must be a finite number, got tiny");
+  EXPECT_EQ(load_error("mtp_layers: -1\nvocab_size: 10\n"), "mtp_layers must be a non-negative integer, got -1");
+  EXPECT_EQ(load_error("mtp_layers: 65\nvocab_size: 10\n"), "mtp_layers must be in [0, 64], got 65");
+  EXPECT_EQ(load_error("mtp_layers: 1\n"),
+            "mtp_layers=1 needs a vocabulary (vocab_size > 0): each depth runs the LM head and a loss");
 }
 
 // The launch lines' numerics (no cost) as the released config.json files give them.

@@ -54,6 +54,7 @@ Transformer every_option_model() {
   m.learned_positions = true;
   m.norm = NormKind::LayerNorm;
   m.mlp = MlpKind::Gelu;
+  m.mtp_layers = 1;
   return m;
 }
 
@@ -371,6 +372,20 @@ TEST(Launch, NumericsAndVocabularyPadding) {
                       "8) a multiple of tensor 16"),
             std::string::npos)
       << wide;
+}
+
+// Multi-token prediction's depths, as Megatron-LM and NeMo take them.
+TEST(Launch, MultiTokenPrediction) {
+  Transformer m = load_model_named("llama3_8b");
+  m.mtp_layers = 2;
+  const Layout c = layout_1d(4, 1, 2, 1);
+  const std::string megatron = launch_arguments_text(launch_line(LaunchFramework::Megatron, {m, c, Runtime{}, 16, 8}));
+  EXPECT_NE(megatron.find("--mtp-num-layers 2 "), std::string::npos) << megatron;
+  const std::string nemo = launch_arguments_text(launch_line(LaunchFramework::Nemo, {m, c, Runtime{}, 16, 8}));
+  EXPECT_NE(nemo.find("model.config.mtp_num_layers=2"), std::string::npos) << nemo;
+  m.mtp_layers = 0;
+  EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Megatron, {m, c, Runtime{}, 16, 8})).find("mtp"),
+            std::string::npos);
 }
 
 // Uneven stages (7 blocks on each end stage of llama3_8b's 32 over 4 stages, 9 on the middle ones)

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/round_system.hpp"
+#include "model/parameters.hpp"
 #include "model/step.hpp"
 
 namespace perfsweep {
@@ -126,15 +127,21 @@ TEST(UnevenStages, EachStageAsStageTotals) {
   }
 }
 
+// The step of `block` on a model of `depth` blocks without a vocabulary, pp stages partitioned by
+// `x`, 32 micro-batches.
+StepCosts plain_step(std::int64_t depth, std::int64_t pp, const Execution& x, const BlockSummary& block) {
+  Transformer m;
+  m.depth = depth;
+  Layout c;
+  c.pp = pp;
+  c.exec = x;
+  return compose_step(round_system(), m, c, block, 32);
+}
+
 // Without a vocabulary the last stage of an uneven split can still bound the step: 10 blocks
 // there, 8 on the first (in flight 16) and 9 on the others.
 TEST(UnevenStages, WithoutVocabularyTheLastCounts) {
-  Transformer m;
-  m.depth = 144;
-  Layout c;
-  c.pp = 16;
-  c.exec = stages(8, 10);
-  const StepCosts step = compose_step(round_system(), m, c, round_block(), 32);
+  const StepCosts step = plain_step(144, 16, stages(8, 10), round_block());
   EXPECT_EQ(step.model.time_stage, 15);
   EXPECT_EQ(step.totals.t, (32 + 15) * 30.0);
   EXPECT_EQ(step.model.memory_stage, 1);  // 9 x 8 + 9 x 0.5 x 15 = 139.5 against 8 x 8 + 64 = 128
@@ -352,6 +359,180 @@ TEST(NanotronStages, ErrorsNameTheRuntimesPartition) {
   x = nanotron_stages();
   x.interleave = 2;
   EXPECT_EQ(partition_error(126, 16, x), "the nanotron stage partition has no interleaved schedule (interleave=2)");
+}
+
+
+// Dense first blocks (moe.first_dense, DeepSeek's first_k_dense_replace): the MoE block of
+// round_block beside a dense block of half its time and a quarter of its weights and half its
+// activations, the model's first three blocks dense.
+BlockSummary dense_first_block(double dense_time_scale = 0.5) {
+  BlockSummary b = round_block();
+  b.first_dense = 3;
+  b.dense_mlp = {.t_fwd = dense_time_scale, .t_bwd = 2 * dense_time_scale, .weights_mem = 0.25,
+                 .activation_buffer = 0.25};
+  return b;
+}
+
+TEST(DenseFirstBlocks, StageBlockIsItsOwnBlocksMean) {
+  BlockSummary b = dense_first_block();
+  b.expert_weights_gb = 0.75;
+  b.whole_block_weights_gb = 1;
+  const BlockSummary moe = stage_block(b, 0, 4), dense = stage_block(b, 4, 4), half = stage_block(b, 2, 4);
+  EXPECT_EQ(moe.mlp.t_fwd, 1.0);
+  EXPECT_EQ(moe.expert_weights_gb, 0.75);
+  EXPECT_EQ(moe.whole_block_weights_gb, 0.0);  // one kind: the block's own
+  EXPECT_EQ(dense.mlp.t_fwd, 0.5);
+  EXPECT_EQ(dense.mlp.weights_mem, 0.25);
+  EXPECT_EQ(dense.expert_weights_gb, 0.0);
+  // two of each: the mean, the experts of the two MoE blocks, ZeRO-3's larger block
+  EXPECT_EQ(half.mlp.t_fwd, 0.75);
+  EXPECT_EQ(half.mlp.t_bwd, 1.5);
+  EXPECT_EQ(half.mlp.weights_mem, 0.625);
+  EXPECT_EQ(half.expert_weights_gb, 0.375);
+  EXPECT_EQ(half.whole_block_weights_gb, 1.0);
+  // without dense first blocks a stage's block is the block, whatever it is told
+  const BlockSummary plain = stage_block(round_block(), 2, 4);
+  EXPECT_EQ(plain.mlp.t_fwd, 1.0);
+}
+
+// Of the first 3 blocks, those each stage holds: in order over 2 + 14 x 4 + 3 (DeepSeek-V3's 61 on
+// 16 stages), and over interleaved chunks in Megatron-LM's order (chunk 0 of every stage first).
+TEST(DenseFirstBlocks, LeadingBlocksOnEachStage) {
+  const StageBlocks v3{2, 4, 3};
+  EXPECT_EQ(leading_blocks_on_stage(v3, 16, 1, 3, 0), 2);
+  EXPECT_EQ(leading_blocks_on_stage(v3, 16, 1, 3, 1), 1);
+  EXPECT_EQ(leading_blocks_on_stage(v3, 16, 1, 3, 2), 0);
+  EXPECT_EQ(leading_blocks_on_stage(v3, 16, 1, 3, 15), 0);
+  EXPECT_EQ(leading_blocks_on_stage(StageBlocks{61, 61, 61}, 1, 1, 3, 0), 3);
+  // 4 blocks a stage in 2 chunks of 2: blocks 0-1 on stage 0, 2-3 on stage 1
+  EXPECT_EQ(leading_blocks_on_stage(StageBlocks{4, 4, 4}, 4, 2, 3, 0), 2);
+  EXPECT_EQ(leading_blocks_on_stage(StageBlocks{4, 4, 4}, 4, 2, 3, 1), 1);
+  EXPECT_EQ(leading_blocks_on_stage(StageBlocks{4, 4, 4}, 4, 2, 3, 2), 0);
+  // slotted 7 + 14 x 8 + 7 in 8 chunks of one slot: the first chunk of stage 0 holds the embedding
+  // alone, so blocks 0, 1, 2 sit on stages 1, 2, 3
+  const StageBlocks slotted{7, 8, 7};
+  EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 0), 0);
+  EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 1), 1);
+  EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 3), 1);
+  EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 4), 0);
+}
+
+// 12 blocks on 4 stages, 32 micro-batches, no vocabulary. Stage 0 holds the 3 dense blocks:
+// 3 x 1.5 = 4.5 s a micro-batch, the others 3 x 3 = 9 s. The step is a MoE stage's, the first of
+// them (stage 1): 32 x 9 + 3 x 9 = 315 s, as a model of MoE blocks alone. Memory: stage 0
+// 3 x 0.25 x 8 + 3 x 0.25 x 4 in flight = 9 GB, stage 1 3 x 8 + 3 x 0.5 x 3 = 28.5 GB, the last
+// 24 + 1.5; all MoE, stage 0 would hold 24 + 6 = 30 GB.
+TEST(DenseFirstBlocks, SlowestAndFullestStageOfItsOwnBlocks) {
+  const StepCosts mixed = plain_step(12, 4, {}, dense_first_block());
+  const StepCosts moe = plain_step(12, 4, {}, round_block());
+  EXPECT_EQ(mixed.totals.t, 315.0);
+  EXPECT_EQ(mixed.totals.t, moe.totals.t);
+  EXPECT_EQ(mixed.model.time_stage, 1);
+  EXPECT_EQ(mixed.totals.mem, 28.5);
+  EXPECT_EQ(mixed.model.memory_stage, 1);
+  EXPECT_EQ(moe.totals.mem, 30.0);
+  EXPECT_LT(mixed.totals.mem, moe.totals.mem);
+  // each stage as stage_totals costs it with its own blocks
+  const Totals first = stage_totals(stage_block(dense_first_block(), 3, 3), ModuleSums{}, 0, 0, 3, 4, 1, 1, 32, 4);
+  const Totals middle = stage_totals(stage_block(dense_first_block(), 0, 3), ModuleSums{}, 0, 0, 3, 4, 1, 1, 32, 3);
+  EXPECT_LT(first.t, middle.t);  // a stage of dense blocks costs less than one of MoE blocks
+  EXPECT_EQ(mixed.totals.t, middle.t);
+  EXPECT_EQ(first.mem, 9.0);
+  // dense blocks dearer than the MoE ones (2 x 3 s): the first stage bounds the step, 18 s a micro-batch
+  const StepCosts dear = plain_step(12, 4, {}, dense_first_block(2.0));
+  EXPECT_EQ(dear.model.time_stage, 0);
+  EXPECT_EQ(dear.totals.t, (32 + 3) * 18.0);
+}
+
+// With 6 blocks a stage the dense ones spill onto stage 1 of 16 (DeepSeek-V3's 61 blocks, 2 on the
+// first stage): each stage holding dense blocks is costed, and the MoE stages bound the step.
+TEST(DenseFirstBlocks, SpilledDenseBlocksAreCostedWhereTheySit) {
+  const StepCosts mixed = plain_step(61, 16, stages(2, 3), dense_first_block(0.1));
+  const StepCosts moe = plain_step(61, 16, stages(2, 3), round_block());
+  EXPECT_EQ(mixed.totals.t, moe.totals.t);  // a stage of 4 MoE blocks bounds both
+  EXPECT_EQ(mixed.model.time_stage, 2);      // the first without dense blocks
+  // dearer dense blocks: stage 1's one dense and three MoE blocks take 6 + 9 = 15 s against 12 s
+  const StepCosts dear = plain_step(61, 16, stages(2, 3), dense_first_block(2.0));
+  EXPECT_EQ(dear.model.time_stage, 1);
+  EXPECT_EQ(dear.totals.t, (32 + 15) * 15.0);
+}
+
+// The balanced partition with cheaper or dearer dense first blocks.
+TEST(DenseFirstBlocks, BalancedPartitionCostsThem) {
+  // 10 blocks of 1 s on 2 stages: 5 + 5. The first 4 at 0.25 s: 6 + 4 (first 1 + 2 s, last 4 s;
+  // 7 + 3 takes 4 s too and has more on the first)
+  EXPECT_EQ(text(balanced_stages(10, 2, 1, 1.0, 0, 0, 0)), "5/5/5");
+  EXPECT_EQ(text(balanced_stages(10, 2, 1, 1.0, 0, 0, 0, 4, 0.25)), "6/6/4");
+  // at 2 s: 3 + 7 (6 s; the last 2 + 6 = 8 s), as 4 + 6 (8 s and 6 s) with fewer on the first
+  EXPECT_EQ(text(balanced_stages(10, 2, 1, 1.0, 0, 0, 0, 4, 2.0)), "3/3/7");
+  // 12 on 3 stages, the first 4 at 0.25 s: 6 + 3 + 3 takes 3 s on each (the first's 4 dense
+  // blocks 1 s), where 4 + 4 + 4 takes 4 s on the middle one
+  EXPECT_EQ(text(balanced_stages(12, 3, 1, 1.0, 0, 0, 0)), "4/4/4");
+  EXPECT_EQ(text(balanced_stages(12, 3, 1, 1.0, 0, 0, 0, 4, 0.25)), "6/3/3");
+}
+
+// The search's bound per block (block_pass_seconds) times a stage's blocks is at most the time of
+// any stage of that many: 3 dense and 1 MoE block take 3 x 1.5 + 3 = 7.5 s, 1.875 s a block.
+TEST(DenseFirstBlocks, BlockPassBoundsEveryStage) {
+  const BlockSummary b = dense_first_block();
+  EXPECT_EQ(block_pass_seconds(reference_runtime(), b, 4), 1.875);
+  EXPECT_EQ(block_pass_seconds(reference_runtime(), b, 4) * 4,
+            stage_totals(stage_block(b, 3, 4), ModuleSums{}, 0, 0, 4, 1, 1, 1, 1, 1).t);
+  EXPECT_LE(block_pass_seconds(reference_runtime(), b, 4) * 4,
+            stage_totals(stage_block(b, 1, 4), ModuleSums{}, 0, 0, 4, 1, 1, 1, 1, 1).t);
+  EXPECT_EQ(block_pass_seconds(reference_runtime(), round_block(), 4), 3.0);
+}
+
+
+// Multi-token prediction (mtp_layers): a depth on the last stage of two stages is one more block
+// there and its layers beside the LM head; the last stage (4 blocks and the head against 4 and
+// the embedding) bounds the step with or without it.
+Transformer mtp_model(std::int64_t mtp_layers) {
+  Transformer m = test::small_model();
+  m.vocab_size = 1000;
+  m.mtp_layers = mtp_layers;
+  return m;
+}
+
+double flops(const ModuleSums& x) { return x.flops_fwd + x.flops_bwd; }
+
+TEST(MultiTokenPrediction, OneMoreBlockAndItsLayersOnTheLastStage) {
+  Layout c;
+  c.pp = 2;
+  const Evaluation plain = evaluate(round_system(), mtp_model(0), c, 8);
+  const Evaluation mtp = evaluate(round_system(), mtp_model(1), c, 8);
+  EXPECT_EQ(plain.model.time_stage, 1);
+  EXPECT_EQ(mtp.model.time_stage, 1);
+  EXPECT_GT(mtp.totals.t, plain.totals.t);
+  // the last stage's work grows by one block and the module's layers, for each of 8 micro-batches
+  ModuleSums module;
+  for (int i = 0; i < mtp.last_stage.count; ++i) {
+    const LayerResult& r = mtp.last_stage.layers[static_cast<std::size_t>(i)];
+    if (std::string(r.cost.name).starts_with("mtp-")) {
+      module.flops_fwd += r.cost.flops_fwd;
+      module.flops_bwd += r.cost.flops_bwd;
+    }
+  }
+  EXPECT_EQ(mtp.last_stage.count, 10);
+  const double block = flops(sum_module(mtp.mlp)) + flops(sum_module(mtp.sa));
+  EXPECT_NEAR(mtp.totals.flops_per_gpu - plain.totals.flops_per_gpu, 8 * (block + flops(module)),
+              1e-12 * mtp.totals.flops_per_gpu);
+  EXPECT_GT(flops(module), 0);
+  // its weights: the projection's 2e x e and three norms' (LayerNorm: scale and shift), the block's,
+  // and on a stage apart from the embedding a copy of the table (V x e), whose gradient the two
+  // stages all-reduce; the head is the model's
+  const ParameterCount p = count_parameters(mtp_model(1));
+  EXPECT_EQ(p.mtp, count_parameters(mtp_model(0)).per_block + 2 * 1024LL * 1024 + 3 * 2 * 1024);
+  EXPECT_EQ(p.total - p.mtp, count_parameters(mtp_model(0)).total);
+  EXPECT_EQ(p.active, count_parameters(mtp_model(0)).active);
+  const double bytes = 2e-9;  // GB per bf16 weight
+  EXPECT_DOUBLE_EQ(stage_end_sums(round_system(), mtp_model(1), c).tied_head_gb, 1000 * 1024 * bytes);
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(0), c).tied_head_gb, 0.0);
+  Layout one = c;
+  one.pp = 1;
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(1), one).tied_head_gb, 0.0);  // the embedding's own table
+  // MFU's model FLOPs count the module and its head
+  EXPECT_GT(mtp.efficiency.model_flops_per_token, plain.efficiency.model_flops_per_token);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 // is of a search that pruned). The cases reach what the bound reads: uneven and interleaved
 // stages, zero-bubble and DualPipe schedules beside interleaving (whose bubble the bound must not
 // count before the schedule is chosen), tensor-parallel overlap, the nanotron partition, experts,
-// FP8, offload and recomputation, and the reference's 2d strategy (SUMMA's nb).
+// FP8, offload and recomputation, dense first blocks, and the reference's 2d strategy (SUMMA's nb).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -43,7 +43,12 @@ PruneCase on(std::string name, std::string model, std::string system, std::strin
 void expect_same_top_n(const PruneCase& k) {
   SearchProblem p;
   p.strategy = k.strategy;
-  p.model = load_model(kRoot / "models" / (k.model + ".yaml"));
+  if (k.model.find('/') == std::string::npos) {
+    p.model = load_model(kRoot / "models" / (k.model + ".yaml"));
+  } else {
+    p.model = load_model_named((kRoot / k.model).string());
+    p.model.l = 4096;  // the config's max_position_embeddings is not a training sequence
+  }
   p.system = load_system(kRoot / "systems" / (k.system + ".yaml"));
   p.runtime = load_runtime_named(k.runtime);
   p.global_batch = k.global_batch;
@@ -126,16 +131,31 @@ TEST(Prune, Llama70bUnderNanotron) {
   expect_same_top_n(k);
 }
 
-// Experts over ep, both parameter layouts under the reference's accounting.
-TEST(Prune, MixtralExperts) {
-  PruneCase k = on("mixtral_8x7b megatron", "mixtral_8x7b", "H100-calibrated", "megatron");
-  k.gpus = {16, 32, 64, 128};
+// A MoE model's case: experts over 1 to 8 GPUs, with and without recomputation, ZeRO 1 and 3.
+PruneCase experts_case(std::string name, std::string model, std::string runtime, std::vector<std::int64_t> gpus) {
+  PruneCase k = on(std::move(name), std::move(model), "H100-calibrated", std::move(runtime));
+  k.gpus = std::move(gpus);
   k.exec.ep = {1, 2, 4, 8};
   k.exec.recompute = {Recompute::None, Recompute::Full};
   k.exec.zero = {1, 3};
+  return k;
+}
+
+// Experts over ep, both parameter layouts under the reference's accounting.
+TEST(Prune, MixtralExperts) {
+  PruneCase k = experts_case("mixtral_8x7b megatron", "mixtral_8x7b", "megatron", {16, 32, 64, 128});
   k.exec.interleave = {1, 2};
   k.exec.schedule = {PipelineSchedule::OneFOneB, PipelineSchedule::DualPipe};
   expect_same_top_n(k);
+}
+
+// Dense first blocks (DeepSeek-V2-Lite: the first of 27 dense, 64 fine-grained experts): stages
+// costed with their own blocks, the bound per block the least a stage of the fullest's blocks
+// holds, the memory check the least such a stage holds; 27 blocks split evenly on 3 stages and
+// balanced on the others.
+TEST(Prune, DeepSeekDenseFirstBlocks) {
+  expect_same_top_n(
+      experts_case("DeepSeek-V2-Lite nemo", "test/data/hf/DeepSeek-V2-Lite/config.json", "nemo", {8, 24, 32, 64}));
 }
 
 // The paper's model and 2d strategy (SUMMA's nb a block dimension), the reference runtime.
