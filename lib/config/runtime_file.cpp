@@ -79,7 +79,6 @@ constexpr std::string_view kStrategyNames[] = {"1d", "2d", "2d-seqp"};        //
 constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
-constexpr std::string_view kFp8RecipeNames[] = {"none", "delayed", "current", "mxfp8"};  // Fp8Recipe
 // An enum's names (model/) as the keys' values, every one of them.
 template <std::size_t N>
 constexpr std::array<std::string_view, N> key_names(const char* const (&names)[N]) {
@@ -87,6 +86,11 @@ constexpr std::array<std::string_view, N> key_names(const char* const (&names)[N
   for (std::size_t i = 0; i < N; ++i) out[i] = names[i];
   return out;
 }
+constexpr auto kFp8RecipeNames = [] {  // Fp8Recipe: its descriptors' names
+  std::array<std::string_view, std::size(kLowPrecisionRecipes)> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = kLowPrecisionRecipes[i].name;
+  return out;
+}();
 constexpr auto kCpCommKeyNames = key_names(kCpCommNames);                  // CpComm
 constexpr auto kOffloadKeyNames = key_names(kOffloadNames);                // Offload
 constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // StagePartition
@@ -235,7 +239,12 @@ Runtime load_runtime(const std::filesystem::path& path) {
   if (rt.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
       if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
-        r.fail(k.name, "says how FP8 runs, but the runtime gives no fp8_recipe (delayed, current or mxfp8)");
+        std::string recipes;
+        for (std::size_t i = 1; i < kFp8RecipeNames.size(); ++i) {
+          recipes += std::string(i == 1 ? "" : i + 1 == kFp8RecipeNames.size() ? " or " : ", ") +
+                     std::string(kFp8RecipeNames[i]);
+        }
+        r.fail(k.name, "says how FP8 runs, but the runtime gives no fp8_recipe (" + recipes + ")");
       }
     }
   }

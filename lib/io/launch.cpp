@@ -186,15 +186,7 @@ bool fp8(const LaunchInput& in) {
 
 // The FP8 recipe as Megatron-LM's --fp8-recipe and Megatron-Core's fp8_recipe name it (current
 // per-tensor scaling is its "tensorwise").
-const char* fp8_recipe_name(const LaunchInput& in) {
-  switch (in.runtime.fp8.recipe) {
-    case Fp8Recipe::Delayed: return "delayed";
-    case Fp8Recipe::Current: return "tensorwise";
-    case Fp8Recipe::Mxfp8: return "mxfp8";
-    case Fp8Recipe::None: break;
-  }
-  return "";
-}
+const char* fp8_recipe_name(const LaunchInput& in) { return recipe_of(in.runtime.fp8.recipe).megatron; }
 bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
 
 // The model's and recomputation's settings as Megatron-Core's TransformerConfig fields (NeMo's
@@ -585,7 +577,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   note_dtypes(b, in, "--grad-reduce-in-bf16", "Megatron-LM's --bf16");
   if (fp8(in)) {
     // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format)
-    b.add("--fp8-format", "hybrid");
+    b.add("--fp8-format", recipe_of(in.runtime.fp8.recipe).megatron_format);
     b.add("--fp8-recipe", fp8_recipe_name(in));
     if (fp8_param_gather(in)) b.add("--fp8-param-gather");
     note_fp8_param_gather(b, in);
@@ -681,7 +673,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.plugins.grad_reduce_in_fp32", dtypes.fp32_gradients ? yes : no);
   note_dtypes(b, in, "grad_reduce_in_fp32=False", "NeMo's bf16-mixed");
   if (fp8(in)) {
-    b.add("trainer.plugins.fp8", "hybrid");
+    b.add("trainer.plugins.fp8", recipe_of(in.runtime.fp8.recipe).megatron_format);
     b.add("trainer.plugins.fp8_recipe", fp8_recipe_name(in));
     b.add("trainer.plugins.fp8_param_gather", fp8_param_gather(in) ? yes : no);
     note_fp8_param_gather(b, in);

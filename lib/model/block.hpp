@@ -95,15 +95,6 @@ enum class ParamLayout : std::uint8_t {
   Amp,        // PyTorch autocast: fp32 weights and gradients (4 + 4), two fp32 moments (8), and
               // bf16 copies of the weights (2) alive during forward and backward
 };
-// How a framework runs FP8 (a runtime's fp8_* keys, model/runtime.hpp): its scaling recipe and
-// the kernels around the FP8 GEMMs.
-enum class Fp8Recipe : std::uint8_t {
-  None,     // the framework runs no FP8
-  Delayed,  // per-tensor scales from an amax history (Transformer Engine's DelayedScaling)
-  Current,  // per-tensor scales from the tensor itself: an amax pass before each cast
-            // (Float8CurrentScaling; torchao's dynamic scaling)
-  Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
-};
 // The pipeline schedule (model/step.cpp: stage_totals, step_memory), each with the bubble, the
 // activations in flight and the parameter copies of its paper:
 //  OneFOneB      1F1B (PipeDream-Flush; Narayanan et al. 2021), interleaved with interleave > 1

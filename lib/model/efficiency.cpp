@@ -32,7 +32,7 @@ double model_flops_per_token(const Transformer& m) {
 
 double precision_peak_tflops(const System& s, const Execution& x) {
   if (x.precision == Precision::Bf16) return s.matrix_flops_fp16;
-  const double peak = x.fp8.recipe == Fp8Recipe::Mxfp8 ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8;
+  const double peak = s.*data_type(recipe_of(x.fp8.recipe).data_type).peak;
   return peak > 0 ? peak : s.matrix_flops_fp16;
 }
 

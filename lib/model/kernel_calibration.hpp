@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/data_type.hpp"
+
 namespace perfsweep {
 
 // What a layer pass executes: the one label of a layer's kernel. Its KernelClass (model/roofline.hpp:
@@ -36,13 +38,6 @@ enum class KernelOp : std::uint8_t {
   Cast,
 };
 
-// The data type a GEMM runs in (model/precision.hpp). Bf16: the reference's one element size.
-// Fp8: e4m3/e5m2 operands with per-tensor scales and bf16 output, as Transformer Engine runs the
-// linear layers (the attention core, the router and, unless a runtime says, the LM head stay
-// bf16); Mxfp8: the same with per-32-element block scales (a layer's data type under the MXFP8
-// recipe; a layout asks for fp8).
-enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8 };
-inline constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "mxfp8"};
 
 // Operand shape of a GEMM-like pass: `batch` independent products of (rows x depth)(depth x cols).
 // Flash attention: batch = micro-batch x local heads, rows = query positions, cols = key
@@ -84,12 +79,6 @@ enum class GemmPass : std::uint8_t { Fprop, Dgrad, Wgrad };
 inline constexpr std::size_t kGemmPassCount = 3;
 inline constexpr std::array<const char*, kGemmPassCount> kGemmPassNames{"fprop", "dgrad", "wgrad"};
 
-// The data types with GEMM parameters of their own: bf16 and FP8 (per-tensor or block scales:
-// an MXFP8 layer runs at the system's MXFP8 peak with the FP8 parameters).
-enum class GemmType : std::uint8_t { Bf16, Fp8 };
-inline constexpr std::size_t kGemmTypeCount = 2;
-inline constexpr std::array<const char*, kGemmTypeCount> kGemmTypeNames{"bf16", "fp8"};
-constexpr GemmType gemm_type(Precision p) { return p == Precision::Bf16 ? GemmType::Bf16 : GemmType::Fp8; }
 
 // The operand shape (rows x depth)(depth x cols) of one GEMM pass of a layer whose forward is
 // (rows x depth)(depth x cols).

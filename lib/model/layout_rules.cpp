@@ -184,10 +184,9 @@ void fp8_tensor_cores(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const System& s = *in.system;
   if (c.exec.precision == Precision::Bf16) return;
-  const bool block_scaled = c.exec.fp8.recipe == Fp8Recipe::Mxfp8;
-  require((block_scaled ? s.matrix_flops_mxfp8 : s.matrix_flops_fp8) > 0, [&] {
-    return "fp8 precision: system " + s.name + " gives no " +
-           (block_scaled ? "matrix_flops_mxfp8" : "matrix_flops_fp8") + " (no " + (block_scaled ? "MXFP8" : "FP8") +
+  const DataType& type = data_type(recipe_of(c.exec.fp8.recipe).data_type);
+  require(s.*type.peak > 0, [&] {
+    return "fp8 precision: system " + s.name + " gives no " + type.peak_key + " (no " + type.tensor_cores +
            " tensor cores)";
   });
 }

@@ -13,33 +13,15 @@
 
 namespace perfsweep {
 
-// One quantization of a bf16 tensor into FP8: bytes moved per element and kernels launched, by
-// the kind of kernel that runs them (kQuantKinds: amax, quantize).
-//   delayed (per-tensor scale from the amax history): one fused cast-transpose kernel reads 2
-//     bytes and writes the row-wise and column-wise copies (1 + 1); the amax comes with it.
-//   current (per-tensor scale from the tensor): an amax pass (read 2) before the same kernel.
-//   mxfp8 (a scale per 32 elements): one cast writes both copies and their e8m0 scales (1 + 1/32
-//     each; Blackwell's tensor cores read either layout, so nothing is transposed).
-// `fused`: the quantization of a norm's output inside the norm (delayed and mxfp8 only): the
-// norm writes FP8 in place of bf16; delayed scaling then transposes the saved copy in the
-// backward (read 1, write 1), mxfp8 writes its scales (2/32).
+// A recipe's quantizations (kLowPrecisionRecipes, model/data_type.hpp): a tensor's by its own
+// kernels (`input`; a weight's likewise, once per step with weight caching, else per
+// micro-batch), a norm's output inside the norm (`fused`), and the bytes per weight element its
+// weight cache keeps.
 // Transformer Engine's cast-transpose and FP8 transpose kernels transpose through shared memory,
 // so their writes stream like a plain cast's: they are timed on the plain cast's curve
 // (quantize, the measured cast_plain), not on torch's generic transposed copy (transpose_fp8) or
 // torch.compile's fused function (fused_cast_transpose_amax), which `validate kernels` compares
 // with their own curves (docs/fp8.md).
-struct Quantization {
-  std::array<double, 2> bytes_per_element{};  // by kQuantKinds
-  std::array<double, 2> kernels{};
-  double total_bytes() const { return bytes_per_element[0] + bytes_per_element[1]; }
-  double total_kernels() const { return kernels[0] + kernels[1]; }
-};
-Quantization input_quantization(Fp8Recipe recipe, bool fused);
-// A weight's quantization (once per step with weight caching, else per micro-batch).
-Quantization weight_quantization(Fp8Recipe recipe);
-// Bytes per weight element kept between micro-batches with weight caching: both FP8 copies
-// (and mxfp8's scales).
-double cached_weight_bytes(Fp8Recipe recipe);
 
 // `q` applied `times` to tensors of `elements_gb` GB (in their bf16 size over 2: GB at one byte
 // per element), added to `work`.

@@ -32,14 +32,7 @@ constexpr KernelClass kernel_class(KernelOp op) {
 constexpr bool uses_tensor_cores(KernelClass k) { return k == KernelClass::Gemm || k == KernelClass::Attention; }
 
 // The tensor-core peak (TFLOP/s) of a GEMM in data type `p`.
-inline double tensor_peak(const System& system, Precision p) {
-  switch (p) {
-    case Precision::Bf16: return system.matrix_flops_fp16;
-    case Precision::Fp8: return system.matrix_flops_fp8;
-    case Precision::Mxfp8: return system.matrix_flops_mxfp8;
-  }
-  return system.matrix_flops_fp16;
-}
+inline double tensor_peak(const System& system, Precision p) { return system.*data_type(p).peak; }
 
 // Seconds to execute `tflop` TFLOP: the class's launch cost plus the work at its achieved
 // fraction of the peak (a GEMM's in its data type).

@@ -93,7 +93,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(Precision::Fp8)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.schedule), static_cast<unsigned>(PipelineSchedule::DualPipe)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(Fp8Recipe::Mxfp8)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(std::size(kLowPrecisionRecipes) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(std::size(kCpCommNames) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.offload), static_cast<unsigned>(Offload::Activations)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.stage_partition),

@@ -99,7 +99,7 @@ TEST(Fp8, QuantizationSecondsByRecipe) {
   set(kernels::StreamKind::Cast, 0.9, 20e-6);
   s.kernel_calibration = std::make_shared<const kernels::Calibration>(cal);
   QuantWork w;
-  add_quantization(w, input_quantization(Fp8Recipe::Current, false), 1.0);  // a tensor of 1e9 elements
+  add_quantization(w, recipe_of(Fp8Recipe::Current).input, 1.0);  // a tensor of 1e9 elements
   // no quantization kinds: 6 GB and 2 kernels on the cast curve
   EXPECT_DOUBLE_EQ(quantization_seconds(s, w), 2 * 20e-6 + 6 / (3350 * 0.9));
   set(kernels::StreamKind::Amax, 0.8, 9e-6);
@@ -108,7 +108,7 @@ TEST(Fp8, QuantizationSecondsByRecipe) {
   // current scaling: the amax pass (2 GB) and the cast-transpose (4 GB), each on its curve
   EXPECT_DOUBLE_EQ(quantization_seconds(s, w), (9e-6 + 2 / (3350 * 0.8)) + (6e-6 + 4 / (3350 * 0.9)));
   QuantWork m;
-  add_quantization(m, input_quantization(Fp8Recipe::Mxfp8, false), 1.0);
+  add_quantization(m, recipe_of(Fp8Recipe::Mxfp8).input, 1.0);
   EXPECT_DOUBLE_EQ(quantization_seconds(s, m), 6e-6 + (4 + 2.0 / 32) / (3350 * 0.9));
 }
 
@@ -163,7 +163,7 @@ TEST(Fp8, StepOnCalibratedH100) {
   const Evaluation every = evaluate(s, m, no_cache, c, 64);
   const double fp8_params = 8030261248.0 / 2;  // an upper bound: all of a tp=2 GPU's parameters
   QuantWork weights;
-  add_quantization(weights, weight_quantization(rt.fp8.recipe), fp8_params * 1e-9);
+  add_quantization(weights, recipe_of(rt.fp8.recipe).input, fp8_params * 1e-9);
   for (double& k : weights.kernels) k *= 4 * 32;
   const double once = quantization_seconds(s, weights);
   EXPECT_GT(every.totals.t_optimizer - fp8.totals.t_optimizer, 0);

@@ -1,0 +1,104 @@
+#pragma once
+// The data types a GEMM runs in and the low-precision recipes that put a framework's linear layers
+// in them, each one descriptor (a new data type or recipe is one entry here): a data type's name,
+// the system's tensor-core peak for it, the GEMM calibration's parameters it runs with and the
+// bytes its operands take; a recipe's data type, its quantization kernels (model/precision.hpp
+// applies them) and its names in the frameworks' arguments.
+#include <array>
+#include <cstdint>
+#include <iterator>
+
+#include "model/system.hpp"
+
+namespace perfsweep {
+
+// The data type a GEMM runs in (model/precision.hpp). Bf16: the reference's one element size.
+// Fp8: e4m3/e5m2 operands with per-tensor scales and bf16 output, as Transformer Engine runs the
+// linear layers (the attention core, the router and, unless a runtime says, the LM head stay
+// bf16); Mxfp8: the same with per-32-element block scales (a layer's data type under the MXFP8
+// recipe; a layout asks for fp8).
+enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8 };
+inline constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "mxfp8"};
+
+// The data types with GEMM parameters of their own in a kernel calibration: bf16 and FP8 (per-
+// tensor or block scales: an MXFP8 layer runs at the system's MXFP8 peak with the FP8 parameters).
+namespace kernels {
+enum class GemmType : std::uint8_t { Bf16, Fp8 };
+inline constexpr std::size_t kGemmTypeCount = 2;
+inline constexpr std::array<const char*, kGemmTypeCount> kGemmTypeNames{"bf16", "fp8"};
+}  // namespace kernels
+
+struct DataType {
+  Precision id;
+  const char* name;          // kPrecisionNames'
+  double System::*peak;      // TFLOP/s: the system's dense tensor-core peak in it (0: none)
+  const char* peak_key;      // that peak's key in a system file
+  const char* tensor_cores;  // the tensor cores' name in messages ("no FP8 tensor cores")
+  kernels::GemmType gemm;    // the kernel calibration's GEMM parameters it runs with
+  double operand_share;      // a GEMM operand's bytes per element over bf16's
+};
+inline constexpr DataType kDataTypes[] = {
+    {Precision::Bf16, kPrecisionNames[0], &System::matrix_flops_fp16, "matrix_flops_fp16", "BF16", kernels::GemmType::Bf16, 1.0},
+    {Precision::Fp8, kPrecisionNames[1], &System::matrix_flops_fp8, "matrix_flops_fp8", "FP8", kernels::GemmType::Fp8, 0.5},
+    {Precision::Mxfp8, kPrecisionNames[2], &System::matrix_flops_mxfp8, "matrix_flops_mxfp8", "MXFP8", kernels::GemmType::Fp8,
+     0.5},
+};
+static_assert(std::size(kDataTypes) == kPrecisionNames.size(), "a descriptor for every Precision");
+constexpr const DataType& data_type(Precision p) { return kDataTypes[static_cast<std::size_t>(p)]; }
+namespace kernels {
+constexpr GemmType gemm_type(Precision p) { return data_type(p).gemm; }
+}  // namespace kernels
+
+// How a framework runs FP8 (a runtime's fp8_* keys, model/runtime.hpp): its scaling recipe and
+// the kernels around the FP8 GEMMs.
+enum class Fp8Recipe : std::uint8_t {
+  None,     // the framework runs no FP8
+  Delayed,  // per-tensor scales from an amax history (Transformer Engine's DelayedScaling)
+  Current,  // per-tensor scales from the tensor itself: an amax pass before each cast
+            // (Float8CurrentScaling; torchao's dynamic scaling)
+  Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
+};
+
+// One quantization of a bf16 tensor into the recipe's data type: bytes moved per element and
+// kernels launched, by the kind of kernel that runs them (kQuantKinds: amax, quantize).
+struct Quantization {
+  std::array<double, 2> bytes_per_element{};  // by kQuantKinds
+  std::array<double, 2> kernels{};
+  double total_bytes() const { return bytes_per_element[0] + bytes_per_element[1]; }
+  double total_kernels() const { return kernels[0] + kernels[1]; }
+};
+
+// One recipe (docs/fp8.md; Transformer Engine's FP8 primer and performance guide: every FP8 GEMM
+// on Hopper reads both operands in the layout it needs, so a tensor is quantized into a row-wise
+// and a column-wise copy):
+//   delayed: one fused cast-transpose kernel reads 2 bytes and writes both copies (1 + 1); the
+//     amax comes with it. A norm's output quantized inside the norm (TE's LayerNormLinear): the
+//     norm writes FP8 in place of bf16 and the saved copy is transposed in the backward (1 + 1).
+//   current: an amax pass (read 2) before the same kernel; nothing fused into the norms.
+//   mxfp8: one cast writes both copies and their e8m0 scales (1 + 1/32 each; Blackwell's tensor
+//     cores read either layout, so nothing is transposed); fused into a norm, its scales (2/32).
+inline constexpr double kMxScale = 1.0 / 32;  // an e8m0 scale byte per 32 elements
+struct LowPrecisionRecipe {
+  Fp8Recipe id;
+  const char* name;             // a runtime file's fp8_recipe
+  Precision data_type;          // its GEMMs' (none: FP8, so a layout's peak is FP8's)
+  Quantization input;           // a tensor quantized by its own kernels
+  Quantization fused;           // a norm's output quantized inside the norm (fp8_fused_casts)
+  bool fuses;                   // whether a norm can quantize its output
+  bool fused_in_backward;       // the fused quantization's remaining work runs in the backward
+  double cached_weight_bytes;   // per weight element kept between micro-batches (weight caching)
+  const char* megatron_format;  // Megatron-LM's --fp8-format (NeMo's trainer.plugins.fp8)
+  const char* megatron;         // Megatron-LM's --fp8-recipe (Megatron-Core's fp8_recipe)
+};
+inline constexpr LowPrecisionRecipe kLowPrecisionRecipes[] = {
+    {Fp8Recipe::None, "none", Precision::Fp8, {}, {}, false, false, 0, "", ""},
+    {Fp8Recipe::Delayed, "delayed", Precision::Fp8, {{0, 4}, {0, 1}}, {{0, 2}, {0, 1}}, true, true, 2, "hybrid",
+     "delayed"},
+    {Fp8Recipe::Current, "current", Precision::Fp8, {{2, 4}, {1, 1}}, {{2, 4}, {1, 1}}, false, false, 2, "hybrid",
+     "tensorwise"},
+    {Fp8Recipe::Mxfp8, "mxfp8", Precision::Mxfp8, {{0, 4 + 2 * kMxScale}, {0, 1}}, {{0, 2 * kMxScale}, {0, 0}}, true,
+     false, 2 + 2 * kMxScale, "hybrid", "mxfp8"},
+};
+constexpr const LowPrecisionRecipe& recipe_of(Fp8Recipe r) { return kLowPrecisionRecipes[static_cast<std::size_t>(r)]; }
+
+}  // namespace perfsweep
