@@ -576,10 +576,11 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   b.add(dtypes.fp32_gradients ? "--accumulate-allreduce-grads-in-fp32" : "--grad-reduce-in-bf16");
   note_dtypes(b, in, "--grad-reduce-in-bf16", "Megatron-LM's --bf16");
   if (fp8(in)) {
-    // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format)
-    b.add("--fp8-format", recipe_of(in.runtime.fp8.recipe).megatron_format);
-    b.add("--fp8-recipe", fp8_recipe_name(in));
-    if (fp8_param_gather(in)) b.add("--fp8-param-gather");
+    // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format), or FP4's e2m1
+    const std::string kind = recipe_of(in.runtime.fp8.recipe).launch_kind;
+    b.add("--" + kind + "-format", recipe_of(in.runtime.fp8.recipe).megatron_format);
+    b.add("--" + kind + "-recipe", fp8_recipe_name(in));
+    if (fp8_param_gather(in)) b.add("--" + kind + "-param-gather");
     note_fp8_param_gather(b, in);
   }
   b.add("--attention-backend", flash_attention(in) ? "flash" : "unfused");
@@ -673,10 +674,15 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.plugins.grad_reduce_in_fp32", dtypes.fp32_gradients ? yes : no);
   note_dtypes(b, in, "grad_reduce_in_fp32=False", "NeMo's bf16-mixed");
   if (fp8(in)) {
-    b.add("trainer.plugins.fp8", recipe_of(in.runtime.fp8.recipe).megatron_format);
-    b.add("trainer.plugins.fp8_recipe", fp8_recipe_name(in));
-    b.add("trainer.plugins.fp8_param_gather", fp8_param_gather(in) ? yes : no);
-    note_fp8_param_gather(b, in);
+    const std::string kind = recipe_of(in.runtime.fp8.recipe).launch_kind;
+    b.add("trainer.plugins." + kind, recipe_of(in.runtime.fp8.recipe).megatron_format);
+    b.add("trainer.plugins." + kind + "_recipe", fp8_recipe_name(in));
+    if (kind == "fp8") {
+      b.add("trainer.plugins.fp8_param_gather", fp8_param_gather(in) ? yes : no);
+      note_fp8_param_gather(b, in);
+    } else if (fp8_param_gather(in)) {
+      b.note("NeMo's precision plugin has no " + kind + "_param_gather: the line gathers the weights in bf16");
+    }
   }
   b.add("data.seq_length", num(m.l));
   b.add("data.micro_batch_size", num(c.mbs));

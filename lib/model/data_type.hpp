@@ -16,9 +16,11 @@ namespace perfsweep {
 // Fp8: e4m3/e5m2 operands with per-tensor scales and bf16 output, as Transformer Engine runs the
 // linear layers (the attention core, the router and, unless a runtime says, the LM head stay
 // bf16); Mxfp8: the same with per-32-element block scales (a layer's data type under the MXFP8
-// recipe; a layout asks for fp8).
-enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8 };
-inline constexpr std::array<const char*, 3> kPrecisionNames{"bf16", "fp8", "mxfp8"};
+// recipe; a layout asks for fp8); Nvfp4: e2m1 operands with an e4m3 scale per 16 elements and a
+// per-tensor fp32 scale (NVIDIA's NVFP4, Blackwell; the NVFP4 recipe's layers, a layout asking for
+// fp8 under a runtime whose fp8_recipe is nvfp4).
+enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8, Nvfp4 };
+inline constexpr std::array<const char*, 4> kPrecisionNames{"bf16", "fp8", "mxfp8", "nvfp4"};
 
 // The data types with GEMM parameters of their own in a kernel calibration: bf16 and FP8 (per-
 // tensor or block scales: an MXFP8 layer runs at the system's MXFP8 peak with the FP8 parameters).
@@ -42,6 +44,10 @@ inline constexpr DataType kDataTypes[] = {
     {Precision::Fp8, kPrecisionNames[1], &System::matrix_flops_fp8, "matrix_flops_fp8", "FP8", kernels::GemmType::Fp8, 0.5},
     {Precision::Mxfp8, kPrecisionNames[2], &System::matrix_flops_mxfp8, "matrix_flops_mxfp8", "MXFP8", kernels::GemmType::Fp8,
      0.5},
+    // the FP8 GEMM parameters at the FP4 peak (assumed: no NVFP4 GEMM measured); 4 bits and a
+    // scale byte per 16 elements: (0.5 + 1/16) / 2 of bf16's bytes
+    {Precision::Nvfp4, kPrecisionNames[3], &System::matrix_flops_fp4, "matrix_flops_fp4", "FP4", kernels::GemmType::Fp8,
+     (0.5 + 1.0 / 16) / 2},
 };
 static_assert(std::size(kDataTypes) == kPrecisionNames.size(), "a descriptor for every Precision");
 constexpr const DataType& data_type(Precision p) { return kDataTypes[static_cast<std::size_t>(p)]; }
@@ -57,6 +63,7 @@ enum class Fp8Recipe : std::uint8_t {
   Current,  // per-tensor scales from the tensor itself: an amax pass before each cast
             // (Float8CurrentScaling; torchao's dynamic scaling)
   Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
+  Nvfp4,    // NVFP4 (Transformer Engine's NVFP4BlockScaling, Blackwell): every linear GEMM in FP4
 };
 
 // One quantization of a bf16 tensor into the recipe's data type: bytes moved per element and
@@ -77,6 +84,11 @@ struct Quantization {
 //   current: an amax pass (read 2) before the same kernel; nothing fused into the norms.
 //   mxfp8: one cast writes both copies and their e8m0 scales (1 + 1/32 each; Blackwell's tensor
 //     cores read either layout, so nothing is transposed); fused into a norm, its scales (2/32).
+//   nvfp4: an amax pass for the per-tensor scale (read 2), then one cast writing the row-wise and
+//     the column-wise copy (the latter Hadamard-transformed for the weight gradient inside the
+//     same kernel), 4 bits and an e4m3 scale per 16 elements each (0.5 + 1/16); nothing fused
+//     into the norms. Assumed from the recipe's description, not measured.
+inline constexpr double kNvfp4Bytes = 0.5 + 1.0 / 16;  // an element's bytes with its block scale
 inline constexpr double kMxScale = 1.0 / 32;  // an e8m0 scale byte per 32 elements
 struct LowPrecisionRecipe {
   Fp8Recipe id;
@@ -87,17 +99,20 @@ struct LowPrecisionRecipe {
   bool fuses;                   // whether a norm can quantize its output
   bool fused_in_backward;       // the fused quantization's remaining work runs in the backward
   double cached_weight_bytes;   // per weight element kept between micro-batches (weight caching)
+  const char* launch_kind;      // the frameworks' argument names: "fp8" (--fp8-format ...) or "fp4"
   const char* megatron_format;  // Megatron-LM's --fp8-format (NeMo's trainer.plugins.fp8)
   const char* megatron;         // Megatron-LM's --fp8-recipe (Megatron-Core's fp8_recipe)
 };
 inline constexpr LowPrecisionRecipe kLowPrecisionRecipes[] = {
-    {Fp8Recipe::None, "none", Precision::Fp8, {}, {}, false, false, 0, "", ""},
-    {Fp8Recipe::Delayed, "delayed", Precision::Fp8, {{0, 4}, {0, 1}}, {{0, 2}, {0, 1}}, true, true, 2, "hybrid",
-     "delayed"},
-    {Fp8Recipe::Current, "current", Precision::Fp8, {{2, 4}, {1, 1}}, {{2, 4}, {1, 1}}, false, false, 2, "hybrid",
-     "tensorwise"},
+    {Fp8Recipe::None, "none", Precision::Fp8, {}, {}, false, false, 0, "fp8", "", ""},
+    {Fp8Recipe::Delayed, "delayed", Precision::Fp8, {{0, 4}, {0, 1}}, {{0, 2}, {0, 1}}, true, true, 2, "fp8",
+     "hybrid", "delayed"},
+    {Fp8Recipe::Current, "current", Precision::Fp8, {{2, 4}, {1, 1}}, {{2, 4}, {1, 1}}, false, false, 2, "fp8",
+     "hybrid", "tensorwise"},
     {Fp8Recipe::Mxfp8, "mxfp8", Precision::Mxfp8, {{0, 4 + 2 * kMxScale}, {0, 1}}, {{0, 2 * kMxScale}, {0, 0}}, true,
-     false, 2 + 2 * kMxScale, "hybrid", "mxfp8"},
+     false, 2 + 2 * kMxScale, "fp8", "hybrid", "mxfp8"},
+    {Fp8Recipe::Nvfp4, "nvfp4", Precision::Nvfp4, {{2, 2 + 2 * kNvfp4Bytes}, {1, 1}}, {{2, 2 + 2 * kNvfp4Bytes}, {1, 1}},
+     false, false, 2 * kNvfp4Bytes, "fp4", "e2m1", "nvfp4"},
 };
 constexpr const LowPrecisionRecipe& recipe_of(Fp8Recipe r) { return kLowPrecisionRecipes[static_cast<std::size_t>(r)]; }
 

@@ -66,7 +66,7 @@ struct System {
   double matrix_flops_fp16 = 0;      // TFLOP/s, tensor-core dense fp16/bf16
   double matrix_flops_fp8 = 0;       // TFLOP/s, tensor-core dense FP8 (e4m3/e5m2, per-tensor scales); 0: none
   double matrix_flops_mxfp8 = 0;     // TFLOP/s, tensor-core dense MXFP8 (per-32-element block scales); 0: none
-  double matrix_flops_fp4 = 0;       // TFLOP/s, tensor-core dense FP4 (recorded, not used by the model); 0: none
+  double matrix_flops_fp4 = 0;       // TFLOP/s, tensor-core dense NVFP4 (the nvfp4 recipe's GEMMs); 0: none
   double vector_flops_fp32 = 0;      // TFLOP/s, CUDA-core fp32 (recorded, not used by the model)
   double vector_flops_fp16 = 0;      // TFLOP/s, CUDA-core fp16
   double hbm_bandwidth = 0;          // GB/s
@@ -163,7 +163,7 @@ inline constexpr SystemKey kSystemKeys[] = {
     {"matrix_flops_mxfp8", &System::matrix_flops_mxfp8, "TFLOP/s", false, 1e-3, false, 1e7, false,
      "tensor-core dense MXFP8 peak, FP8 with per-32-element block scales in hardware (0: none)", true},
     {"matrix_flops_fp4", &System::matrix_flops_fp4, "TFLOP/s", false, 1e-3, false, 1e7, false,
-     "tensor-core dense FP4 peak (recorded, not used by the model; 0: none)", true},
+     "tensor-core dense NVFP4 peak, FP4 with per-16-element block scales, the nvfp4 recipe's GEMMs (0: none)", true},
     {"vector_flops_fp32", &System::vector_flops_fp32, "TFLOP/s", false, 1e-3, false, 1e7, true,
      "CUDA-core fp32 peak (recorded, not used by the model)", true},
     {"vector_flops_fp16", &System::vector_flops_fp16, "TFLOP/s", true, 1e-3, false, 1e7, true,

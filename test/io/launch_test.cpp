@@ -94,7 +94,9 @@ std::vector<LaunchLine> many_lines(LaunchFramework f) {
             rt.tp_comm_overlap = variant % 2 == 0 ? 0.5 : 0;
             if (p != ParamLayout::Reference) {  // FP8 in each recipe, weights gathered in FP8 or not
               c.exec.precision = Precision::Fp8;
-              rt.fp8 = Fp8Policy{static_cast<Fp8Recipe>(1 + variant % 3), true, true, variant % 2 == 1};
+              rt.fp8 = Fp8Policy{static_cast<Fp8Recipe>(1 + static_cast<std::size_t>(variant) %
+                                                                (std::size(kLowPrecisionRecipes) - 1)),
+                                 true, true, variant % 2 == 1};
             }
             lines.push_back(launch_line(f, {m, c, rt, 4096, 8}));
           }
@@ -149,13 +151,18 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
       {"--fp8-recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
       {"model.config.fp8", {"e4m3", "hybrid"}},
       {"model.config.fp8_recipe", {"tensorwise", "delayed", "mxfp8", "blockwise"}},
+      // --fp4-format e2m1, --fp4-recipe nvfp4 (Megatron-Core's Fp4Recipe); NeMo's plugin the same
+      {"--fp4-format", {"e2m1"}},
+      {"--fp4-recipe", {"nvfp4"}},
+      {"trainer.plugins.fp4", {"e2m1"}},
+      {"trainer.plugins.fp4_recipe", {"nvfp4"}},
       // --cp-comm-type's help (arguments.py): p2p, a2a, allgather or a2a+p2p; the same strings in
       // TransformerConfig.cp_comm_type; torchtitan's context_parallel_rotate_method
       {"--cp-comm-type", {"p2p", "a2a", "allgather", "a2a+p2p"}},
       {"model.config.cp_comm_type", {"p2p", "a2a", "allgather", "a2a+p2p"}},
       {"--parallelism.context_parallel_rotate_method", {"allgather", "alltoall"}},
   };
-  std::set<std::string> cp_values;
+  std::set<std::string> cp_values, recipe_values;
   for (LaunchFramework f : {LaunchFramework::Megatron, LaunchFramework::Nemo, LaunchFramework::Torchtitan}) {
     for (const LaunchLine& line : many_lines(f)) {
       for (const LaunchArgument& a : line.arguments) {
@@ -164,10 +171,12 @@ TEST(Launch, ChoiceValuesAreTheParsers) {
           EXPECT_TRUE(it->second.count(a.value)) << a.name << " " << a.value;
         }
         if (a.name == "--cp-comm-type") cp_values.insert(a.value);
+        if (a.name == "--fp8-recipe" || a.name == "--fp4-recipe") recipe_values.insert(a.value);
       }
     }
   }
   EXPECT_EQ(cp_values, (std::set<std::string>{"p2p", "allgather", "a2a", "a2a+p2p"}));
+  EXPECT_EQ(recipe_values, (std::set<std::string>{"delayed", "tensorwise", "mxfp8", "nvfp4"}));
 }
 
 // Llama-3-70B on 512 GPUs: tp 4, pp 4, dp 32, micro-batch 1, global batch 2048, sequence 8192,

@@ -13,7 +13,9 @@
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
+#include "io/launch.hpp"
 #include "model/precision.hpp"
+#include "model/roofline.hpp"
 #include "model/runtime.hpp"
 #include "model/step.hpp"
 #include "search/search.hpp"
@@ -229,6 +231,48 @@ TEST(Fp8, RefusedWhereItCannotRun) {
   any.strategies = 0x7;
   EXPECT_NE(config_error(h100(), m, any, c).find("1d"), std::string::npos);
   EXPECT_THROW(parse_option_value(*find_execution_option("precision"), "fp16", "--precision"), InputError);
+}
+
+// NVFP4 (a runtime's fp8_recipe nvfp4, Transformer Engine's NVFP4BlockScaling) on the output
+// projection of the test above: the GEMM's data type and its peak are FP4's (B200's 10 PFLOP/s, a
+// spec sheet's, twice its FP8 peak), operands at 4 bits plus an e4m3 scale per 16 elements
+// (0.5625 bytes an element), outputs bf16; each tensor an amax pass (read 2) and one cast
+// writing both copies (read 2, write 2 x 0.5625); the saved input kept at 0.5625 bytes.
+TEST(Fp8, Nvfp4ByHand) {
+  const System s = load_system(kRoot / "systems" / "B200.yaml");
+  LayerCost c = gemm(s, "vproj", {kRows, 4096 / 4, 4096, 4096, 4096}, {{4, 4}, {}});
+  const double x = kRows * 1024.0, y = kRows * 4096.0, w = 1024.0 * 4096;
+  const double bf16_compute = compute_seconds(s, KernelClass::Gemm, c.flops_fwd * 1e-12, Precision::Bf16);
+  to_fp8(s, kVproj, Fp8Policy{Fp8Recipe::Nvfp4, true, false, false, false, true}, c);
+  EXPECT_EQ(c.precision, Precision::Nvfp4);
+  EXPECT_EQ(tensor_peak(s, c.precision), s.matrix_flops_fp4);
+  EXPECT_EQ(s.matrix_flops_fp4, 2 * s.matrix_flops_fp8);
+  EXPECT_LT(compute_seconds(s, KernelClass::Gemm, c.flops_fwd * 1e-12, c.precision), bf16_compute);
+  const double b = 0.5625e-9;  // GB an element
+  EXPECT_DOUBLE_EQ(c.mem_fwd, (x + w) * b + y * 2e-9);
+  EXPECT_DOUBLE_EQ(c.mem_bwd, (y + w) * b + x * 2e-9 + (x + y) * b + w * 2e-9);
+  EXPECT_DOUBLE_EQ(c.activation_buffer, x * b);
+  for (const auto& [pass, elements] : {std::pair<std::size_t, double>{0, x}, std::pair<std::size_t, double>{1, y}}) {
+    EXPECT_DOUBLE_EQ(c.quant[pass].gb[0], 2 * elements * 1e-9);
+    EXPECT_DOUBLE_EQ(c.quant[pass].gb[1], (2 + 2 * 0.5625) * elements * 1e-9);
+    EXPECT_EQ(c.quant[pass].kernels[0], 1);
+    EXPECT_EQ(c.quant[pass].kernels[1], 1);
+  }
+  // a layout under such a runtime: refused where the system gives no FP4 peak, and its
+  // Megatron-LM line in FP4's arguments
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  Layout l = one_d(2, 4, 1);
+  l.exec.precision = Precision::Fp8;
+  Runtime rt = load_runtime_named("megatron");
+  rt.fp8.recipe = Fp8Recipe::Nvfp4;
+  EXPECT_NE(config_error(h100(), m, rt, l).find("gives no matrix_flops_fp4 (no FP4 tensor cores)"), std::string::npos);
+  const Evaluation fp4 = evaluate(s, m, rt, l, 64);
+  Runtime mx = rt;
+  mx.fp8.recipe = Fp8Recipe::Mxfp8;
+  EXPECT_LT(fp4.totals.t_comp, evaluate(s, m, mx, l, 64).totals.t_comp);
+  const std::string line = launch_arguments_text(launch_line(LaunchFramework::Megatron, {m, l, rt, 64, 8}));
+  EXPECT_NE(line.find("--fp4-format e2m1 --fp4-recipe nvfp4"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--fp8-"), std::string::npos) << line;
 }
 
 // Before any work (sweep, configs, estimate): fp8 is dropped from a list where the runtime, the
