@@ -710,9 +710,10 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     << "/s per GPU); model " << fmt("%.4g", eff.model_tflops_per_gpu) << " TFLOP/s per GPU, MFU "
     << fmt("%.1f", 100 * eff.mfu) << "% of the bf16 peak " << fmt("%g", system.matrix_flops_fp16);
   if (layout.exec.precision != Precision::Bf16) {
-    o << " (" << fmt("%.1f", 100 * eff.mfu_precision) << "% of the " << kPrecisionNames[static_cast<std::size_t>(
-                                                                            layout.exec.precision)]
-      << " peak " << fmt("%g", eff.model_tflops_per_gpu / eff.mfu_precision) << ")";
+    // the peak of the data type the runtime's recipe runs the GEMMs in (fp8, mxfp8, nvfp4)
+    o << " (" << fmt("%.1f", 100 * eff.mfu_precision) << "% of the "
+      << data_type(eff.peak_type).name << " peak "
+      << fmt("%g", eff.model_tflops_per_gpu / eff.mfu_precision) << ")";
   }
   o << "\n";
   o << "  (model FLOPs per token 6N + 12 L e T = " << fmt("%.4g", eff.model_flops_per_token)

@@ -45,6 +45,10 @@ Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus
   e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s_per_gpu * 1e-12;
   e.mfu = e.model_tflops_per_gpu / s.matrix_flops_fp16;
   e.mfu_precision = exec == nullptr ? e.mfu : e.model_tflops_per_gpu / precision_peak_tflops(s, *exec);
+  if (exec != nullptr && exec->precision != Precision::Bf16) {
+    const Precision p = recipe_of(exec->fp8.recipe).data_type;
+    e.peak_type = s.*data_type(p).peak > 0 ? p : Precision::Bf16;
+  }
   return e;
 }
 

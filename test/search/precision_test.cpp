@@ -270,6 +270,9 @@ TEST(Fp8, Nvfp4ByHand) {
   Runtime mx = rt;
   mx.fp8.recipe = Fp8Recipe::Mxfp8;
   EXPECT_LT(fp4.totals.t_comp, evaluate(s, m, mx, l, 64).totals.t_comp);
+  // its MFU of the FP4 peak, named as the data type (the report's "% of the nvfp4 peak")
+  EXPECT_EQ(fp4.efficiency.peak_type, Precision::Nvfp4);
+  EXPECT_DOUBLE_EQ(fp4.efficiency.mfu_precision, fp4.efficiency.model_tflops_per_gpu / s.matrix_flops_fp4);
   const std::string line = launch_arguments_text(launch_line(LaunchFramework::Megatron, {m, l, rt, 64, 8}));
   EXPECT_NE(line.find("--fp4-format e2m1 --fp4-recipe nvfp4"), std::string::npos) << line;
   EXPECT_EQ(line.find("--fp8-"), std::string::npos) << line;
