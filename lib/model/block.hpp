@@ -283,6 +283,9 @@ struct TensorSplit {
   std::int64_t nb = 1;
   // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
   std::int64_t ep = 1, nv_ep = 1;
+  // Each routed expert split over etp GPUs of the tensor group, nv_etp of them in a domain; 0: over
+  // the tensor group (tp1, nv1).
+  std::int64_t etp = 0, nv_etp = 0;
   // Context parallelism (1d only): each micro-batch's sequence split over cp GPUs, nv_cp of them
   // in an NVLink domain; the weights are replicated over them (docs/context_parallel.md).
   std::int64_t cp = 1, nv_cp = 1;

@@ -586,7 +586,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = splits_evenly_now() ? std::min(micro_batches, c.pp) : 1;
     return !(step_memory(mem.weights(), block_activations(c, mem), blocks_alone(), c.pp, c.dp, seqp, in_flight, c.exec,
-                         0, 0, mem.expert_weights, mem.whole_block_weights, runtime_bytes)
+                         0, 0, mem.expert_weights, mem.whole_block_weights, runtime_bytes, expert_tensor_replicas(c))
                  .total > largest_capacity);
   };
 
@@ -792,7 +792,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
             x.offload = offload;
             x.ep = ep;
             least = std::min(least, step_memory(f.weights, f.activations, blocks_alone(), c.pp, c.dp, seqp, in_flight,
-                                                x, 0, 0, f.experts, f.whole, runtime_bytes)
+                                                x, 0, 0, f.experts, f.whole, runtime_bytes,
+                                                expert_tensor_replicas(c))
                                         .total);
           }
         }
