@@ -25,17 +25,24 @@ struct Layout {
 // The expert-parallel group's NVLink share: the part of the data-parallel group's (expert-parallel
 // ranks are consecutive data-parallel ranks).
 inline std::int64_t expert_share(const Layout& c) { return std::gcd(c.exec.ep, c.nv_dp); }
-// The expert tensor-parallel degree, and its group's NVLink share: each routed expert split over
-// the whole tensor group (Megatron-Core's default expert_tensor_parallel_size, tp).
-inline std::int64_t expert_tensor_degree(const Layout& c) { return c.tensor.tp1; }
-inline std::int64_t expert_tensor_share(const Layout& c) { return c.tensor.nv1; }
+// The expert tensor-parallel degree (Execution::etp, 0 the tensor-parallel degree), and its
+// group's NVLink share: the innermost etp ranks of the tensor group, gcd(etp, nv1) in a domain.
+inline std::int64_t expert_tensor_degree(const Layout& c) { return expert_tensor_degree(c.exec, c.tensor.tp1); }
+inline std::int64_t expert_tensor_share(const Layout& c) {
+  return c.exec.etp > 0 ? std::gcd(c.exec.etp, c.tensor.nv1) : c.tensor.nv1;
+}
 // The tensor group's expert groups each routed expert is replicated over: tp1 / etp.
 inline std::int64_t expert_tensor_replicas(const Layout& c) { return c.tensor.tp1 / expert_tensor_degree(c); }
-// The tensor split a block is built with: the layout's, with its expert-parallel group.
+// The tensor split a block is built with: the layout's, with its expert-parallel and expert
+// tensor-parallel groups.
 inline TensorSplit block_split(const Layout& c) {
   TensorSplit t = c.tensor;
   t.ep = c.exec.ep;
   t.nv_ep = expert_share(c);
+  if (c.exec.etp > 0) {
+    t.etp = c.exec.etp;
+    t.nv_etp = expert_tensor_share(c);
+  }
   return t;
 }
 
