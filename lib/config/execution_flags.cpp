@@ -51,6 +51,11 @@ void check_execution_for_model(const ExecutionChoices& c, const Transformer& m) 
                        " experts of model '" + m.name + "'");
     }
   }
+  for (std::int64_t etp : c.etp) {
+    if (etp > 0 && !m.is_moe()) {
+      throw InputError("--etp " + std::to_string(etp) + ": model '" + m.name + "' has no experts");
+    }
+  }
   for (std::int64_t cp : c.cp) {
     if (cp > 1 && !cp_splits_sequence(m.l, cp)) {
       throw InputError("--cp " + std::to_string(cp) + ": seq_len " + std::to_string(m.l) + " of model '" + m.name +

@@ -502,6 +502,10 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   note_stages(b, m, c, "Megatron-LM");
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
+  // Megatron-Core's default expert_tensor_parallel_size is tp
+  if (m.is_moe() && expert_tensor_degree(c) != c.tensor.tp1) {
+    b.add("--expert-tensor-parallel-size", num(expert_tensor_degree(c)));
+  }
   if (c.tensor.cp > 1) {
     // Transformer Engine's ring attention (p2p, the default), the all-gather of K and V, or the
     // all-to-all of Q, K, V and the output (a2a)
@@ -646,6 +650,10 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   if (!chunks.valid && stages.last > 0) b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(stages.last));
   note_stages(b, m, c, "NeMo");
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
+  // MegatronStrategy takes no expert tensor-parallel size here; the model's config does (default tp)
+  if (m.is_moe() && expert_tensor_degree(c) != c.tensor.tp1) {
+    b.add("model.config.expert_tensor_parallel_size", num(expert_tensor_degree(c)));
+  }
   const DomainShares placed = layout_shares(c);
   if (pipeline_inner(in)) {
     b.add("trainer.strategy.use_tp_pp_dp_mapping", yes);
@@ -803,8 +811,11 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
   }
   if (m.is_moe() && x.ep > 1) {
     b.add("--parallelism.expert_parallel_degree", num(x.ep));
-    // the estimate splits each expert over the tensor-parallel group too
-    if (c.tensor.tp1 > 1) b.add("--parallelism.expert_tensor_parallel_degree", num(c.tensor.tp1));
+    // each expert split over the expert tensor-parallel group (torchtitan's: 1 or tp)
+    if (expert_tensor_degree(c) > 1) b.add("--parallelism.expert_tensor_parallel_degree", num(expert_tensor_degree(c)));
+    if (expert_tensor_degree(c) != 1 && expert_tensor_degree(c) != c.tensor.tp1) {
+      b.note("torchtitan splits an expert over 1 or tp GPUs; the estimate's etp lies between");
+    }
   }
   if (c.tensor.tp1 > 1 && !c.exec.sequence_parallel) {
     b.note("torchtitan's tensor parallelism is always sequence-parallel; the estimate costs it without");

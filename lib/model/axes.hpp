@@ -118,6 +118,13 @@ inline constexpr LayoutAxis kAxes[] = {
      "inside the data-parallel group's share (consecutive data-parallel ranks)",
      "divides the experts and dp; a dense model has ep = 1",
      false, [](const Layout& c) { return c.exec.ep; }, nullptr, nullptr, expert_share, nullptr, false},
+    {"etp", AxisSplits::Experts,
+     "expert tensor-parallel degree: each routed expert's weights, over the innermost GPUs of the tensor group",
+     "the routed tokens of the etp group's tp / etp share in the all-to-alls; each expert's GEMMs reduce-scatter and "
+     "gather over etp, not tp",
+     "the expert weights' gradients reduce over dp x tp / (etp x ep) GPUs (Megatron-Core's expert data parallelism)",
+     "inside the tensor group's share: gcd(etp, nv_tp)", "divides tp (default: tp)",
+     false, expert_tensor_degree, nullptr, nullptr, expert_tensor_share, nullptr, false},
     {"vp", AxisSplits::Layers, "virtual pipeline stages a GPU (interleaved 1F1B)", "none",
      "vp times the pipeline's p2p transfers; the bubble divided by vp", "the pipeline's GPUs",
      "pp > 1, divides a stage's blocks, the micro-batches a multiple of pp",

@@ -90,36 +90,48 @@ I tokens_per_expert(const Transformer& m, I tokens, I ep) {
       std::ceil(static_cast<double>(ep * tokens * m.moe.top_k) * m.moe.capacity_factor / static_cast<double>(m.moe.experts)));
 }
 
-// An expert's layer on one GPU, weights split over the tensor-parallel degree as a dense layer's
-// (expert tensor parallelism = tp), repeated for the GPU's experts / ep experts. Its input holds
-// every routed token on every tensor-parallel rank (the dispatch sends them whole), its output
-// is reduce-scattered over tp as a row projection's.
-LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Transformer& m, I tp, I nv, I ep) {
-  const I per_expert = tokens_per_expert(m, tokens, ep);
-  const I local_experts = m.moe.experts / ep;
+// The group each routed expert's weights split over: etp GPUs of the tensor group (their NVLink
+// share nv_etp), or the tensor group itself (t.etp 0, Megatron-Core's default).
+Group expert_split(const TensorSplit& t) { return t.etp > 0 ? Group{t.etp, t.nv_etp} : feature_split(t); }
+// The tokens one expert tensor-parallel group computes on, of `tokens` on each tensor-parallel rank:
+// the tensor group's tokens split over its tp1 / etp expert groups (Megatron-Core's dispatcher:
+// each rank's sequence-parallel share, all-gathered over etp), `tokens` where etp = tp1.
+I expert_group_tokens(const TensorSplit& t, I tokens) { return tokens * expert_split(t).gpus / t.tp1; }
+
+// An expert's layer on one GPU, weights split over the expert tensor-parallel group as a dense
+// layer's over tp (expert_split), repeated for the GPU's experts / ep experts. Its input holds
+// every token its expert group routes to it on every rank of the group (the dispatch sends them
+// whole), its output is reduce-scattered over the group as a row projection's.
+LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t) {
+  const Group split = expert_split(t);
+  const I per_expert = tokens_per_expert(m, expert_group_tokens(t, tokens), t.ep);
+  const I local_experts = m.moe.experts / t.ep;
   switch (y.role) {
     case Role::ColumnProjection:
-      return repeated(column_projection(s, y.name, per_expert, y.in, y.out, {tp, nv}), local_experts);
+      return repeated(column_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
     case Role::RowProjection:
-      return repeated(row_projection(s, y.name, per_expert, y.in, y.out, {tp, nv}), local_experts);
-    case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / tp)), local_experts);
-    case Role::GatedActivation: return repeated(gated_activation(s, y.name, per_expert * (y.out / tp)), local_experts);
+      return repeated(row_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
+    case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / split.gpus)), local_experts);
+    case Role::GatedActivation:
+      return repeated(gated_activation(s, y.name, per_expert * (y.out / split.gpus)), local_experts);
     default: break;
   }
   unsupported(y, "expert");
 }
 
 // The MoE layers outside the experts, for `tokens` tokens per GPU: the router on all of them
-// (replicated over tp), the dispatch of every routed token, the combine of the 1/tp of them each
-// tensor-parallel rank holds after the experts' reduce-scatter.
+// (replicated over tp), the dispatch of every token the GPU's expert group routes, the combine of
+// the 1/etp of them each rank of the group holds after the experts' reduce-scatter.
 LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
                     const char* strategy) {
   switch (y.role) {
     case Role::Router: return column_projection(s, y.name, tokens, y.in, y.out, kOneGpu);
     case Role::Dispatch:
-      return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out, t.ep, t.nv_ep, tensor_domains(t));
+      return all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out, t.ep, t.nv_ep,
+                        tensor_domains(t));
     case Role::Combine:
-      return all_to_all(s, y.name, routed_tokens(m, tokens) * y.out / t.tp1, t.ep, t.nv_ep, tensor_domains(t));
+      return all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out / expert_split(t).gpus,
+                        t.ep, t.nv_ep, tensor_domains(t));
     default: break;
   }
   unsupported(y, strategy);
@@ -150,7 +162,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
   const bool rc = a.recompute;
   const bool sp = x.sequence_parallel;
   const I l_residual = sp ? l / tp : l;  // rows of the residual stream on one GPU
-  if (y.operand == Operand::Routed) return shard_expert(s, y, b * l, m, tp, nv, t.ep);
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * l, m, t);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
@@ -310,10 +322,10 @@ LayerCost shard_2d(const System& s, const BlockLayer& y, I b, const Transformer&
 // 2d-seqp (modules.py mlp_seqp, sa_seqp): 1d weight splits over tp1, the sequence over tp2.
 LayerCost shard_seqp(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
                      const AttentionMode& /*attention*/) {
-  const I l = m.l, m1 = t.tp1, m2 = t.tp2, t1 = t.nv1;
+  const I l = m.l, m1 = t.tp1, m2 = t.tp2;
   // rows on one GPU: b (l / tp2), the sequence split over tp2 (computed where used: the hot path)
   // Experts: tokens split over the sequence (tp2), weights over tp1.
-  if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, m1, t1, t.ep);
+  if (y.operand == Operand::Routed) return shard_expert(s, y, b * (l / m2), m, t);
   switch (y.role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:

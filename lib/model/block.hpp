@@ -188,6 +188,11 @@ struct Execution {
   // Expert parallelism (MoE models): the experts split over ep GPUs of the data-parallel group
   // (Megatron-Core draws the expert-parallel group from the data-parallel ranks); 1 otherwise.
   std::int64_t ep = 1;
+  // Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): each routed expert's
+  // weights split over etp GPUs, the innermost of the tensor-parallel group (etp divides tp1),
+  // and replicated over its tp1 / etp such groups. 0: the tensor-parallel degree (Megatron-Core's
+  // default, expert_tensor_parallel_size = tp); expert_tensor_degree resolves it.
+  std::int64_t etp = 0;
   // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021, sec. 4.1): without
   // sequence parallelism each tensor-parallel rank sends 1/tp of a stage's output, which the next
   // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed). Not searched;
@@ -273,6 +278,10 @@ StageEnds describe_stage_ends(const Transformer& model, std::int64_t pp);
 std::int64_t kv_heads_per_gpu(const Transformer& model, std::int64_t tp);
 std::int64_t qkv_columns(const Transformer& model, std::int64_t tp);
 
+// The expert tensor-parallel degree of an execution whose tensor-parallel degree is tp
+// (Execution::etp; 0 is tp).
+inline std::int64_t expert_tensor_degree(const Execution& x, std::int64_t tp) { return x.etp > 0 ? x.etp : tp; }
+
 enum class Strategy : std::uint8_t { OneD, TwoD, TwoDSeqp };
 
 // Tensor-parallel layout of one block: tp1 x tp2 GPUs (1d: tp1 = tp, tp2 = 1), of which
@@ -283,6 +292,9 @@ struct TensorSplit {
   std::int64_t nb = 1;
   // MoE: experts split over ep GPUs of the data-parallel group, nv_ep of them in a domain.
   std::int64_t ep = 1, nv_ep = 1;
+  // Each routed expert split over etp GPUs of the tensor group, nv_etp of them in a domain; 0: over
+  // the tensor group (tp1, nv1), Execution::etp's default.
+  std::int64_t etp = 0, nv_etp = 0;
   // Context parallelism (1d only): each micro-batch's sequence split over cp GPUs, nv_cp of them
   // in an NVLink domain; the weights are replicated over them (docs/context_parallel.md).
   std::int64_t cp = 1, nv_cp = 1;

@@ -34,6 +34,7 @@ struct ExecutionChoices {
   std::vector<std::int64_t> interleave{1};
   std::vector<ParamLayout> params{ParamLayout::Reference};
   std::vector<std::int64_t> ep{1};
+  std::vector<std::int64_t> etp{0};  // 0: the tensor-parallel degree
   std::vector<Precision> precision{Precision::Bf16};
   std::vector<PipelineSchedule> schedule{PipelineSchedule::OneFOneB};
   // Context-parallel degrees (1d; each a degree of the tensor split, n = dp tp cp pp) and how
@@ -183,6 +184,11 @@ inline constexpr std::array kExecutionOptions = [] {
                                  "expert-parallel degree of a mixture-of-experts model: GPUs of the data-parallel "
                                  "group its experts are split over",
                                  1, std::int64_t{1} << 20, always, block),
+      d::integer<&X::etp, &C::etp>("etp", "--etp",
+                                   "expert tensor-parallel degree of a mixture-of-experts model (Megatron-Core's "
+                                   "--expert-tensor-parallel-size): GPUs of the tensor-parallel group each routed "
+                                   "expert is split over, dividing tp; 0: tp (the default)",
+                                   0, std::int64_t{1} << 20, changed, block),
       d::given<&X::first_stage_blocks>(
           "first_stage_blocks", "--first-stage-blocks",
           "blocks on the first pipeline stage (Megatron-LM's --decoder-first-pipeline-num-layers; the stages not "

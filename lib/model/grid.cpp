@@ -11,13 +11,15 @@ ParallelGrid parallel_grid(const Layout& c) {
     g.nv[static_cast<std::size_t>(a)] = nv;
   };
   const std::int64_t ep = std::max<std::int64_t>(1, c.exec.ep), ep_share = std::gcd(ep, c.nv_dp);
-  set(RankAxis::Tp1, c.tensor.tp1, c.tensor.nv1);
+  const std::int64_t etp = expert_tensor_degree(c), etp_share = expert_tensor_share(c);
+  set(RankAxis::Etp, etp, etp_share);
+  set(RankAxis::Etr, expert_tensor_replicas(c), c.tensor.nv1 / etp_share);
   set(RankAxis::Tp2, c.tensor.tp2, c.tensor.nv2);
   set(RankAxis::Cp, c.tensor.cp, c.tensor.nv_cp);
   set(RankAxis::Ep, ep, ep_share);
   set(RankAxis::Edp, c.dp / ep, c.nv_dp / ep_share);
   set(RankAxis::Pp, c.pp, c.nv_pp);
-  if (c.exec.rank_order == RankOrder::PipelineInnerDataOuter) std::swap(g.order[4], g.order[5]);
+  if (c.exec.rank_order == RankOrder::PipelineInnerDataOuter) std::swap(g.order[5], g.order[6]);
   return g;
 }
 

@@ -20,11 +20,11 @@ struct GroupShape {
 };
 
 struct ParallelGrid {
-  std::array<std::int64_t, kRankAxes> degree{1, 1, 1, 1, 1, 1};
-  std::array<std::int64_t, kRankAxes> nv{1, 1, 1, 1, 1, 1};
-  // Innermost first: tp1 tp2 cp ep edp pp (tp-cp-ep-dp-pp), or tp1 tp2 cp ep pp edp
+  std::array<std::int64_t, kRankAxes> degree{1, 1, 1, 1, 1, 1, 1};
+  std::array<std::int64_t, kRankAxes> nv{1, 1, 1, 1, 1, 1, 1};
+  // Innermost first: etp etr tp2 cp ep edp pp (tp-cp-ep-dp-pp), or etp etr tp2 cp ep pp edp
   // (tp-cp-ep-pp-dp: a pipeline's stages inside, the data-parallel replicas outermost).
-  std::array<RankAxis, kRankAxes> order{RankAxis::Tp1, RankAxis::Tp2, RankAxis::Cp,
+  std::array<RankAxis, kRankAxes> order{RankAxis::Etp, RankAxis::Etr, RankAxis::Tp2, RankAxis::Cp,
                                         RankAxis::Ep,  RankAxis::Edp, RankAxis::Pp};
   std::int64_t operator[](RankAxis a) const { return degree[static_cast<std::size_t>(a)]; }
 
@@ -37,7 +37,8 @@ struct ParallelGrid {
   GroupShape group(AxisSet axes) const;
 };
 
-// The layout's grid: tp1, tp2 and cp as its tensor split, dp as ep consecutive ranks (their share
+// The layout's grid: tp1 (as etp consecutive ranks, their share gcd(etp, nv1), and tp1 / etp
+// groups of them), tp2 and cp as its tensor split, dp as ep consecutive ranks (their share
 // gcd(ep, nv_dp), model/layout.hpp expert_share) and dp / ep replicas of them, pp; in the layout's
 // rank order (Execution::rank_order).
 ParallelGrid parallel_grid(const Layout& c);

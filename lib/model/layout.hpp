@@ -25,24 +25,39 @@ struct Layout {
 // The expert-parallel group's NVLink share: the part of the data-parallel group's (expert-parallel
 // ranks are consecutive data-parallel ranks).
 inline std::int64_t expert_share(const Layout& c) { return std::gcd(c.exec.ep, c.nv_dp); }
-// The tensor split a block is built with: the layout's, with its expert-parallel group.
+// The expert tensor-parallel degree (Execution::etp, 0 the tensor-parallel degree), and its
+// group's NVLink share: the innermost etp ranks of the tensor group, gcd(etp, nv1) in a domain.
+inline std::int64_t expert_tensor_degree(const Layout& c) { return expert_tensor_degree(c.exec, c.tensor.tp1); }
+inline std::int64_t expert_tensor_share(const Layout& c) {
+  return c.exec.etp > 0 ? std::gcd(c.exec.etp, c.tensor.nv1) : c.tensor.nv1;
+}
+// The tensor group's expert groups each routed expert is replicated over: tp1 / etp.
+inline std::int64_t expert_tensor_replicas(const Layout& c) { return c.tensor.tp1 / expert_tensor_degree(c); }
+// The tensor split a block is built with: the layout's, with its expert-parallel and expert
+// tensor-parallel groups.
 inline TensorSplit block_split(const Layout& c) {
   TensorSplit t = c.tensor;
   t.ep = c.exec.ep;
   t.nv_ep = expert_share(c);
+  if (c.exec.etp > 0) {
+    t.etp = c.exec.etp;
+    t.nv_etp = expert_tensor_share(c);
+  }
   return t;
 }
 
 // The axes of the parallel grid (model/grid.hpp), innermost first in Megatron-Core's default rank
-// order: the tensor split (tp1, tp2), context parallelism (cp), the data-parallel ranks as their
-// expert-parallel part (ep, consecutive ranks) and the rest (edp: dp / ep), and the pipeline (pp).
-enum class RankAxis : std::uint8_t { Tp1, Tp2, Cp, Ep, Edp, Pp };
-inline constexpr std::size_t kRankAxes = 6;
-inline constexpr std::array<std::string_view, kRankAxes> kRankAxisNames{"tp1", "tp2", "cp", "ep", "edp", "pp"};
+// order: the tensor split (tp1 as its expert tensor-parallel part, etp, and the rest, etr: the
+// tp1 / etp groups each routed expert is replicated over; tp2), context parallelism (cp), the
+// data-parallel ranks as their expert-parallel part (ep, consecutive ranks) and the rest (edp:
+// dp / ep), and the pipeline (pp).
+enum class RankAxis : std::uint8_t { Etp, Etr, Tp2, Cp, Ep, Edp, Pp };
+inline constexpr std::size_t kRankAxes = 7;
+inline constexpr std::array<std::string_view, kRankAxes> kRankAxisNames{"etp", "etr", "tp2", "cp", "ep", "edp", "pp"};
 // A set of grid axes, bit i for RankAxis i.
 using AxisSet = std::uint8_t;
 constexpr AxisSet axis_bit(RankAxis a) { return static_cast<AxisSet>(1u << static_cast<unsigned>(a)); }
-// "cp dp" as a set: the axes' names, dp standing for its two parts (ep edp).
+// "cp dp" as a set: the axes' names, dp standing for its two parts (ep edp), tp1 for its (etp etr).
 consteval AxisSet grid_axes(std::string_view names) {
   AxisSet set = 0;
   while (!names.empty()) {
@@ -50,8 +65,9 @@ consteval AxisSet grid_axes(std::string_view names) {
     const std::string_view name = names.substr(0, space);
     names = space == std::string_view::npos ? std::string_view() : names.substr(space + 1);
     if (name.empty()) continue;
-    if (name == "dp") {
-      set = static_cast<AxisSet>(set | axis_bit(RankAxis::Ep) | axis_bit(RankAxis::Edp));
+    if (name == "dp" || name == "tp1") {
+      set = static_cast<AxisSet>(set | (name == "dp" ? axis_bit(RankAxis::Ep) | axis_bit(RankAxis::Edp)
+                                                     : axis_bit(RankAxis::Etp) | axis_bit(RankAxis::Etr)));
       continue;
     }
     bool found = false;

@@ -271,6 +271,21 @@ void stages_and_experts(const RuleInputs& in) {
   }
 }
 
+// Megatron-Core's expert grid (parallel_state.py: RankGenerator(tp=etp, ep, dp=world / (etp ep
+// pp))) needs etp x ep x pp to divide the GPUs; here each routed expert splits over the innermost
+// etp ranks of the tensor group and ep is drawn from dp, so etp dividing tp1 (and ep dp) gives it.
+void expert_tensor_split(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  const I etp = c.exec.etp, tp = c.tensor.tp1;
+  require(etp >= 0, [&] { return "etp must be a positive integer (or 0 for tp), got " + str(etp); });
+  if (etp == 0 || etp == tp) return;
+  require(in.model->is_moe(), [&] { return "etp=" + str(etp) + " needs a mixture-of-experts model"; });
+  require(tp % etp == 0, [&] {
+    return "etp=" + str(etp) + " does not divide " + (c.strategy == Strategy::OneD ? "tp=" : "tp1=") + str(tp) +
+           " (each routed expert splits over the innermost etp GPUs of the tensor-parallel group)";
+  });
+}
+
 void zero_stage(const RuleInputs& in) {
   const I z = in.layout->exec.zero;
   require(z >= 0 && z <= 3, [&] { return "zero must be 0, 1, 2 or 3, got " + str(z); });
@@ -471,6 +486,7 @@ constexpr LayoutRule kLayoutRules[] = {
     {"attention_recompute", RuleSubject::Layout, RuleOwner::Model, reason_of<attention_recompute>},
     {"key_value_heads", RuleSubject::Layout, RuleOwner::Model, reason_of<key_value_heads>},
     {"stages_and_experts", RuleSubject::Layout, RuleOwner::Model, reason_of<stages_and_experts>},
+    {"expert_tensor_split", RuleSubject::Layout, RuleOwner::Model, reason_of<expert_tensor_split>},
     {"zero_stage", RuleSubject::Zero, RuleOwner::Model, reason_of<zero_stage>},
     {"sequence_parallel_off", RuleSubject::SequenceParallel, RuleOwner::Model, reason_of<sequence_parallel_off>},
     {"selective_unfused", RuleSubject::Layout, RuleOwner::Model, reason_of<selective_unfused>},

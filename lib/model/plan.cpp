@@ -9,9 +9,9 @@ namespace perfsweep {
 const StrategyPlan& plan_of(Strategy strategy) {
   // each strategy's preset of axes (model/axes.hpp)
   static constexpr StrategyPlan kPlans[] = {
-      {Strategy::OneD, "1d", axis_mask("tp cp dp pp ep vp mbs"), grid_axes("tp1 tp2 cp"), grid_axes("cp dp")},
+      {Strategy::OneD, "1d", axis_mask("tp cp dp pp ep etp vp mbs"), grid_axes("tp1 tp2 cp"), grid_axes("cp dp")},
       {Strategy::TwoD, "2d", axis_mask("tp1 tp2 dp pp vp mbs nb"), grid_axes("tp2 cp"), grid_axes("cp dp")},
-      {Strategy::TwoDSeqp, "2d-seqp", axis_mask("tp1 tp2 dp pp ep vp mbs"), grid_axes("tp1 tp2 cp"),
+      {Strategy::TwoDSeqp, "2d-seqp", axis_mask("tp1 tp2 dp pp ep etp vp mbs"), grid_axes("tp1 tp2 cp"),
        grid_axes("tp2 cp dp")},
   };
   return kPlans[static_cast<std::size_t>(strategy)];

@@ -57,7 +57,8 @@ Totals step_totals(const BlockSummary& b, double t_dp_comm, double t_pp_comm, I 
 // The extra layers' terms are added after the reference's products, so that with none (zeros)
 // every field keeps the reference's last digit.
 Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm, double t_pp_comm, I blocks, I pp,
-                    I dp, I seqp, I micro_batches, I in_flight, const Execution& exec, const StageRuntime& rt) {
+                    I dp, I seqp, I micro_batches, I in_flight, const Execution& exec, const StageRuntime& rt,
+                    I expert_tensor_replicas) {
   const ModuleSums& m = b.mlp;
   const ModuleSums& a = b.sa;
   const double layers = D(blocks);
@@ -113,7 +114,7 @@ Totals stage_totals(const BlockSummary& b, const ModuleSums& e, double t_dp_comm
   const StepMemory mem =
       step_memory(m.weights_mem + a.weights_mem, m.activation_buffer + a.activation_buffer, blocks, pp, dp, seqp,
                   in_flight, exec, e.weights_mem, e.activation_buffer, b.expert_weights_gb, b.whole_block_weights_gb,
-                  rt.bytes);
+                  rt.bytes, expert_tensor_replicas);
   x.wts_mem = mem.weights;
   x.wts_grad_mem = mem.weight_grads;
   x.wts_optimizer_states_mem = mem.optimizer_states;
@@ -146,7 +147,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   const I micro_batches = global_batch / c.dp / c.mbs;
   // The groups on the layout's grid (model/grid.hpp): the weights' replicas reduce the gradients
   // and share the optimizer states (seqp: beyond dp, cp's and 2d-seqp's tp2); the experts'
-  // replicas are those over ep. Where they sit (network tiers) follows the runtime's rank order.
+  // replicas are those over ep, and the tensor group's tp1 / etp expert groups (etr). Where they
+  // sit (network tiers) follows the runtime's rank order.
   const ParallelGrid grid = parallel_grid(c);
   const GroupShape replicas = grid.group(plan.replicas);
   const I seqp = grid.group(without(plan.replicas, grid_axes("dp"))).size;
@@ -158,8 +160,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   DataParallelTraffic traffic =
       reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
   GroupShape experts;
-  if (c.exec.ep > 1) {
-    experts = grid.group(without(plan.replicas, axis_bit(RankAxis::Ep)));
+  if (c.exec.ep > 1 || grid[RankAxis::Etr] > 1) {
+    experts = grid.group(static_cast<AxisSet>(without(plan.replicas, axis_bit(RankAxis::Ep)) | axis_bit(RankAxis::Etr)));
     traffic.expert_group = experts.size;
     traffic.expert_fast = experts.fast;
   }
@@ -230,7 +232,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
                   : stage_runtime(s, m, rt, c, x.block, x.blocks, *x.extra, x.logits_gb, micro_batches, x.index == 0,
                                   x.index == c.pp - 1);
     return stage_totals(x.block, *x.extra, t_dp, out.pp_row.t, x.blocks, c.pp, c.dp, seqp, micro_batches, x.in_flight,
-                        c.exec, stage_rt);
+                        c.exec, stage_rt, grid[RankAxis::Etr]);
   };
   const StagePlan head = c.pp == 1
                              ? plan_stage(0, head_block, blocks.first, 1, first_sums, 0, ends.logits_gb)

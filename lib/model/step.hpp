@@ -113,7 +113,7 @@ Totals step_totals(const BlockSummary& block, double t_dp_comm, double t_pp_comm
 Totals stage_totals(const BlockSummary& block, const ModuleSums& extra, double t_dp_comm, double t_pp_comm,
                     std::int64_t blocks, std::int64_t pp, std::int64_t dp, std::int64_t seqp,
                     std::int64_t micro_batches, std::int64_t in_flight, const Execution& exec = {},
-                    const StageRuntime& runtime = {});
+                    const StageRuntime& runtime = {}, std::int64_t expert_tensor_replicas = 1);
 
 // Model quantities beside the reference's totals (units: parameters, GB). compose_step fills the
 // layout's; params and active_params depend on the model alone (count_parameters, filled by

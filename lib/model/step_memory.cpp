@@ -15,7 +15,8 @@ constexpr double D(I v) { return static_cast<double>(v); }
 
 StepMemory step_memory(double weights_per_block, double activations_per_block, I blocks, I pp, I dp, I seqp,
                        I in_flight, const Execution& exec, double extra_weights, double extra_activations,
-                       double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes) {
+                       double expert_weights_per_block, double whole_block_weights, const StateBytes* bytes,
+                       I expert_tensor_replicas) {
   const double layers = D(blocks);
   StepMemory x;
   x.weights = weights_per_block * layers;
@@ -34,9 +35,11 @@ StepMemory step_memory(double weights_per_block, double activations_per_block, I
   double grads = w * ((b.gradients + b.accumulator) / kReferenceBytes);
   double copies = w * (b.casts / kReferenceBytes);  // casts of the weights, alive from forward to backward
   const double shard_extra = b.zero_gradient_shard / kReferenceBytes;
-  // The routed experts' weights are replicated over dp x seqp / ep GPUs (expert-data-parallel).
-  const double experts = exec.ep > 1 ? expert_weights_per_block * layers : 0;
-  const double per_gpu = experts == 0 ? w / shards : (w - experts) / shards + experts / (shards / D(exec.ep));
+  // The routed experts' weights are replicated over dp x seqp x (tp1 / etp) / ep GPUs
+  // (expert-data-parallel).
+  const double experts = exec.ep > 1 || expert_tensor_replicas > 1 ? expert_weights_per_block * layers : 0;
+  const double expert_shards = shards / D(exec.ep) * D(expert_tensor_replicas);
+  const double per_gpu = experts == 0 ? w / shards : (w - experts) / shards + experts / expert_shards;
   x.optimizer_states = exec.zero >= 1 ? optimizer_factor * per_gpu : optimizer_factor * w;
   if (exec.zero >= 1 && shard_extra > 0) x.optimizer_states += shard_extra * per_gpu;
   if (exec.zero >= 1 && b.zero_gather_buffer > 0) weights += w * (b.zero_gather_buffer / kReferenceBytes);

@@ -15,10 +15,11 @@ namespace perfsweep {
 // ZeRO stage says, and the activations of `in_flight` micro-batches (1F1B: min(micro-batches,
 // pp) on the first stage; interleaved, the first stage holds pp (1 + (pp - 1) / (pp V))
 // micro-batches' worth, Korthikanti et al. 2022 sec. 4.2.3). `extra_*`: the stage's layers beside
-// its blocks (embedding, LM head). With ep > 1 the routed experts' weights
-// (`expert_weights_per_block`) are replicated over dp x seqp / ep GPUs only (Megatron-Core's
-// expert-data-parallel group), so their optimizer states (and with ZeRO-2/3 gradients and
-// weights) shard over that many. ZeRO-3 keeps one block's weights whole: `whole_block_weights`,
+// its blocks (embedding, LM head). With ep > 1, or expert tensor parallelism narrower than the
+// tensor group (`expert_tensor_replicas` = tp1 / etp > 1), the routed experts' weights
+// (`expert_weights_per_block`) are replicated over dp x seqp x expert_tensor_replicas / ep GPUs
+// (Megatron-Core's expert-data-parallel group, world / (etp ep pp)), so their optimizer states
+// (and with ZeRO-2/3 gradients and weights) shard over that many. ZeRO-3 keeps one block's weights whole: `whole_block_weights`,
 // or weights_per_block when 0. It does not depend on the NVLink placement.
 // With offload (Execution::offload) what moves to the host leaves the GPU's fields and is `host`.
 struct StepMemory {
@@ -28,7 +29,8 @@ struct StepMemory {
 StepMemory step_memory(double weights_per_block, double activations_per_block, std::int64_t blocks, std::int64_t pp,
                        std::int64_t dp, std::int64_t seqp, std::int64_t in_flight, const Execution& exec = {},
                        double extra_weights = 0, double extra_activations = 0, double expert_weights_per_block = 0,
-                       double whole_block_weights = 0, const StateBytes* bytes = nullptr);
+                       double whole_block_weights = 0, const StateBytes* bytes = nullptr,
+                       std::int64_t expert_tensor_replicas = 1);
 
 // Bytes per parameter of the fp32 gradients the host optimizer reads.
 inline constexpr double kHostGradientBytes = 4;

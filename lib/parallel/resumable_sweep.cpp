@@ -169,8 +169,8 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   apply_runtime(p.runtime, base, attention);
   if (attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) return false;
   // what the search never sets, and the cost does not read (block_split derives the expert
-  // group from exec.ep; one SUMMA block outside 2d)
-  if (l.tensor.ep != 1 || l.tensor.nv_ep != 1) return false;
+  // and expert tensor-parallel groups from the execution; one SUMMA block outside 2d)
+  if (l.tensor.ep != 1 || l.tensor.nv_ep != 1 || l.tensor.etp != 0 || l.tensor.nv_etp != 0) return false;
   if (!has_summa_blocks(plan_of(l.strategy)) && l.tensor.nb != 1) return false;
   Execution x = l.exec;
   x.first_stage_blocks = 0;

@@ -117,6 +117,19 @@ void expert_values(const SearchContext& x, const Layout& c, std::vector<Choice>&
   }
 }
 
+// Expert tensor-parallel degrees dividing tp1 (each routed expert splits over the innermost etp
+// GPUs of the tensor group; layout rule expert_tensor_split), 0 (tp1 itself) always; a dense model
+// takes 0 and tp1 only. tp1 listed beside 0 is the same layout, tried once.
+void expert_tensor_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
+  const std::vector<I>& listed = x.problem.exec.etp;
+  const I tp = c.tensor.tp1;
+  const bool tp_listed = std::find(listed.begin(), listed.end(), I{0}) != listed.end();
+  for (I etp : listed) {
+    if (etp > 0 && (etp == tp ? tp_listed : !x.problem.model.is_moe() || tp % etp)) continue;
+    out.push_back({{etp}});
+  }
+}
+
 // The schedules a layout can run: 1F1B always; the others with pp > 1 and no interleaving, and
 // DualPipe with pp even and an even count of at least 2 pp micro-batches.
 void schedule_values(const SearchContext& x, const Layout& c, std::vector<Choice>& out) {
@@ -212,6 +225,8 @@ constexpr SearchDimension kDimensions[] = {
     option_dimension<option_index("layout")>(true, ""),
     {.name = "ep", .changes_memory = true, .changes_block = true, .depends_on = "pp", .values = expert_values,
      .set = [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
+    {.name = "etp", .changes_memory = true, .changes_block = true, .depends_on = "", .values = expert_tensor_values,
+     .set = [](Layout& c, const Choice& v) { c.exec.etp = v.v[0]; }},
     // the precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it)
     option_dimension<option_index("precision")>(true, ""),
     {.name = "schedule", .changes_memory = true, .changes_block = false, .depends_on = "pp mbs interleave",

@@ -586,7 +586,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     const std::int64_t micro_batches = p.global_batch / c.dp / c.mbs;
     const std::int64_t in_flight = splits_evenly_now() ? std::min(micro_batches, c.pp) : 1;
     return !(step_memory(mem.weights(), block_activations(c, mem), blocks_alone(), c.pp, c.dp, seqp, in_flight, c.exec,
-                         0, 0, mem.expert_weights, mem.whole_block_weights, runtime_bytes)
+                         0, 0, mem.expert_weights, mem.whole_block_weights, runtime_bytes, expert_tensor_replicas(c))
                  .total > largest_capacity);
   };
 
@@ -725,7 +725,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   // the experts' weights, ZeRO-3's whole block) at its least over the blocks below (the nest's
   // dimensions from the micro-batch on that change both the block and memory, and those their
   // values depend on, walked with their own values), every listed ZeRO stage, parameter layout,
-  // offload and ep tried with the largest offload share, and interleaving, the schedule and the
+  // offload and ep tried with the largest offload share, the experts' most replicas over the
+  // tensor group (tp1 / etp at the least listed etp), and interleaving, the schedule and the
   // micro-batches in flight at their least (1, 1F1B, 1; each only multiplies memory, DualPipe's
   // states by 2 and zero-bubble activations by factors >= 1). Of the execution, step_memory reads
   // only those (zero, params, ep, offload, offload_percent, interleave, schedule), and grows with
@@ -768,6 +769,10 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   };
   const std::int64_t most_offload_percent =
       *std::max_element(p.exec.offload_percent.begin(), p.exec.offload_percent.end());
+  std::int64_t most_expert_replicas = 1;
+  for (const std::int64_t etp : p.exec.etp) {
+    if (etp > 0 && c.tensor.tp1 % etp == 0) most_expert_replicas = std::max(most_expert_replicas, c.tensor.tp1 / etp);
+  }
   const std::vector<ParamLayout> own_layout{c.exec.params};
   const std::vector<ParamLayout>& layouts = runtime_bytes != nullptr ? own_layout : p.exec.params;
   // GB at the node at `depth` (the pipeline's, 0, or the micro-batch's); 0 where nothing lies below.
@@ -792,7 +797,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
             x.offload = offload;
             x.ep = ep;
             least = std::min(least, step_memory(f.weights, f.activations, blocks_alone(), c.pp, c.dp, seqp, in_flight,
-                                                x, 0, 0, f.experts, f.whole, runtime_bytes)
+                                                x, 0, 0, f.experts, f.whole, runtime_bytes, most_expert_replicas)
                                         .total);
           }
         }

@@ -314,6 +314,34 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
   }
 }
 
+// Expert tensor parallelism: each expert whole on one GPU (etp 1) under tp 2 is Megatron-LM's
+// --expert-tensor-parallel-size 1, NeMo's model.config.expert_tensor_parallel_size=1 and torchtitan's
+// default (no flag); etp equal to tp writes nothing in Megatron-LM's and NeMo's lines (their
+// default), torchtitan's degree 2. Every name is in its parser's list.
+TEST(Launch, ExpertTensorParallelSize) {
+  const Transformer model = load_model_named("mixtral_8x7b");
+  Layout c = layout_1d(2, 4, 8, 2);
+  c.exec.ep = 4;
+  c.exec.etp = 1;
+  const Runtime rt;
+  const std::string megatron = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 256, 8}));
+  EXPECT_NE(megatron.find("--expert-model-parallel-size 4 --expert-tensor-parallel-size 1 "), std::string::npos)
+      << megatron;
+  const std::string nemo = launch_text(launch_line(LaunchFramework::Nemo, {model, c, rt, 256, 8}));
+  EXPECT_NE(nemo.find("model.config.expert_tensor_parallel_size=1"), std::string::npos) << nemo;
+  const std::string titan = launch_arguments_text(launch_line(LaunchFramework::Torchtitan, {model, c, rt, 256, 8}));
+  EXPECT_NE(titan.find("--parallelism.expert_parallel_degree 4 "), std::string::npos) << titan;
+  EXPECT_EQ(titan.find("expert_tensor_parallel_degree"), std::string::npos) << titan;
+  for (const std::int64_t etp : {std::int64_t{0}, std::int64_t{2}}) {
+    c.exec.etp = etp;
+    EXPECT_EQ(launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, c, rt, 256, 8}))
+                  .find("--expert-tensor-parallel-size"),
+              std::string::npos);
+    EXPECT_EQ(launch_text(launch_line(LaunchFramework::Nemo, {model, c, rt, 256, 8})).find("expert_tensor_parallel_size"),
+              std::string::npos);
+  }
+}
+
 // The case: Llama 3 70B under the nemo runtime (bf16 gradient buffers, current-scaling
 // FP8, TP overlap), tp 4, pp 8 with 5 virtual stages. Megatron-LM trains it in bf16 with gradients
 // reduced in bf16 (never --fp16), with the model's rotary base and norm epsilon, and a vocabulary

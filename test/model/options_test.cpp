@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/round_system.hpp"
+#include "common/small_models.hpp"
 #include "model/block.hpp"
 #include "model/collective.hpp"
 #include "model/layer.hpp"
@@ -20,17 +21,8 @@ namespace {
 
 using test::config_error;
 using test::round_system;
-
-Transformer small(std::int64_t e, std::int64_t h, std::int64_t f, std::int64_t l) {
-  Transformer m;
-  m.name = "small";
-  m.e = e;
-  m.h = h;
-  m.f = f;
-  m.l = l;
-  m.depth = 2;
-  return m;
-}
+using test::small;
+using test::small_moe;
 
 const BlockLayer& layer_named(const std::vector<BlockLayer>& block, const std::string& name) {
   for (const BlockLayer& y : block) {
@@ -467,21 +459,6 @@ TEST(MixtureOfExperts, ExpertsSplitOverEp) {
             std::string::npos);
 }
 
-
-// The MoE model of the tests below: e = 16, 2 heads of 8 (multi-head), no biases, no dropout,
-// LayerNorm (a scale of 16 without biases), a GELU MLP of f = 32, 16 tokens; 4 experts, top 2,
-// expert f = 32. Weights of one block, in elements, with tp = 1:
-//   qkv 16 x 48 = 768, vproj 16 x 16 = 256, ln1 and ln2 16 each: 1056 shared by every block;
-//   dense MLP fc1 16 x 32 + fc2 32 x 16 = 1024;
-//   MoE MLP: router 16 x 4 = 64 and experts / ep experts of 1024 each (ep = 1: 4096, ep = 2: 2048).
-Transformer small_moe(std::int64_t depth, std::int64_t every) {
-  Transformer m = small(16, 2, 32, 16);
-  m.bias = false;
-  m.dropout = 0;
-  m.depth = depth;
-  m.moe = {4, 2, 32, 1.0, every, 0};
-  return m;
-}
 
 // moe.every = 2 on 4 blocks: blocks 1 and 3 MoE (1056 + 64 + 4096 = 5216 elements each), 0 and 2
 // dense (1056 + 1024 = 2080), 14592 in all, which is what one GPU holds with tp = pp = dp = 1.

@@ -149,6 +149,14 @@ TEST(Prune, MixtralExperts) {
   expect_same_top_n(k);
 }
 
+// Expert tensor parallelism: the memory bound takes the experts' least weights and their most
+// replicas over the tensor group.
+TEST(Prune, MixtralExpertTensorParallel) {
+  PruneCase k = experts_case("mixtral_8x7b etp megatron", "mixtral_8x7b", "megatron", {16, 64});
+  k.exec.etp = {0, 1, 2};
+  expect_same_top_n(k);
+}
+
 // Dense first blocks (DeepSeek-V2-Lite: the first of 27 dense, 64 fine-grained experts): stages
 // costed with their own blocks, the bound per block the least a stage of the fullest's blocks
 // holds, the memory check the least such a stage holds; 27 blocks split evenly on 3 stages and

@@ -92,6 +92,21 @@ TEST(SearchVsEstimate, ExpertParallelAsDimension) {
   }
 }
 
+// Expert tensor parallelism as a search dimension: etp changes the block (an expert's GEMMs, the
+// tokens exchanged) and memory (the experts' weights and their data-parallel group), so it is part
+// of the cache key; `--etp 1,<tp>` (0: tp) and a list of degrees, each configuration what evaluate
+// gives.
+TEST(SearchVsEstimate, ExpertTensorParallelAsDimension) {
+  ExecutionChoices x;
+  x.ep = {1, 4, 8};
+  x.etp = {0, 1};
+  x.zero = {1, 3};
+  expect_search_matches_estimate(Strategy::OneD, "mixtral_8x7b", "H100", 8, 64, 512, x);
+  expect_search_matches_estimate(Strategy::TwoDSeqp, "mixtral_8x7b", "H100", 8, 64, 512, x);
+  x.etp = {1, 2, 4, 8};
+  expect_search_matches_estimate(Strategy::OneD, "mixtral_8x7b", "H100", 8, 256, 512, x);
+}
+
 // One walk judged against several HBM capacities (a hardware sweep's capacity axis) keeps, for
 // each capacity, exactly the top-N and the counts of a search at that capacity alone: the
 // capacities offered out of order, some equal, one fitting nothing, one fitting everything; each
