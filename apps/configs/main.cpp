@@ -352,6 +352,7 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
         if (std::find(varying.begin(), varying.end(), k) != varying.end()) continue;
         const ExecutionOption& o = kExecutionOptions[k - 1];
         if (o.applies != nullptr && !o.applies(rows.front().config.layout)) continue;
+        if (!option_shown(o, rows.front().config.layout.exec)) continue;  // etp left at tp's
         // the layout as the runtime keeps it (its own bytes per parameter where its file gives them)
         const std::string value =
             key == "layout" ? param_layout_text(runtime, rows.front().config.layout.exec.params) : first[k].second;
