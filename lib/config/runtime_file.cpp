@@ -95,10 +95,11 @@ constexpr auto kCpCommKeyNames = key_names(kCpCommNames);                  // Cp
 constexpr auto kOffloadKeyNames = key_names(kOffloadNames);                // Offload
 constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // StagePartition
 constexpr auto kRankOrderKeyNames = key_names(kRankOrderNames);            // RankOrder
+constexpr auto kLaunchKeyNames = key_names(kLaunchFrameworkNames);         // LaunchFramework
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
                                       "zero_stages", "zero_gather", "zero_reduce", "activations",
                                       "fp8_recipe",  "context_parallel", "offload", "stage_partition",
-                                      "rank_order"};
+                                      "rank_order",  "launch"};
 
 class Reader {
  public:
@@ -236,6 +237,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
   rt.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
   rt.rank_order = static_cast<RankOrder>(choice("rank_order", kRankOrderKeyNames, 0));
+  rt.launch = static_cast<std::int8_t>(choice("launch", kLaunchKeyNames, -1));
   if (rt.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
       if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
@@ -256,7 +258,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
     plain.content_hash = rt.content_hash;
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
-        rt.context_parallel != plain.context_parallel || rt.offload != plain.offload ||
+        rt.context_parallel != plain.context_parallel || rt.offload != plain.offload || rt.launch != plain.launch ||
         rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
@@ -309,6 +311,7 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "fp8_recipe: " + named(kFp8RecipeNames, rt.fp8.recipe) + "\n";
   out += "stage_partition: " + named(kStagePartitionKeyNames, rt.stage_partition) + "\n";
   out += "rank_order: " + named(kRankOrderKeyNames, rt.rank_order) + "\n";
+  if (rt.launch >= 0) out += "launch: " + named(kLaunchKeyNames, rt.launch) + "\n";
   if (rt.fp8.recipe != Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (rt.fp8.*k.member ? "true" : "false") + "\n";
   }

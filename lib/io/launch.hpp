@@ -27,17 +27,18 @@ struct LaunchFrameworkInfo {
   const char* gpus;     // how a run is given its GPU count
 };
 inline constexpr LaunchFrameworkInfo kLaunchFrameworks[] = {
-    {LaunchFramework::Megatron, "megatron", "Megatron-LM",
+    {LaunchFramework::Megatron, kLaunchFrameworkNames[0], "Megatron-LM",
      "NVIDIA/Megatron-LM core_v0.15.3 (309ffca6a405), megatron/training/arguments.py",
      "the world size torchrun starts, from which Megatron-LM derives the data-parallel size"},
-    {LaunchFramework::Nemo, "nemo", "NeMo",
+    {LaunchFramework::Nemo, kLaunchFrameworkNames[1], "NeMo",
      "NVIDIA/NeMo 8cfedd720346 (v2.5.0rc0+113), nemo/lightning/pytorch/strategies/megatron_strategy.py and the "
      "Megatron-Core core_v0.14.0 configs it overrides",
      "trainer.num_nodes x trainer.devices"},
-    {LaunchFramework::Torchtitan, "torchtitan", "torchtitan",
+    {LaunchFramework::Torchtitan, kLaunchFrameworkNames[2], "torchtitan",
      "pytorch/torchtitan v0.2.2 (73a0e6979dd1), torchtitan/config/job_config.py", "NGPU x nodes"},
 };
 
+static_assert(std::size(kLaunchFrameworks) == std::size(kLaunchFrameworkNames), "a runtime names every framework");
 const LaunchFrameworkInfo& launch_framework_info(LaunchFramework f);
 // "megatron", "nemo" or "torchtitan"; InputError naming --launch and the value otherwise.
 LaunchFramework parse_launch_framework(const std::string& text);

@@ -49,13 +49,12 @@ void write_run_metadata(hid_t file, const RunMetadata& m) {
 
 namespace {
 // The framework whose launch line a runtime's configurations get in the file (docs/launch.md):
-// Megatron-LM's under its runtimes, NeMo's under nemo, torchtitan's under fsdp; none under the
-// others (the reference's, DeepSpeed's, nanotron's, PyTorch eager's, Meta's own).
+// the runtime's `launch` (megatron and megatron_tp_overlap Megatron-LM's, nemo NeMo's, fsdp
+// torchtitan's; none for the others: the reference's, DeepSpeed's, nanotron's, PyTorch eager's,
+// Meta's own).
 std::optional<LaunchFramework> launch_framework_of(const Runtime& rt) {
-  if (rt.name == "megatron" || rt.name == "megatron_tp_overlap") return LaunchFramework::Megatron;
-  if (rt.name == "nemo") return LaunchFramework::Nemo;
-  if (rt.name == "fsdp") return LaunchFramework::Torchtitan;
-  return std::nullopt;
+  if (rt.launch < 0) return std::nullopt;
+  return static_cast<LaunchFramework>(rt.launch);
 }
 }  // namespace
 

@@ -48,10 +48,17 @@ enum class ActivationAccounting : std::uint8_t {
               // cached over the forward, the loss's fp32 buffers (model/autocast.hpp)
 };
 
+// The frameworks whose launch lines perfsweep writes (io/launch.hpp LaunchFramework, in its
+// order): a runtime's `launch`.
+inline constexpr const char* kLaunchFrameworkNames[] = {"megatron", "nemo", "torchtitan"};
+
 struct Runtime {
   std::string name = "reference";
   std::string file;              // the file it was loaded from ("" for the built-in reference)
   std::uint64_t content_hash = 0;  // FNV-1a of the file's bytes (0 for the built-in reference)
+  // The framework whose launch line a sweep file gives its best configurations (the runtime
+  // file's `launch`, kLaunchFrameworkNames' index); -1: none.
+  std::int8_t launch = -1;
 
   // Bytes per parameter. Not given (the reference runtime): Execution::params decides.
   bool has_states = false;

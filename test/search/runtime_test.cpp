@@ -21,6 +21,7 @@
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
+#include "io/launch.hpp"
 #include "model/step.hpp"
 #include "search/dimensions.hpp"
 #include "search/pipeline_advice.hpp"
@@ -128,7 +129,7 @@ TEST(Runtime, MegatronFsdpShardsEveryMicroBatch) {
 // nemo is megatron_tp_overlap with the performance recipes' differences and nothing else: bf16
 // gradient buffers (grad_reduce_in_fp32 = False), zeroed at 2 bytes, FP8 current scaling without
 // fused casts, no hierarchical context-parallel exchange (NeMo's strategy creates no hierarchical
-// groups); the calibrated H100 and H200 systems run it.
+// groups), NeMo's launch line; the calibrated H100 and H200 systems run it.
 TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   const Runtime nemo = load_runtime(kRoot / "runtimes" / "nemo.yaml");
   Runtime expected = load_runtime(kRoot / "runtimes" / "megatron_tp_overlap.yaml");
@@ -138,6 +139,7 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.fp8.recipe = Fp8Recipe::Current;
   expected.fp8.fused_casts = false;
   expected.context_parallel &= static_cast<std::uint8_t>(~(1u << static_cast<unsigned>(CpComm::AllToAllP2P)));
+  expected.launch = static_cast<std::int8_t>(LaunchFramework::Nemo);
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
   for (const char* system :
        {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "GB200-calibrated.yaml"}) {
@@ -270,6 +272,15 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
              "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");
   fails_with("name: x\nrank_order: [tp-cp-ep-pp-dp]\n", "rank_order: expected a single value, got a list");
   fails_with("name: reference\nrank_order: tp-cp-ep-pp-dp\n", "needs another name");
+  fails_with("name: x\nlaunch: deepspeed\n", "launch: expected one of megatron, nemo, torchtitan, got 'deepspeed'");
+  fails_with("name: reference\nlaunch: megatron\n", "needs another name");
+  // a runtime of any name states its framework's launch line (a sweep file's best_launch)
+  std::ofstream(dir / "megatron_nvfp4.yaml") << "name: megatron_nvfp4\nlaunch: megatron\nfp8_recipe: nvfp4\n";
+  const Runtime own = load_runtime(dir / "megatron_nvfp4.yaml");
+  EXPECT_EQ(kLaunchFrameworkNames[own.launch], std::string("megatron"));
+  EXPECT_NE(runtime_to_yaml(own).find("launch: megatron\n"), std::string::npos);
+  EXPECT_EQ(load_runtime_named("deepspeed").launch, -1);
+  EXPECT_EQ(kLaunchFrameworkNames[load_runtime_named("fsdp").launch], std::string("torchtitan"));
   std::filesystem::remove_all(dir);
 }
 
