@@ -184,9 +184,6 @@ bool fp8(const LaunchInput& in) {
   return in.layout.exec.precision != Precision::Bf16 && in.runtime.fp8.recipe != Fp8Recipe::None;
 }
 
-// The FP8 recipe as Megatron-LM's --fp8-recipe and Megatron-Core's fp8_recipe name it (current
-// per-tensor scaling is its "tensorwise").
-const char* fp8_recipe_name(const LaunchInput& in) { return recipe_of(in.runtime.fp8.recipe).megatron; }
 bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
 
 // The model's and recomputation's settings as Megatron-Core's TransformerConfig fields (NeMo's
@@ -581,9 +578,11 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   note_dtypes(b, in, "--grad-reduce-in-bf16", "Megatron-LM's --bf16");
   if (fp8(in)) {
     // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format), or FP4's e2m1
-    const std::string kind = recipe_of(in.runtime.fp8.recipe).launch_kind;
-    b.add("--" + kind + "-format", recipe_of(in.runtime.fp8.recipe).megatron_format);
-    b.add("--" + kind + "-recipe", fp8_recipe_name(in));
+    // the recipe as Megatron-LM's --fp8-recipe names it (current per-tensor scaling: "tensorwise")
+    const LowPrecisionRecipe& recipe = recipe_of(in.runtime.fp8.recipe);
+    const std::string kind = recipe.launch_kind;
+    b.add("--" + kind + "-format", recipe.megatron_format);
+    b.add("--" + kind + "-recipe", recipe.megatron);
     if (fp8_param_gather(in)) b.add("--" + kind + "-param-gather");
     note_fp8_param_gather(b, in);
   }
@@ -682,9 +681,10 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.plugins.grad_reduce_in_fp32", dtypes.fp32_gradients ? yes : no);
   note_dtypes(b, in, "grad_reduce_in_fp32=False", "NeMo's bf16-mixed");
   if (fp8(in)) {
-    const std::string kind = recipe_of(in.runtime.fp8.recipe).launch_kind;
-    b.add("trainer.plugins." + kind, recipe_of(in.runtime.fp8.recipe).megatron_format);
-    b.add("trainer.plugins." + kind + "_recipe", fp8_recipe_name(in));
+    const LowPrecisionRecipe& recipe = recipe_of(in.runtime.fp8.recipe);
+    const std::string kind = recipe.launch_kind;
+    b.add("trainer.plugins." + kind, recipe.megatron_format);
+    b.add("trainer.plugins." + kind + "_recipe", recipe.megatron);
     if (kind == "fp8") {
       b.add("trainer.plugins.fp8_param_gather", fp8_param_gather(in) ? yes : no);
       note_fp8_param_gather(b, in);

@@ -302,6 +302,12 @@ struct TensorSplit {
 // The ranks of the cp group over which exchange k splits a tensor-parallel rank's heads
 // (CpExchange::head_ranks; 1: none).
 std::int64_t cp_head_ranks(const Transformer& model, const TensorSplit& t, CpComm k);
+// Whether an exchange that splits the heads (cp_comm a2a) can split a tensor-parallel rank's query
+// heads and key/value heads over `ranks` of the cp group (Transformer Engine requires both to be
+// multiples of them).
+inline bool cp_splits_heads(const Transformer& m, std::int64_t tp, std::int64_t ranks) {
+  return (m.h / tp) % ranks == 0 && kv_heads_per_gpu(m, tp) % ranks == 0;
+}
 
 // NVLink domains one tensor- and context-parallel group spans: in the rank order (tensor
 // innermost, then context, data, pipeline; Megatron-Core's tp-cp-ep-dp-pp), the distance in

@@ -30,10 +30,10 @@ double model_flops_per_token(const Transformer& m) {
   return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }
 
-double precision_peak_tflops(const System& s, const Execution& x) {
-  if (x.precision == Precision::Bf16) return s.matrix_flops_fp16;
-  const double peak = s.*data_type(recipe_of(x.fp8.recipe).data_type).peak;
-  return peak > 0 ? peak : s.matrix_flops_fp16;
+Precision peak_precision(const System& s, const Execution& x) {
+  if (x.precision == Precision::Bf16) return Precision::Bf16;
+  const Precision p = recipe_of(x.fp8.recipe).data_type;
+  return s.*data_type(p).peak > 0 ? p : Precision::Bf16;
 }
 
 Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus, std::int64_t global_batch,
@@ -44,11 +44,8 @@ Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus
   e.tokens_per_s_per_gpu = e.tokens_per_s / D(n_gpus);
   e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s_per_gpu * 1e-12;
   e.mfu = e.model_tflops_per_gpu / s.matrix_flops_fp16;
-  e.mfu_precision = exec == nullptr ? e.mfu : e.model_tflops_per_gpu / precision_peak_tflops(s, *exec);
-  if (exec != nullptr && exec->precision != Precision::Bf16) {
-    const Precision p = recipe_of(exec->fp8.recipe).data_type;
-    e.peak_type = s.*data_type(p).peak > 0 ? p : Precision::Bf16;
-  }
+  e.peak_type = exec == nullptr ? Precision::Bf16 : peak_precision(s, *exec);
+  e.mfu_precision = exec == nullptr ? e.mfu : e.model_tflops_per_gpu / s.*data_type(e.peak_type).peak;
   return e;
 }
 

@@ -24,10 +24,10 @@ namespace perfsweep {
 
 double model_flops_per_token(const Transformer& model);
 
-// The dense tensor peak (TFLOP/s) of the precision the execution's linear GEMMs run in: bf16's
-// matrix_flops_fp16, else the peak of the data type the runtime's recipe runs the GEMMs in
-// (FP8's, MXFP8's, NVFP4's: model/data_type.hpp); bf16's where the system gives none for it.
-double precision_peak_tflops(const System& system, const Execution& exec);
+// The data type whose dense tensor peak the execution's linear GEMMs are measured against: bf16,
+// else the one the runtime's recipe runs the GEMMs in (FP8, MXFP8, NVFP4: model/data_type.hpp);
+// bf16 where the system gives no peak for it.
+Precision peak_precision(const System& system, const Execution& exec);
 
 struct Efficiency {
   double model_flops_per_token = 0;  // FLOP
@@ -35,8 +35,8 @@ struct Efficiency {
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;   // TFLOP/s
   double mfu = 0;                    // fraction of matrix_flops_fp16
-  double mfu_precision = 0;          // fraction of precision_peak_tflops (mfu under bf16)
-  Precision peak_type = Precision::Bf16;  // the data type whose peak mfu_precision is of
+  double mfu_precision = 0;          // fraction of peak_type's peak (mfu under bf16)
+  Precision peak_type = Precision::Bf16;  // the data type whose peak mfu_precision is of (peak_precision)
 };
 // exec: the layout's execution, whose precision sets mfu_precision's peak (nullptr: bf16).
 Efficiency efficiency(const Transformer& model, const System& system, std::int64_t n_gpus, std::int64_t global_batch,

@@ -24,12 +24,6 @@ namespace perfsweep {
 // Megatron-Core's load-balanced causal split for context parallelism: the sequence in 2 cp
 // chunks, two on each rank.
 inline bool cp_splits_sequence(std::int64_t seq_len, std::int64_t cp) { return seq_len % (2 * cp) == 0; }
-// Whether an exchange that splits the heads (cp_comm a2a) can split a tensor-parallel rank's query
-// heads and key/value heads over `ranks` of the cp group (Transformer Engine requires both to be
-// multiples of them).
-inline bool cp_splits_heads(const Transformer& m, std::int64_t tp, std::int64_t ranks) {
-  return (m.h / tp) % ranks == 0 && kv_heads_per_gpu(m, tp) % ranks == 0;
-}
 // Whether a layout can keep `k` on the host as the frameworks run it: weights offload streams
 // ZeRO-3's shards (DeepSpeed's offload_param; FSDP shards fully); activations offload runs without
 // pipeline parallelism and recomputation (Megatron-Core's cpu_offloading).
