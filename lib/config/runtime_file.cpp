@@ -61,6 +61,7 @@ inline constexpr BoolKey kBoolKeys[] = {
     {"flash_attention", &Runtime::flash_attention},       {"capacity_in_gib", &Runtime::capacity_in_gib},
     {"host_kernel_calls", &Runtime::host_kernel_calls},   {"batch_resident", &Runtime::batch_resident},
     {"allocator_reserve_from_kernels", &Runtime::allocator_reserve_from_kernels},
+    {"tp_comm_overlap_default", &Runtime::tp_comm_overlap_default},
 };
 inline constexpr Fp8BoolKey kFp8BoolKeys[] = {
     {"fp8_fused_casts", &Fp8Policy::fused_casts},   {"fp8_weight_cache", &Fp8Policy::weight_cache},
@@ -250,6 +251,10 @@ Runtime load_runtime(const std::filesystem::path& path) {
       }
     }
   }
+  if (root["tp_comm_overlap_default"] && rt.tp_comm_overlap_default && !(rt.tp_comm_overlap > 0)) {
+    r.fail("tp_comm_overlap_default", "puts the tensor-parallel overlap on, but the runtime gives no tp_comm_overlap "
+                                      "(the share of each collective it hides)");
+  }
   if (rt.name == "reference") {
     // runtimes/reference.yaml documents the built-in; a file of that name states nothing else.
     Runtime plain;
@@ -301,7 +306,11 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "zero_stages: " + mask_list(rt.zero_stages, kZeroStageNames) + "\n";
   if (rt.context_parallel != 0) out += "context_parallel: " + mask_list(rt.context_parallel, kCpCommKeyNames) + "\n";
   if (rt.offload != 1) out += "offload: " + mask_list(rt.offload, kOffloadKeyNames) + "\n";
-  for (const BoolKey& k : kBoolKeys) out += std::string(k.name) + ": " + (rt.*k.member ? "true" : "false") + "\n";
+  for (const BoolKey& k : kBoolKeys) {
+    // the overlap's default only where the runtime has the overlap (a file refuses it otherwise)
+    if (k.member == &Runtime::tp_comm_overlap_default && !(rt.tp_comm_overlap > 0)) continue;
+    out += std::string(k.name) + ": " + (rt.*k.member ? "true" : "false") + "\n";
+  }
   const auto named = [](std::span<const std::string_view> names, auto value) {
     return std::string(names[static_cast<std::size_t>(value)]);
   };

@@ -177,12 +177,14 @@ ParamDtypes param_dtypes(const LaunchInput& in) {
   return {b.weights > 2, b.gradients > 2 || b.accumulator > 2};
 }
 
-bool tp_comm_overlap(const LaunchInput& in) { return in.runtime.tp_comm_overlap > 0; }
+bool tp_comm_overlap(const LaunchInput& in) { return tp_comm_hidden(in.runtime, in.layout.exec.tp_comm_overlap) > 0; }
 
-// Whether the layout runs its linear layers in FP8 (the runtime's recipe).
+// Whether the layout runs its linear layers in FP8 or FP4 (the runtime runs FP8 at all), and
+// the recipe they run: the data type's own (mxfp8, nvfp4), else the runtime's.
 bool fp8(const LaunchInput& in) {
   return in.layout.exec.precision != Precision::Bf16 && in.runtime.fp8.recipe != Fp8Recipe::None;
 }
+Fp8Recipe fp8_recipe(const LaunchInput& in) { return layout_recipe(in.layout.exec.precision, in.runtime.fp8.recipe); }
 
 bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
 
@@ -473,7 +475,7 @@ bool activation_offload_runs(const Layout& c) {
 bool fp8_param_gather(const LaunchInput& in) {
   const Execution& x = in.layout.exec;
   return fp8(in) && x.fp8_params && x.zero >= 1 &&
-         !(x.offload == Offload::Optimizer && in.runtime.fp8.recipe != Fp8Recipe::Delayed);
+         !(x.offload == Offload::Optimizer && fp8_recipe(in) != Fp8Recipe::Delayed);
 }
 void note_fp8_param_gather(Builder& b, const LaunchInput& in) {
   if (!fp8(in) || !in.layout.exec.fp8_params || fp8_param_gather(in)) return;
@@ -579,7 +581,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   if (fp8(in)) {
     // e4m3 forward, e5m2 gradients (Transformer Engine's HYBRID format), or FP4's e2m1
     // the recipe as Megatron-LM's --fp8-recipe names it (current per-tensor scaling: "tensorwise")
-    const LowPrecisionRecipe& recipe = recipe_of(in.runtime.fp8.recipe);
+    const LowPrecisionRecipe& recipe = recipe_of(fp8_recipe(in));
     const std::string kind = recipe.launch_kind;
     b.add("--" + kind + "-format", recipe.megatron_format);
     b.add("--" + kind + "-recipe", recipe.megatron);
@@ -681,7 +683,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("trainer.plugins.grad_reduce_in_fp32", dtypes.fp32_gradients ? yes : no);
   note_dtypes(b, in, "grad_reduce_in_fp32=False", "NeMo's bf16-mixed");
   if (fp8(in)) {
-    const LowPrecisionRecipe& recipe = recipe_of(in.runtime.fp8.recipe);
+    const LowPrecisionRecipe& recipe = recipe_of(fp8_recipe(in));
     const std::string kind = recipe.launch_kind;
     b.add("trainer.plugins." + kind, recipe.megatron_format);
     b.add("trainer.plugins." + kind + "_recipe", recipe.megatron);
@@ -890,8 +892,8 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
   if (fp8(in)) {
     // torchao's float8 linear layers (torchtitan/components/quantization/float8.py)
     b.add("--model.converters", "quantize.linear.float8");
-    if (in.runtime.fp8.recipe != Fp8Recipe::Current) {
-      b.note("torchtitan's float8 scales per tensor from each tensor (the estimate's runtime gives another fp8_recipe)");
+    if (fp8_recipe(in) != Fp8Recipe::Current) {
+      b.note("torchtitan's float8 scales per tensor from each tensor (the layout's recipe is another)");
     }
     if (in.layout.exec.fp8_params) b.add("--quantize.linear.float8.enable_fsdp_float8_all_gather");
   }

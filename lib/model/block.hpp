@@ -227,6 +227,11 @@ struct Execution {
   // weights and their cached FP8 copies, and gathered by the distributed optimizer in FP8.
   // With --precision fp8 only; the runtime's fp8_weight_gather unless --fp8-params says.
   bool fp8_params = false;
+  // Tensor-parallel communication overlapped with the GEMMs (Megatron-LM's --tp-comm-overlap,
+  // Transformer Engine's userbuffers; NeMo's tp_comm_overlap): the runtime's tp_comm_overlap of
+  // each tensor-parallel collective hidden. The runtime's default (tp_comm_overlap_default) unless
+  // --tp-comm-overlap says; on only where the runtime gives a fraction.
+  bool tp_comm_overlap = false;
   // How context-parallel attention exchanges keys and values (TensorSplit::cp > 1 only; searched:
   // `--cp-comm p2p,all-gather`).
   CpComm cp_comm = CpComm::P2P;

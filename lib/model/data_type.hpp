@@ -15,10 +15,11 @@ namespace perfsweep {
 // The data type a GEMM runs in (model/precision.hpp). Bf16: the reference's one element size.
 // Fp8: e4m3/e5m2 operands with per-tensor scales and bf16 output, as Transformer Engine runs the
 // linear layers (the attention core, the router and, unless a runtime says, the LM head stay
-// bf16); Mxfp8: the same with per-32-element block scales (a layer's data type under the MXFP8
-// recipe; a layout asks for fp8); Nvfp4: e2m1 operands with an e4m3 scale per 16 elements and a
-// per-tensor fp32 scale (NVIDIA's NVFP4, Blackwell; the NVFP4 recipe's layers, a layout asking for
-// fp8 under a runtime whose fp8_recipe is nvfp4).
+// bf16); Mxfp8: the same with per-32-element block scales (the MXFP8 recipe's layers: a layout
+// asking for mxfp8, or for fp8 under a runtime whose fp8_recipe is mxfp8); Nvfp4: e2m1 operands
+// with an e4m3 scale per 16 elements and a per-tensor fp32 scale (NVIDIA's NVFP4, Blackwell; the
+// NVFP4 recipe's layers: a layout asking for nvfp4, or for fp8 under a runtime whose fp8_recipe is
+// nvfp4).
 enum class Precision : std::uint8_t { Bf16, Fp8, Mxfp8, Nvfp4 };
 inline constexpr std::array<const char*, 4> kPrecisionNames{"bf16", "fp8", "mxfp8", "nvfp4"};
 
@@ -28,31 +29,6 @@ namespace kernels {
 enum class GemmType : std::uint8_t { Bf16, Fp8 };
 inline constexpr std::size_t kGemmTypeCount = 2;
 inline constexpr std::array<const char*, kGemmTypeCount> kGemmTypeNames{"bf16", "fp8"};
-}  // namespace kernels
-
-struct DataType {
-  Precision id;
-  const char* name;          // kPrecisionNames'
-  double System::*peak;      // TFLOP/s: the system's dense tensor-core peak in it (0: none)
-  const char* peak_key;      // that peak's key in a system file
-  const char* tensor_cores;  // the tensor cores' name in messages ("no FP8 tensor cores")
-  kernels::GemmType gemm;    // the kernel calibration's GEMM parameters it runs with
-  double operand_share;      // a GEMM operand's bytes per element over bf16's
-};
-inline constexpr DataType kDataTypes[] = {
-    {Precision::Bf16, kPrecisionNames[0], &System::matrix_flops_fp16, "matrix_flops_fp16", "BF16", kernels::GemmType::Bf16, 1.0},
-    {Precision::Fp8, kPrecisionNames[1], &System::matrix_flops_fp8, "matrix_flops_fp8", "FP8", kernels::GemmType::Fp8, 0.5},
-    {Precision::Mxfp8, kPrecisionNames[2], &System::matrix_flops_mxfp8, "matrix_flops_mxfp8", "MXFP8", kernels::GemmType::Fp8,
-     0.5},
-    // the FP8 GEMM parameters at the FP4 peak (assumed: no NVFP4 GEMM measured); 4 bits and a
-    // scale byte per 16 elements: (0.5 + 1/16) / 2 of bf16's bytes
-    {Precision::Nvfp4, kPrecisionNames[3], &System::matrix_flops_fp4, "matrix_flops_fp4", "FP4", kernels::GemmType::Fp8,
-     (0.5 + 1.0 / 16) / 2},
-};
-static_assert(std::size(kDataTypes) == kPrecisionNames.size(), "a descriptor for every Precision");
-constexpr const DataType& data_type(Precision p) { return kDataTypes[static_cast<std::size_t>(p)]; }
-namespace kernels {
-constexpr GemmType gemm_type(Precision p) { return data_type(p).gemm; }
 }  // namespace kernels
 
 // How a framework runs FP8 (a runtime's fp8_* keys, model/runtime.hpp): its scaling recipe and
@@ -65,6 +41,36 @@ enum class Fp8Recipe : std::uint8_t {
   Mxfp8,    // per-32-element block scales in the tensor cores (MXFP8BlockScaling, Blackwell)
   Nvfp4,    // NVFP4 (Transformer Engine's NVFP4BlockScaling, Blackwell): every linear GEMM in FP4
 };
+
+struct DataType {
+  Precision id;
+  const char* name;          // kPrecisionNames'
+  double System::*peak;      // TFLOP/s: the system's dense tensor-core peak in it (0: none)
+  const char* peak_key;      // that peak's key in a system file
+  const char* tensor_cores;  // the tensor cores' name in messages ("no FP8 tensor cores")
+  kernels::GemmType gemm;    // the kernel calibration's GEMM parameters it runs with
+  double operand_share;      // a GEMM operand's bytes per element over bf16's
+  // The recipe a layout asking for this data type runs (`--precision mxfp8`, `nvfp4`); None: the
+  // runtime's fp8_recipe (fp8: delayed or current scaling as the framework runs it).
+  Fp8Recipe recipe = Fp8Recipe::None;
+};
+inline constexpr DataType kDataTypes[] = {
+    {Precision::Bf16, kPrecisionNames[0], &System::matrix_flops_fp16, "matrix_flops_fp16", "BF16", kernels::GemmType::Bf16, 1.0},
+    {Precision::Fp8, kPrecisionNames[1], &System::matrix_flops_fp8, "matrix_flops_fp8", "FP8", kernels::GemmType::Fp8, 0.5},
+    {Precision::Mxfp8, kPrecisionNames[2], &System::matrix_flops_mxfp8, "matrix_flops_mxfp8", "MXFP8", kernels::GemmType::Fp8,
+     0.5, Fp8Recipe::Mxfp8},
+    // the FP8 GEMM parameters at the FP4 peak (assumed: no NVFP4 GEMM measured); 4 bits and a
+    // scale byte per 16 elements: (0.5 + 1/16) / 2 of bf16's bytes
+    {Precision::Nvfp4, kPrecisionNames[3], &System::matrix_flops_fp4, "matrix_flops_fp4", "FP4", kernels::GemmType::Fp8,
+     (0.5 + 1.0 / 16) / 2, Fp8Recipe::Nvfp4},
+};
+static_assert(std::size(kDataTypes) == kPrecisionNames.size(), "a descriptor for every Precision");
+constexpr const DataType& data_type(Precision p) { return kDataTypes[static_cast<std::size_t>(p)]; }
+namespace kernels {
+constexpr GemmType gemm_type(Precision p) { return data_type(p).gemm; }
+}  // namespace kernels
+
+
 
 // One quantization of a bf16 tensor into the recipe's data type: bytes moved per element and
 // kernels launched, by the kind of kernel that runs them (kQuantKinds: amax, quantize).
@@ -115,5 +121,11 @@ inline constexpr LowPrecisionRecipe kLowPrecisionRecipes[] = {
      false, false, 2 * kNvfp4Bytes, "fp4", "e2m1", "nvfp4"},
 };
 constexpr const LowPrecisionRecipe& recipe_of(Fp8Recipe r) { return kLowPrecisionRecipes[static_cast<std::size_t>(r)]; }
+// The recipe a layout's linear layers run: its data type's own (mxfp8, nvfp4), else the runtime's
+// (`runtime_recipe`: fp8 as the framework runs it; bf16 runs none of them).
+constexpr Fp8Recipe layout_recipe(Precision p, Fp8Recipe runtime_recipe) {
+  const Fp8Recipe own = data_type(p).recipe;
+  return own != Fp8Recipe::None ? own : runtime_recipe;
+}
 
 }  // namespace perfsweep

@@ -48,6 +48,8 @@ struct ExecutionChoices {
   std::vector<RankOrder> rank_order{};
   // FP8 parameters on or off; empty: the runtime's (fp8_weight_gather), as rank_order.
   std::vector<bool> fp8_params{};
+  // Tensor-parallel communication overlap on or off; empty: the runtime's, as rank_order.
+  std::vector<bool> tp_comm_overlap{};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -141,6 +143,16 @@ constexpr ExecutionOption integer(const char* key, const char* flag, const char*
                                   bool (*applies)(const Layout&) = nullptr) {
   return searched<Field, List>(key, flag, help, OptionValues::Integer, {}, 0, lo, hi, shown, block_cost, applies);
 }
+// A searched on/off option of the step whose default is the runtime's (runtime_defaults), shown
+// where it is on.
+template <auto Field, auto List>
+constexpr ExecutionOption runtime_on_off(const char* key, const char* flag, const char* help,
+                                         bool (*applies)(const Layout&)) {
+  ExecutionOption o = searched<Field, List>(key, flag, help, OptionValues::OnOff, kOnOffNames, 2, 0, 1,
+                                            OptionShown::NotDefault, false, applies);
+  o.runtime_default = true;
+  return o;
+}
 // A layout's given option (estimate's and configs' own flags, not a search's list).
 template <auto Field>
 constexpr ExecutionOption given(const char* key, const char* flag, const char* help) {
@@ -201,9 +213,11 @@ inline constexpr std::array kExecutionOptions = [] {
           "configs: a list"),
       d::named<&X::precision, &C::precision>(
           "precision", "--precision",
-          "data type of the linear layers' GEMMs: bf16, or fp8 as the runtime runs it (its fp8_recipe: Transformer "
-          "Engine's delayed or current scaling, MXFP8 block scaling; 1d only; docs/fp8.md)",
-          kPrecisionNames, changed, block, 2),
+          "data type of the linear layers' GEMMs: bf16; fp8 as the runtime runs it (its fp8_recipe: Transformer "
+          "Engine's delayed or current scaling, MXFP8 block scaling); mxfp8 (MXFP8 block scaling) or nvfp4 "
+          "(NVFP4, Transformer Engine's NVFP4BlockScaling) under the runtime's other FP8 settings, on the "
+          "system's MXFP8 or FP4 tensor cores; 1d only; docs/fp8.md",
+          kPrecisionNames, changed, block),
       d::named<&X::schedule, &C::schedule>(
           "schedule", "--schedule",
           "pipeline schedule: 1f1b (interleaved with --interleave > 1), zb-h1 or zb-h2 (zero bubble: the backward "
@@ -239,17 +253,18 @@ inline constexpr std::array kExecutionOptions = [] {
         o.runtime_default = true;
         return o;
       }(),
-      [] {
-        ExecutionOption o = d::searched<&X::fp8_params, &C::fp8_params>(
-            "fp8_params", "--fp8-params",
-            "with --precision fp8: the FP8 GEMMs' weights kept in FP8 in place of bf16 weights and their FP8 "
-            "copies, gathered in FP8 (Megatron-LM's --fp8-param-gather, NeMo's fp8_params; docs/fp8.md); default: "
-            "the runtime's fp8_weight_gather",
-            OptionValues::OnOff, d::kOnOffNames, 2, 0, 1, changed, step,
-            [](const Layout& c) { return c.exec.precision != Precision::Bf16; });
-        o.runtime_default = true;
-        return o;
-      }(),
+      d::runtime_on_off<&X::fp8_params, &C::fp8_params>(
+          "fp8_params", "--fp8-params",
+          "with --precision fp8: the FP8 GEMMs' weights kept in FP8 in place of bf16 weights and their FP8 "
+          "copies, gathered in FP8 (Megatron-LM's --fp8-param-gather, NeMo's fp8_params; docs/fp8.md); default: "
+          "the runtime's fp8_weight_gather",
+          [](const Layout& c) { return c.exec.precision != Precision::Bf16; }),
+      d::runtime_on_off<&X::tp_comm_overlap, &C::tp_comm_overlap>(
+          "tp_comm_overlap", "--tp-comm-overlap",
+          "tensor-parallel collectives overlapped with the GEMMs they feed or follow (Megatron-LM's "
+          "--tp-comm-overlap, Transformer Engine's userbuffers; NeMo's tp_comm_overlap): on hides the runtime's "
+          "tp_comm_overlap share of each; default: the runtime's (tp_comm_overlap_default; docs/runtimes.md)",
+          [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2 > 1; }),
   };
 }();
 

@@ -176,18 +176,21 @@ void offload_layout(const RuleInputs& in) {
 void fp8_one_d(const RuleInputs& in) {
   const Layout& c = *in.layout;
   if (c.exec.precision == Precision::Bf16) return;
-  require(c.strategy == Strategy::OneD,
-          [&] { return "fp8 precision is modelled for 1d tensor parallelism (Transformer Engine's) only"; });
+  require(c.strategy == Strategy::OneD, [&] {
+    return std::string(data_type(c.exec.precision).name) +
+           " precision is modelled for 1d tensor parallelism (Transformer Engine's) only";
+  });
 }
 
 void fp8_tensor_cores(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const System& s = *in.system;
   if (c.exec.precision == Precision::Bf16) return;
-  const DataType& type = data_type(recipe_of(c.exec.fp8.recipe).data_type);
+  // the layout's recipe (a probe's execution may carry the runtime's alone)
+  const DataType& type = data_type(recipe_of(layout_recipe(c.exec.precision, c.exec.fp8.recipe)).data_type);
   require(s.*type.peak > 0, [&] {
-    return "fp8 precision: system " + s.name + " gives no " + type.peak_key + " (no " + type.tensor_cores +
-           " tensor cores)";
+    return std::string(data_type(c.exec.precision).name) + " precision: system " + s.name + " gives no " +
+           type.peak_key + " (no " + type.tensor_cores + " tensor cores)";
   });
 }
 
@@ -424,6 +427,12 @@ void runtime_fp8(const RuleInputs& in) {
           [&] { return runtime_named(in) + " runs no FP8 (its file gives no fp8_recipe)"; });
 }
 
+void runtime_tp_comm_overlap(const RuleInputs& in) {
+  require(!in.layout->exec.tp_comm_overlap || in.runtime->tp_comm_overlap > 0, [&] {
+    return runtime_named(in) + " has no tensor-parallel communication overlap (its file gives no tp_comm_overlap)";
+  });
+}
+
 void runtime_sequence_parallel(const RuleInputs& in) {
   const Layout& c = *in.layout;
   require(!(in.runtime->sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD),
@@ -499,6 +508,7 @@ constexpr LayoutRule kLayoutRules[] = {
     {"runtime_zero", RuleSubject::Zero, RuleOwner::Runtime, reason_of<runtime_zero>},
     {"runtime_recompute", RuleSubject::Recompute, RuleOwner::Runtime, reason_of<runtime_recompute>},
     {"runtime_fp8", RuleSubject::Precision, RuleOwner::Runtime, reason_of<runtime_fp8>},
+    {"runtime_tp_comm_overlap", RuleSubject::TpCommOverlap, RuleOwner::Runtime, reason_of<runtime_tp_comm_overlap>},
     {"runtime_sequence_parallel", RuleSubject::SequenceParallel, RuleOwner::Runtime,
      reason_of<runtime_sequence_parallel>},
     {"runtime_fused_elementwise", RuleSubject::Strategy, RuleOwner::Runtime, reason_of<runtime_fused_elementwise>},

@@ -36,7 +36,8 @@ enum class RuleSubject : std::uint8_t {
   CpComm,
   Offload,
   Precision,
-  Recompute
+  Recompute,
+  TpCommOverlap
 };
 // Whose limit a rule states: the model's (what perfsweep models), the system's (what its
 // hardware has), or the runtime's (what its framework runs).

@@ -34,6 +34,7 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
   for (const RuntimeMechanism& m : kRuntimeMechanisms) exec.*m.exec = exec.*m.exec || rt.*m.runtime;
   if (!rt.flash_attention) attention.flash = false;
   exec.fp8 = rt.fp8;
+  exec.fp8.recipe = layout_recipe(exec.precision, rt.fp8.recipe);  // mxfp8, nvfp4: their own
   exec.stage_partition = rt.stage_partition;
 }
 
@@ -41,6 +42,7 @@ Execution runtime_defaults(const Runtime& rt) {
   Execution x;
   x.rank_order = rt.rank_order;
   x.fp8_params = rt.fp8.weight_gather;
+  x.tp_comm_overlap = rt.tp_comm_overlap > 0 && rt.tp_comm_overlap_default;
   return x;
 }
 

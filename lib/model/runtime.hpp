@@ -75,9 +75,12 @@ struct Runtime {
   Cadence zero_gather = Cadence::PerStep;
   Cadence zero_reduce = Cadence::PerStep;
   // Fraction of the tensor-parallel collectives' time hidden behind the GEMMs they feed or follow
-  // (Megatron's --tp-comm-overlap with userbuffers); exposed: max(comm - overlap x GEMM, (1 -
-  // overlap) x comm) per pass.
+  // where the overlap is on (Megatron's --tp-comm-overlap with userbuffers); exposed: max(comm -
+  // overlap x GEMM, (1 - overlap) x comm) per pass. 0: the framework has no such overlap.
   double tp_comm_overlap = 0;
+  // Whether the overlap is on unless --tp-comm-overlap says (Execution::tp_comm_overlap's default;
+  // tp_comm_overlap_default: false for a framework that has it off by default, as Megatron-LM).
+  bool tp_comm_overlap_default = true;
 
   ActivationAccounting activations = ActivationAccounting::Reference;
 

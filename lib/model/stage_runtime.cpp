@@ -194,10 +194,10 @@ double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fal
 
 BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout& c, const BlockSummary& costed) {
   BlockSummary adjusted = costed;
-  if (rt.tp_comm_overlap > 0) {
-    hide_tp_comm(adjusted.mlp, rt.tp_comm_overlap);
-    hide_tp_comm(adjusted.sa, rt.tp_comm_overlap);
-    if (adjusted.first_dense > 0) hide_tp_comm(adjusted.dense_mlp, rt.tp_comm_overlap);
+  if (const double hidden = tp_comm_hidden(rt, c.exec.tp_comm_overlap); hidden > 0) {
+    hide_tp_comm(adjusted.mlp, hidden);
+    hide_tp_comm(adjusted.sa, hidden);
+    if (adjusted.first_dense > 0) hide_tp_comm(adjusted.dense_mlp, hidden);
   }
   if (const std::optional<BlockActivations> a = runtime_block_activations(m, rt, c)) {
     adjusted.sa.activation_buffer = a->sa;
@@ -207,25 +207,23 @@ BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout&
 }
 
 namespace {
-double pass_seconds(const Runtime& rt, const ModuleSums& block_mlp, const ModuleSums& block_sa) {
+double pass_seconds(double tp_hidden, const ModuleSums& block_mlp, const ModuleSums& block_sa) {
   // the sums stage_totals starts from, of the block compose_step composes (runtime_view's times)
-  if (rt.is_reference() || !(rt.tp_comm_overlap > 0)) {
-    return (block_mlp.t_fwd + block_sa.t_fwd) + (block_mlp.t_bwd + block_sa.t_bwd);
-  }
+  if (!(tp_hidden > 0)) return (block_mlp.t_fwd + block_sa.t_fwd) + (block_mlp.t_bwd + block_sa.t_bwd);
   ModuleSums mlp = block_mlp, sa = block_sa;
-  hide_tp_comm(mlp, rt.tp_comm_overlap);
-  hide_tp_comm(sa, rt.tp_comm_overlap);
+  hide_tp_comm(mlp, tp_hidden);
+  hide_tp_comm(sa, tp_hidden);
   return (mlp.t_fwd + sa.t_fwd) + (mlp.t_bwd + sa.t_bwd);
 }
 }  // namespace
 
-double block_pass_seconds(const Runtime& rt, const BlockSummary& costed, I stage_blocks) {
-  const double moe = pass_seconds(rt, costed.mlp, costed.sa);
+double block_pass_seconds(double tp_hidden, const BlockSummary& costed, I stage_blocks) {
+  const double moe = pass_seconds(tp_hidden, costed.mlp, costed.sa);
   if (costed.first_dense == 0) return moe;
   // a stage of at least stage_blocks blocks holds at most min(stage_blocks, first_dense) dense ones:
   // per block, at least this mean (stage_block mixes the kinds' runtime views so)
   const I blocks = std::max<I>(stage_blocks, 1), dense = std::min(blocks, costed.first_dense);
-  const double least = std::min(moe, pass_seconds(rt, costed.dense_mlp, costed.sa));
+  const double least = std::min(moe, pass_seconds(tp_hidden, costed.dense_mlp, costed.sa));
   return (D(blocks - dense) * moe + D(dense) * least) / D(blocks);
 }
 

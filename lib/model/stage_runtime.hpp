@@ -35,14 +35,20 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
 // The host's floor per block and micro-batch (s): the runtime's launches for one block.
 double host_floor_per_block_s(const System& s, const Runtime& rt, const Layout& layout);
 
-// The runtime's view of a block: its tensor-parallel overlap and its activation accounting.
+// The share of each tensor-parallel collective the runtime's overlap hides where it is on
+// (Execution::tp_comm_overlap), else 0.
+inline double tp_comm_hidden(const Runtime& rt, bool on) { return on ? rt.tp_comm_overlap : 0.0; }
+
+// The runtime's view of a block: its tensor-parallel overlap (where the layout has it on) and its
+// activation accounting.
 BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout& layout, const BlockSummary& costed);
 
-// One block's forward and backward for one micro-batch as the step composes it: under a runtime
-// with tensor-parallel overlap, what the GEMMs leave of its collectives (runtime_view). With dense
-// first blocks (BlockSummary::first_dense), the least mean pass of a stage of at least
+// One block's forward and backward for one micro-batch as the step composes it: with `tp_hidden`
+// of each tensor-parallel collective hidden (tp_comm_hidden; a bound over layouts with and
+// without the overlap takes the larger), what the GEMMs leave of its collectives (runtime_view).
+// With dense first blocks (BlockSummary::first_dense), the least mean pass of a stage of at least
 // `stage_blocks` blocks: its dense blocks at most the model's, each at the lesser of the two kinds.
-double block_pass_seconds(const Runtime& rt, const BlockSummary& block, std::int64_t stage_blocks = 1);
+double block_pass_seconds(double tp_hidden, const BlockSummary& block, std::int64_t stage_blocks = 1);
 
 // A memory-bound pass over `gigabytes` on the system: the kernel calibration's curve of `kind`
 // when fitted, else the roofline of `fallback`.

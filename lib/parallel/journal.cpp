@@ -91,7 +91,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.strategy), static_cast<unsigned>(Strategy::TwoDSeqp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.recompute), static_cast<unsigned>(Recompute::Full)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(Precision::Fp8)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(kPrecisionNames.size() - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.schedule), static_cast<unsigned>(PipelineSchedule::DualPipe)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(std::size(kLowPrecisionRecipes) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(std::size(kCpCommNames) - 1)) &&
@@ -111,6 +111,7 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
                                offsetof(Candidate, layout.exec.fp8.weight_cache),
                                offsetof(Candidate, layout.exec.fp8.weight_gather),
                                offsetof(Candidate, layout.exec.fp8_params),
+                               offsetof(Candidate, layout.exec.tp_comm_overlap),
                                offsetof(Candidate, layout.exec.fp8.lm_head),
                                offsetof(Candidate, layout.exec.fp8.saved_inputs)};
   if (!enums_ok) return false;

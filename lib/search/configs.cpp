@@ -456,7 +456,7 @@ class ConfigBound {
       apply_runtime(r_.runtime, x.exec, x.attention);
       double pass = -1;  // no bound
       try {
-        pass = block_pass_seconds(r_.runtime, costed_.get(x).block, fullest_blocks(x.pp));
+        pass = block_pass_seconds(least_tp_comm_hidden(r_.runtime, choices_), costed_.get(x).block, fullest_blocks(x.pp));
       } catch (const ConfigError&) {
       }
       if (!(pass >= 0)) {

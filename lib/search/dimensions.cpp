@@ -229,6 +229,10 @@ constexpr SearchDimension kDimensions[] = {
      .set = [](Layout& c, const Choice& v) { c.exec.etp = v.v[0]; }},
     // the precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it)
     option_dimension<option_index("precision")>(true, ""),
+    // FP8 parameters: the weights' bytes and the gathers' (with a low precision only)
+    option_dimension<option_index("fp8_params")>(true, "precision"),
+    // the tensor-parallel collectives' overlap: the step's composition of the block (runtime_view)
+    option_dimension<option_index("tp_comm_overlap")>(false, ""),
     {.name = "schedule", .changes_memory = true, .changes_block = false, .depends_on = "pp mbs interleave",
      .values = schedule_values,
      .set = [](Layout& c, const Choice& v) { c.exec.schedule = static_cast<PipelineSchedule>(v.v[0]); }},

@@ -355,6 +355,10 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
   }
   drop_refused(choices.precision, RuleSubject::Precision, "--precision", in, probe,
                [](Layout& l, Precision p) { l.exec.precision = p; }, enum_name(kPrecisionNames), strat, note);
+  probe.exec.precision = Precision::Bf16;
+  drop_refused(choices.tp_comm_overlap, RuleSubject::TpCommOverlap, "--tp-comm-overlap", in, probe,
+               [](Layout& l, bool on) { l.exec.tp_comm_overlap = on; },
+               [](bool on) { return std::string(on ? "on" : "off"); }, strat, note);
 }
 
 Searcher::Searcher(const SearchProblem& problem_in)
@@ -643,6 +647,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   // The leaf checks step 3 on every step it costs (bound_exceeded).
   // The fullest stage's blocks, worked out again when pp changes.
   std::int64_t fullest_blocks = 0;
+  // the tensor-parallel overlap of the listed layouts' fastest block (a bound over both values)
+  const double tp_hidden = least_tp_comm_hidden(p.runtime, p.exec);
   std::array<bool, 32> in_trie{};
   std::array<std::size_t, 32> trie_depths{};  // the trie's levels: depths of the nest
   std::size_t trie_levels = 0;
@@ -662,7 +668,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   std::array<std::uint32_t, 32> cursor{};  // per depth from mbs_depth: the trie node of the walk's path
   bool trie_built = false;
   auto fill_trie = [&](auto& self, std::uint32_t node, std::size_t level, Layout& s) -> double {
-    if (level == trie_levels) return block_pass_seconds(p.runtime, costed_block(s).block, fullest_blocks);
+    if (level == trie_levels) return block_pass_seconds(tp_hidden, costed_block(s).block, fullest_blocks);
     const std::size_t d = walked[trie_depths[level]];
     std::vector<Choice>& values = cache_->trie_values[level];
     values.clear();
@@ -844,7 +850,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
     compose_candidate(sys, p, splits_evenly_now(), costed.block, costed.ends, cand);
     for (SearchCounters& k : counters) ++k.candidates;
     // the bound checked against every step it lets through
-    if (cand.totals.t < step_seconds_lower_bound(block_pass_seconds(p.runtime, costed.block, fullest_blocks),
+    if (cand.totals.t < step_seconds_lower_bound(block_pass_seconds(tp_hidden, costed.block, fullest_blocks),
                                                  p.global_batch / c.dp / c.mbs, fullest_blocks, c.pp,
                                                  c.exec.interleave,
                                                  c.exec.schedule == PipelineSchedule::OneFOneB)) [[unlikely]] {
@@ -901,6 +907,12 @@ TopN Searcher::run_all(std::int64_t n, SearchCounters& counters) {
   TopN top(problem_.top_n);
   for (const TensorSplit& s : tensor_splits(problem_, n, &counters)) run(n, s, top, counters);
   return top;
+}
+
+double least_tp_comm_hidden(const Runtime& rt, const ExecutionChoices& choices) {
+  const bool any_on = std::find(choices.tp_comm_overlap.begin(), choices.tp_comm_overlap.end(), true) !=
+                      choices.tp_comm_overlap.end();
+  return tp_comm_hidden(rt, any_on);
 }
 
 }  // namespace perfsweep

@@ -109,4 +109,9 @@ class Searcher {
   Cache* cache_;
 };
 
+// The share of the tensor-parallel collectives the overlap hides in the listed layouts' fastest
+// (tp_comm_hidden of the runtime with the overlap on where any listed value is on): the search's
+// and configs' bounds on a block's pass.
+double least_tp_comm_hidden(const Runtime& rt, const ExecutionChoices& choices);
+
 }  // namespace perfsweep

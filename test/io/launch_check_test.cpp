@@ -330,6 +330,7 @@ Sweep sweep_lines() {
                   x.offload = offload;
                   x.cp_comm = static_cast<CpComm>(comm);
                   x.fp8_params = runtime_defaults(rt).fp8_params;
+                  x.tp_comm_overlap = runtime_defaults(rt).tp_comm_overlap;
                   x.interleave = shape.interleave;
                   x.first_stage_blocks = shape.first;
                   x.last_stage_blocks = shape.last;

@@ -282,6 +282,7 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
   c.exec.ep = 4;
   c.exec.zero = 0;
   c.exec.recompute = Recompute::Full;
+  c.exec.tp_comm_overlap = true;
   Runtime rt;
   rt.tp_comm_overlap = 0.6;
   const LaunchLine line = launch_line(LaunchFramework::Megatron, {model, c, rt, 256, 8});

@@ -38,8 +38,10 @@ TEST(ExecutionOptions, EveryNameAndBoundParsesBack) {
       EXPECT_NE(std::string(e.what()).find(flag + " must be "), std::string::npos) << e.what();
     }
   }
-  // a value only a runtime sets is not a flag's: mxfp8 is fp8 under a block-scaling runtime
-  EXPECT_THROW(parse_option_value(*find_execution_option("precision"), "mxfp8", "--precision"), InputError);
+  // every data type is a flag's value (mxfp8 and nvfp4 run their own recipes), nothing else
+  const ExecutionOption& precision = *find_execution_option("precision");
+  EXPECT_EQ(parse_option_value(precision, "nvfp4", "--precision"), static_cast<std::int64_t>(Precision::Nvfp4));
+  EXPECT_THROW(parse_option_value(precision, "fp16", "--precision"), InputError);
 }
 
 TEST(ExecutionOptions, ReferenceExecutionText) {

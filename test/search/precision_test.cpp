@@ -278,6 +278,44 @@ TEST(Fp8, Nvfp4ByHand) {
   EXPECT_EQ(line.find("--fp8-"), std::string::npos) << line;
 }
 
+// A data type asked for by name (--precision nvfp4, mxfp8) runs its own recipe under the runtime's
+// other FP8 settings: bit for bit the layout asking for fp8 under a runtime whose fp8_recipe is
+// that recipe; refused (naming the data type and the peak) on a system without its tensor cores, and
+// dropped from a search's list there; its launch line the recipe's arguments.
+TEST(Fp8, DataTypeByNameRunsItsRecipe) {
+  const System b200 = load_system(kRoot / "systems" / "B200-calibrated.yaml");
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  const Runtime nemo = load_runtime_named("nemo");
+  ASSERT_EQ(nemo.fp8.recipe, Fp8Recipe::Current);
+  for (const auto& [type, recipe] : {std::pair{Precision::Nvfp4, Fp8Recipe::Nvfp4}, std::pair{Precision::Mxfp8, Fp8Recipe::Mxfp8}}) {
+    SCOPED_TRACE(kPrecisionNames[static_cast<std::size_t>(type)]);
+    Layout named = one_d(2, 4, 1);
+    named.exec.precision = type;
+    Layout fp8 = named;
+    fp8.exec.precision = Precision::Fp8;
+    Runtime as_recipe = nemo;
+    as_recipe.fp8.recipe = recipe;
+    const Evaluation a = evaluate(b200, m, nemo, named, 64), b = evaluate(b200, m, as_recipe, fp8, 64);
+    for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
+    EXPECT_EQ(a.efficiency.peak_type, type);
+  }
+  Layout fp4 = one_d(2, 4, 1);
+  fp4.exec.precision = Precision::Nvfp4;
+  EXPECT_NE(config_error(h100(), m, nemo, fp4).find("nvfp4 precision: system H100 gives no matrix_flops_fp4 (no FP4 tensor cores)"),
+            std::string::npos)
+      << config_error(h100(), m, nemo, fp4);
+  ExecutionChoices c;
+  c.precision = {Precision::Bf16, Precision::Fp8, Precision::Nvfp4};
+  std::vector<std::string> dropped;
+  check_runtime_choices(h100(), nemo, Strategy::OneD, c, &dropped);
+  EXPECT_EQ(c.precision, (std::vector<Precision>{Precision::Bf16, Precision::Fp8}));
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_NE(dropped[0].find("--precision nvfp4 dropped for 1d"), std::string::npos) << dropped[0];
+  const std::string line = launch_arguments_text(launch_line(LaunchFramework::Megatron, {m, fp4, nemo, 64, 8}));
+  EXPECT_NE(line.find("--fp4-format e2m1 --fp4-recipe nvfp4"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--fp8-"), std::string::npos) << line;
+}
+
 // Before any work (sweep, configs, estimate): fp8 is dropped from a list where the runtime, the
 // strategy or the system cannot run it, and refused when nothing is left.
 TEST(Fp8, ChoicesCheckedBeforeTheSearch) {

@@ -384,6 +384,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.flash_attention = false;
   odd.zero_gather = odd.zero_reduce = Cadence::PerMicroBatch;
   odd.tp_comm_overlap = 1.0 / 3.0;
+  odd.tp_comm_overlap_default = false;
   odd.activations = ActivationAccounting::Megatron;
   odd.optimizer_bytes = 34.1;
   odd.cast_bytes = 6.2;
@@ -705,6 +706,90 @@ TEST(RankOrder, FlagsLeaveItToTheRuntime) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--rank-order must be tp-cp-ep-dp-pp or tp-cp-ep-pp-dp, got 'dp-first'");
   }
+}
+
+// Tensor-parallel communication overlap as the user's choice: not given, the runtime's (nemo and
+// megatron_tp_overlap on, megatron off, the reference without one); --tp-comm-overlap on under
+// megatron is megatron_tp_overlap bit for bit (the two files differ in the default alone), off
+// exposes the collectives the overlap hid, and on under a runtime with no overlap is refused (and
+// dropped from a search's list).
+TEST(TpCommOverlap, FlagsLeaveItToTheRuntime) {
+  const Runtime nemo = load_runtime_named("nemo"), megatron = load_runtime_named("megatron"),
+                overlap = load_runtime_named("megatron_tp_overlap");
+  EXPECT_TRUE(runtime_defaults(nemo).tp_comm_overlap);
+  EXPECT_TRUE(runtime_defaults(overlap).tp_comm_overlap);
+  EXPECT_FALSE(runtime_defaults(megatron).tp_comm_overlap);
+  EXPECT_FALSE(runtime_defaults(reference_runtime()).tp_comm_overlap);
+  EXPECT_EQ(megatron.tp_comm_overlap, overlap.tp_comm_overlap);
+  ExecutionFlags flags;
+  EXPECT_TRUE(parse_execution(flags, nemo).tp_comm_overlap);
+  EXPECT_FALSE(parse_execution(flags, megatron).tp_comm_overlap);
+  *flags.list("--tp-comm-overlap") = "on";
+  EXPECT_TRUE(parse_execution(flags, megatron).tp_comm_overlap);
+
+  const System s = load_system(kRoot / "systems" / "H100-calibrated.yaml");
+  const Transformer m = load_model(kRoot / "models" / "llama3_70b.yaml");
+  Layout c = one_d(4, 16, 2);
+  c.tensor.nv1 = 4;
+  c.exec.precision = Precision::Fp8;
+  Layout on = c, off = c;
+  on.exec.tp_comm_overlap = true;
+  const Evaluation asked = evaluate(s, m, megatron, on, 256), shipped = evaluate(s, m, overlap, on, 256),
+                   plain = evaluate(s, m, megatron, off, 256);
+  for (const TotalsField& f : kTotalsFields) EXPECT_EQ(asked.totals.*f.member, shipped.totals.*f.member) << f.name;
+  EXPECT_LT(asked.totals.t_tp_comm, plain.totals.t_tp_comm);
+  EXPECT_EQ(asked.totals.t_comp, plain.totals.t_comp);
+  Runtime none = megatron;
+  none.tp_comm_overlap = 0;
+  try {
+    validate_runtime_layout(none, on);
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no tensor-parallel communication overlap"), std::string::npos) << e.what();
+  }
+  ExecutionChoices both;
+  both.tp_comm_overlap = {true, false};
+  std::vector<std::string> dropped;
+  check_runtime_choices(s, none, Strategy::OneD, both, &dropped);
+  EXPECT_EQ(both.tp_comm_overlap, std::vector<bool>{false});
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_NE(dropped[0].find("--tp-comm-overlap on dropped"), std::string::npos) << dropped[0];
+}
+
+// Both values of --tp-comm-overlap and of --fp8-params searched under nemo: the search ranks what
+// evaluate gives for each layout, bit for bit; both values appear among the layouts they apply to
+// (tensor parallelism; a low precision), the others take the first listed; and the best of both is
+// the better of each searched alone.
+TEST(TpCommOverlap, SearchTriesBoth) {
+  SearchProblem p = megatron_search("llama3_70b", 512);
+  p.system = load_system(kRoot / "systems" / "H100-calibrated.yaml");
+  p.runtime = load_runtime_named("nemo");
+  p.exec.precision = {Precision::Bf16, Precision::Fp8};
+  p.exec.tp_comm_overlap = {true, false};
+  p.exec.fp8_params = {false, true};
+  p.top_n = 400;
+  check_runtime_choices(p.system, p.runtime, p.strategy, p.exec);
+  const TopN top = expect_ranked_as_evaluated(p, 256);
+  std::set<bool> overlap, params;
+  for (const Candidate& c : top.items()) {
+    const Execution& x = c.layout.exec;
+    if (c.layout.tensor.tp1 > 1) {
+      overlap.insert(x.tp_comm_overlap);
+    } else {
+      EXPECT_TRUE(x.tp_comm_overlap);
+    }
+    if (x.precision != Precision::Bf16) {
+      params.insert(x.fp8_params);
+    } else {
+      EXPECT_FALSE(x.fp8_params);
+    }
+  }
+  EXPECT_EQ(overlap.size(), 2u);
+  EXPECT_EQ(params.size(), 2u);
+  SearchProblem with = p, without = p;
+  with.exec.tp_comm_overlap = {true};
+  without.exec.tp_comm_overlap = {false};
+  EXPECT_EQ(best_throughput(p, 256), std::max(best_throughput(with, 256), best_throughput(without, 256)));
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ MEMORY_PARTS = [('wts_mem', 'weights', '#4c72b0'), ('wts_grad_mem', 'weight grad
                 ('wts_optimizer_states_mem', 'optimizer states', '#ccb974'), ('acts_mem', 'activations', '#dd8452')]
 INT_COLUMNS = ['n_gpus', 'dp', 'tp', 'tp1', 'tp2', 'pp', 'mbs', 'nb', 'nv_tp1', 'nv_tp2', 'nv_dp', 'nv_pp',
                'micro_batches']
-# The execution options (model/execution_options.hpp), by name; the codes older CSVs held, by code.
+# The execution options older CSVs held as codes (model/execution_options.hpp), by code; a column of
+# names not listed here (an option added since) is read as text too.
 OPTION_NAMES = {'recompute': ['none', 'selective', 'full'], 'sp': ['off', 'on'], 'zero': None, 'interleave': None,
                 'layout': ['reference', 'megatron', 'amp'], 'ep': None, 'precision': ['bf16', 'fp8', 'mxfp8'],
                 'schedule': ['1f1b', 'zb-h1', 'zb-h2', 'dualpipe'], 'cp_comm': ['p2p', 'all-gather', 'a2a'],
@@ -49,6 +50,21 @@ def _fits(v):
     if t in ('0', 'false', 'no', '0.0'):
         return False
     raise ValueError(f'fits must be 0/1 or true/false, got {v!r}')
+
+
+def _number(v):
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return v.strip() == ''
+
+
+def _option_columns(cols):
+    """The execution options' columns: those OPTION_NAMES lists, then the other text columns."""
+    named = [k for k in OPTION_NAMES if k in cols]
+    return named + [k for k, v in cols.items() if k not in named and k not in ('system', 'strategy', 'attention', 'launch')
+                    and v.dtype.kind == 'U']
 
 
 def read_csv(path):
@@ -68,7 +84,8 @@ def read_csv(path):
     for c in header:
         vals = [r[c] for r in rows]
         try:
-            if c in TEXT_COLUMNS:
+            if c in TEXT_COLUMNS or (c not in REQUIRED and c not in INT_COLUMNS and c != 'fits' and
+                                     not all(_number(v) for v in vals)):
                 cols[c] = np.array([v.strip() for v in vals])
             elif c == 'fits':
                 cols[c] = np.array([_fits(v) for v in vals])
@@ -128,7 +145,7 @@ def table_rows(cols, idx):
         label = 'NVLink ' + '/'.join('tp' if (k == 'nv_tp1' and not two_d) else k[3:] for k in nv)
         rows.append((label, ['/'.join(str(cols[k][i]) for k in nv) for i in idx]))
     # the options that differ between the configurations plotted (lists of options)
-    for key in ['attention'] + list(OPTION_NAMES):
+    for key in ['attention'] + _option_columns(cols):
         if key in cols and len({str(cols[key][i]) for i in idx}) > 1:
             rows.append((key, [option_text(cols, key, i) for i in idx]))
     rows.append(('samples/s', [f'{cols["throughput"][i]:.4g}' for i in idx]))
