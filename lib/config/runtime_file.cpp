@@ -79,6 +79,7 @@ inline constexpr StateKey kStateKeys[] = {
 constexpr std::string_view kStrategyNames[] = {"1d", "2d", "2d-seqp"};        // Strategy
 constexpr std::string_view kZeroStageNames[] = {"0", "1", "2", "3"};
 constexpr std::string_view kCadenceNames[] = {"step", "micro_batch"};         // Cadence
+constexpr std::string_view kDpOverlapNames[] = {"layer", "chunk"};             // DpOverlap
 constexpr std::string_view kActivationNames[] = {"reference", "megatron", "autocast"};  // ActivationAccounting
 // An enum's names (model/) as the keys' values, every one of them.
 template <std::size_t N>
@@ -98,7 +99,7 @@ constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // St
 constexpr auto kRankOrderKeyNames = key_names(kRankOrderNames);            // RankOrder
 constexpr auto kLaunchKeyNames = key_names(kLaunchFrameworkNames);         // LaunchFramework
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
-                                      "zero_stages", "zero_gather", "zero_reduce", "activations",
+                                      "zero_stages", "zero_gather", "zero_reduce", "dp_overlap", "activations",
                                       "fp8_recipe",  "context_parallel", "offload", "stage_partition",
                                       "rank_order",  "launch"};
 
@@ -234,6 +235,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   };
   rt.zero_gather = static_cast<Cadence>(choice("zero_gather", kCadenceNames, 0));
   rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", kCadenceNames, 0));
+  rt.dp_overlap = static_cast<DpOverlap>(choice("dp_overlap", kDpOverlapNames, 0));
   rt.activations = static_cast<ActivationAccounting>(choice("activations", kActivationNames, 0));
   rt.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
   rt.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
@@ -262,7 +264,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
     plain.file = rt.file;
     plain.content_hash = rt.content_hash;
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
-        rt.zero_reduce != plain.zero_reduce || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
+        rt.zero_reduce != plain.zero_reduce || rt.dp_overlap != plain.dp_overlap || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
         rt.context_parallel != plain.context_parallel || rt.offload != plain.offload || rt.launch != plain.launch ||
         rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
@@ -316,6 +318,7 @@ std::string runtime_to_yaml(const Runtime& rt) {
   };
   out += "zero_gather: " + named(kCadenceNames, rt.zero_gather) + "\n";
   out += "zero_reduce: " + named(kCadenceNames, rt.zero_reduce) + "\n";
+  out += "dp_overlap: " + named(kDpOverlapNames, rt.dp_overlap) + "\n";
   out += "activations: " + named(kActivationNames, rt.activations) + "\n";
   out += "fp8_recipe: " + named(kFp8RecipeNames, rt.fp8.recipe) + "\n";
   out += "stage_partition: " + named(kStagePartitionKeyNames, rt.stage_partition) + "\n";

@@ -40,6 +40,20 @@ enum class Cadence : std::uint8_t {
   PerMicroBatch,  // for every micro-batch (FSDP and DeepSpeed ZeRO-3 gather the weights again)
 };
 
+// What a stage's data-parallel collectives run behind under an interleaved pipeline (virtual
+// stages; with one chunk a stage the two are the same).
+enum class DpOverlap : std::uint8_t {
+  // Each layer's collective behind one layer's compute of one micro-batch, one collective exposed
+  // (the reference's; PyTorch DDP's buckets, Megatron's schedule without interleaving).
+  Layer,
+  // Megatron-Core's interleaved schedule (pipeline_parallel/schedules.py): a virtual chunk's
+  // gradients reduce once its last micro-batch's backward runs, queued behind the backward of
+  // the chunks that finish later (pp backward steps between two chunks' last micro-batches);
+  // the first two chunks' weights gather at the step's start, each later chunk's as the one
+  // before it runs its first forward (param_sync_func, grad_sync_func).
+  Chunk,
+};
+
 // Which activations the backward keeps.
 enum class ActivationAccounting : std::uint8_t {
   Reference,  // the reference's per-layer buffers (52 sbh/t for GPT-3 with flash attention)
@@ -74,6 +88,9 @@ struct Runtime {
   // ZeRO-3 weight gathers and ZeRO-2/3 gradient reductions.
   Cadence zero_gather = Cadence::PerStep;
   Cadence zero_reduce = Cadence::PerStep;
+  // What the data-parallel collectives of a once-per-step reduction and gather run behind with
+  // interleaving (dp_overlap: layer or chunk).
+  DpOverlap dp_overlap = DpOverlap::Layer;
   // Fraction of the tensor-parallel collectives' time hidden behind the GEMMs they feed or follow
   // where the overlap is on (Megatron's --tp-comm-overlap with userbuffers); exposed: max(comm -
   // overlap x GEMM, (1 - overlap) x comm) per pass. 0: the framework has no such overlap.

@@ -159,6 +159,13 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   const BlockSummary& block = reference ? costed : adjusted;
   DataParallelTraffic traffic =
       reference ? data_parallel_traffic(c.exec) : data_parallel_traffic(rt, c.exec, micro_batches);
+  // Megatron-Core's interleaved schedule: each chunk's collectives behind the others' passes
+  // (once per step: a reduction or gather every micro-batch runs behind its own)
+  if (!reference && rt.dp_overlap == DpOverlap::Chunk && c.exec.interleave > 1 && traffic.reduce_repeats == 1 &&
+      traffic.gather_repeats == 1 && !traffic.gather_in_backward) [[unlikely]] {
+    traffic.chunks = c.exec.interleave;
+    traffic.chunk_steps = c.pp;
+  }
   GroupShape experts;
   if (c.exec.ep > 1 || grid[RankAxis::Etr] > 1) {
     experts = grid.group(static_cast<AxisSet>(without(plan.replicas, axis_bit(RankAxis::Ep)) | axis_bit(RankAxis::Etr)));

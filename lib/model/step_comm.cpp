@@ -1,6 +1,7 @@
 #include "model/step_comm.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -58,6 +59,47 @@ DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& x,
   return t;
 }
 
+double exposed_dp_seconds(CommType type, double comm_s, double compute_s, I layers, const DataParallelTraffic& traffic) {
+  const double t = comm_s, c = compute_s;
+  if (traffic.chunks <= 1) [[likely]] return t + std::max(t - c, 0.0) * D(layers - 1);
+  // the stage's layers over its chunks as evenly as they go (the first chunks one more)
+  const I chunks = traffic.chunks;
+  auto chunk_layers = [&](I k) { return layers / chunks + (k < layers % chunks ? 1 : 0); };
+  // one micro-batch step of a chunk: its mean layers' compute
+  const double step = D(layers) / D(chunks) * c;
+  const double spacing = D(traffic.chunk_steps) * step;
+  if (type == CommType::ReduceScatter) {
+    // Megatron-Core's grad_sync_func (align_grad_reduce, its default): chunk k's reductions all
+    // launched once its last micro-batch's backward ends, on the last pipeline rank (the stage
+    // that waits longest) pp - 1 backward steps later, and no later than the step's last
+    // backward; chunk k's last backward ends k x chunk_steps steps before the stage's last. One
+    // queue, the chunks in the order they finish; seconds from the end of the backward.
+    double free = -std::numeric_limits<double>::infinity();
+    const double delay = D(traffic.chunk_steps - 1) * step;
+    for (I k = chunks; k-- > 0;) {
+      const double n = D(chunk_layers(k));
+      if (n == 0) continue;
+      const double launch = std::min(-D(k) * spacing + delay, 0.0);
+      free = std::max(free, launch) + n * t;
+    }
+    return std::max(free, 0.0);
+  }
+  // Gathers: the first two chunks launched at the step's start, chunk k >= 2 as chunk k - 1
+  // runs its first forward; chunk k's first forward k x chunk_steps steps after the start, its
+  // layers one compute apart, each waiting for its weights. What the forward waits, summed.
+  double free = 0, stall = 0;
+  for (I k = 0; k < chunks; ++k) {
+    const double n = D(chunk_layers(k));
+    if (n == 0) continue;
+    const double launch = k < 2 ? 0.0 : D(k - 1) * spacing + stall;
+    const double needed = D(k) * spacing + stall;
+    const double begin = std::max(free, launch);
+    stall += std::max(0.0, begin - needed + t + (n - 1) * std::max(t - c, 0.0));
+    free = begin + n * t;
+  }
+  return stall;
+}
+
 LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_per_stage, I group, I fast_domain,
                           bool overlap, const DataParallelTraffic& traffic) {
   const double weights = block.mlp.weights_mem + block.sa.weights_mem;  // one layer's weights
@@ -82,7 +124,7 @@ LayerResult data_parallel(const System& s, const BlockSummary& block, I layers_p
           collective(type, expert_volume, traffic.expert_group, traffic.expert_fast, traffic.expert_stride, calibrated);
     }
     if (overlap) {
-      t += std::max(t - overlap_compute, 0.0) * D(layers_per_stage - 1);
+      t = exposed_dp_seconds(type, t, overlap_compute, layers_per_stage, traffic);
     } else {
       t *= D(layers_per_stage);
     }

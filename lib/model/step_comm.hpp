@@ -30,11 +30,25 @@ struct DataParallelTraffic {
   // reduce for every micro-batch).
   std::int64_t gather_repeats = 1;
   std::int64_t reduce_repeats = 1;
+  // Megatron-Core's interleaved schedule (DpOverlap::Chunk): the stage's layers in `chunks`
+  // virtual chunks, whose collectives run behind the schedule's other chunks, `chunk_steps`
+  // micro-batch steps of a chunk apart (the pipeline's depth); 1: the reference's window.
+  std::int64_t chunks = 1;
+  std::int64_t chunk_steps = 0;
 };
 DataParallelTraffic data_parallel_traffic(const Execution& exec);
 // With a runtime: its bytes per parameter set the volumes (the gradients' and weights' dtypes
 // relative to the reference's 2 bytes) and its cadence the repeats over `micro_batches`.
 DataParallelTraffic data_parallel_traffic(const Runtime& rt, const Execution& exec, std::int64_t micro_batches);
+
+// Seconds the data-parallel collectives of a stage's `layers` layers stay exposed, each `comm_s`
+// long and one layer's compute of one micro-batch `compute_s`: the reference's window (one
+// collective exposed, the others by what they exceed a layer's compute) with one chunk; with
+// traffic.chunks > 1, Megatron-Core's interleaved schedule (DpOverlap::Chunk): the reductions
+// queued behind the backward of the chunks finishing later, the gathers of chunks after the first
+// behind the forward of those before them.
+double exposed_dp_seconds(CommType type, double comm_s, double compute_s, std::int64_t layers,
+                          const DataParallelTraffic& traffic);
 
 LayerResult data_parallel(const System& s, const BlockSummary& block, std::int64_t layers_per_stage,
                           std::int64_t group, std::int64_t fast_domain, bool overlap = true,

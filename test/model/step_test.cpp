@@ -45,6 +45,32 @@ TEST(DataParallel, OneCollectiveExposedAndTheExcessOfTheOthers) {
   EXPECT_EQ(r.fwd.comp, 0.0);
 }
 
+// Megatron-Core's interleaved schedule (DpOverlap::Chunk), worked by hand. 8 layers in 4 chunks of
+// 2, one layer's compute 0.5 s, so one micro-batch step of a chunk 1 s, and chunk_steps 2 (pp):
+// consecutive chunks' last backwards (and first forwards) 2 s apart.
+TEST(DataParallel, InterleavedChunksQueueBehindTheSchedule) {
+  DataParallelTraffic chunked;
+  chunked.chunks = 4;
+  chunked.chunk_steps = 2;
+  // reductions of 0.2 s a layer: chunk k launched whole k x 2 s before the end plus the last
+  // rank's delay of pp - 1 = 1 step (no later than the end): chunks 3, 2, 1 at -5, -3, -1 s, each
+  // done 0.4 s later; chunk 0 at the end, 0.4 s exposed (the reference's window: 0.2)
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::ReduceScatter, 0.2, 0.5, 8, chunked), 0.4);
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::ReduceScatter, 0.2, 0.5, 8, {}), 0.2);
+  // gathers of 0.2 s: chunk 0's first layer waits 0.2 s, its second is ready; chunks 1 (launched
+  // at the start) and 2, 3 (at the first forward of the chunk before, 2.2 and 4.2 s) are ready
+  // before their first forwards (4.2 and 6.2 s): 0.2 s, as the reference's window
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::AllGather, 0.2, 0.5, 8, chunked), 0.2);
+  // 1 s a layer, 4 layers in 2 chunks (one step 1 s, 2 s apart): reductions chunk 1 at -1 s done
+  // at 1 s, chunk 0 from 1 s to 3 s; gathers chunk 0 stalls 1 + 0.5 s, chunk 1 (from 2 s, needed
+  // 2 + 1.5 s) 0. The reference's window: 1 + 3 x 0.5 = 2.5 s each.
+  DataParallelTraffic two = chunked;
+  two.chunks = 2;
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::ReduceScatter, 1, 0.5, 4, two), 3.0);
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::AllGather, 1, 0.5, 4, two), 1.5);
+  EXPECT_DOUBLE_EQ(exposed_dp_seconds(CommType::AllGather, 1, 0.5, 4, {}), 2.5);
+}
+
 TEST(DataParallel, WithoutOverlapEveryLayerPays) {
   const LayerResult r = data_parallel(round_system(), comm_block(), 5, 4, 4, /*overlap=*/false);
   EXPECT_DOUBLE_EQ(r.fwd.t, 0.600015);  // 5 x 0.120003

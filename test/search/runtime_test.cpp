@@ -255,6 +255,8 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\ntp_comm_overlap: 2\n", "tp_comm_overlap: must be in [0, 1], got 2");
   fails_with("name: x\noptimizer_bytes: [1, 2]\n", "optimizer_bytes: expected a single value, got a list");
   fails_with("name: x\nzero_stages: [4]\n", "zero_stages: unknown value '4'");
+  fails_with("name: x\ndp_overlap: bucket\n", "dp_overlap: expected one of layer, chunk, got 'bucket'");
+  fails_with("name: x\ntp_comm_overlap_default: true\n", "tp_comm_overlap_default: puts the tensor-parallel overlap on");
   fails_with("name: x\nstates: {weights: 0, gradients: 2, master: 4, moments: 8}\n", "states.weights");
   // a state every step keeps, left out, would be costed at 0 bytes (Adam's moments: 8 of 12 B/parameter)
   fails_with("name: x\nstates: {weights: 2, gradients: 4, master: 4}\n", "states: missing key 'moments'");
@@ -345,8 +347,10 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.flash_attention, b.flash_attention);
   EXPECT_TRUE(a.fp8 == b.fp8);
   EXPECT_EQ(a.zero_gather, b.zero_gather);
+  EXPECT_EQ(a.dp_overlap, b.dp_overlap);
   EXPECT_EQ(a.zero_reduce, b.zero_reduce);
   EXPECT_EQ(a.tp_comm_overlap, b.tp_comm_overlap);
+  EXPECT_EQ(a.tp_comm_overlap_default, b.tp_comm_overlap_default);
   EXPECT_EQ(a.activations, b.activations);
   EXPECT_EQ(a.optimizer_bytes, b.optimizer_bytes);
   EXPECT_EQ(a.cast_bytes, b.cast_bytes);
@@ -383,6 +387,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.p2p_scatter_gather = odd.sp_backward_gather = odd.fused_elementwise = odd.dp_after_backward = true;
   odd.flash_attention = false;
   odd.zero_gather = odd.zero_reduce = Cadence::PerMicroBatch;
+  odd.dp_overlap = DpOverlap::Chunk;
   odd.tp_comm_overlap = 1.0 / 3.0;
   odd.tp_comm_overlap_default = false;
   odd.activations = ActivationAccounting::Megatron;
