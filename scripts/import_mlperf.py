@@ -50,7 +50,7 @@ READ_ROUNDS = ('v3.0', 'v4.0', 'v4.1', 'v5.1')
 COLUMNS = ['id', 'round', 'submitter', 'system', 'benchmark', 'perfsweep_model', 'gpu', 'gpu_memory_gb',
            'gpus', 'nodes', 'gpus_per_node', 'nvlink_domain', 'nics_per_node', 'nic_gbps', 'framework',
            'precision', 'fp8_recipe', 'fp8_params', 'tp', 'pp', 'vp', 'cp', 'ep', 'dp', 'mbs', 'gbs', 'seq_len',
-           'sequence_parallel', 'tp_comm_overlap', 'cuda_graphs', 'activation_recompute', 'step_s',
+           'sequence_parallel', 'tp_comm_overlap', 'rank_order', 'cuda_graphs', 'activation_recompute', 'step_s',
            'step_s_method', 'samples_per_s', 'n_result_logs', 'time_to_train_min', 'source_files',
            'expressible', 'reason', 'args']
 # Accelerators perfsweep has a system file for (systems/<GPU>-calibrated.yaml).
@@ -1042,6 +1042,9 @@ def import_round(tree):
                            ep=fmt(lay['ep']), dp=fmt(lay['dp']), mbs=fmt(lay['mbs']), precision=lay['precision'],
                            fp8_recipe=lay['fp8_recipe'], fp8_params=lay['fp8_params'], sequence_parallel=lay['sequence_parallel'],
                            tp_comm_overlap=lay['tp_comm_overlap'], cuda_graphs=lay['cuda_graphs'],
+                           # Megatron-Core's rank order: TP_PP_DP_MAPPING (--use-tp-pp-dp-mapping) puts a
+                           # pipeline's stages inside the data-parallel replicas
+                           rank_order='tp-cp-ep-pp-dp' if lay['tp_pp_dp'] else 'tp-cp-ep-dp-pp',
                            activation_recompute=lay['activation_recompute'])
                 if lay.get('gbs_config') and gbs and lay['gbs_config'] != gbs:
                     if ev['minibs_default'] and lay['dp'] and gbs % lay['dp'] == 0:
@@ -1069,8 +1072,8 @@ def import_round(tree):
         # expressible?
         if gpu not in SUPPORTED_GPUS:
             reasons.insert(0, f'{gpu}: no perfsweep system file')
-        if lay and lay['precision'] == 'fp4':
-            reasons.append(f'{lay["fp8_recipe"].upper() or "FP4"} training: estimate has bf16 and fp8 only')
+        if lay and lay['precision'] == 'fp4' and lay['fp8_recipe'] != 'nvfp4':
+            reasons.append(f'{lay["fp8_recipe"].upper() or "FP4"} training: estimate has NVFP4 alone of the FP4 recipes')
         if not st:
             reasons.append('no step time in the logs')
         row['expressible'] = 'no' if reasons else 'yes'
@@ -1096,9 +1099,13 @@ def estimate_args(row):
     """An expressible row as estimate's flags, as a user would run it (validation/mlperf/set.yaml
     runs them; README.md next to runs.csv gives the mapping); '' for a row not expressible:
       --system <gpu>-calibrated (its runtime, nemo), --model perfsweep_model, --seq-len seq_len,
-      --precision precision; --tp --pp --cp --dp --mbs --global-batch-size --interleave (vp);
+      --precision precision (fp4 with FP4_RECIPE nvfp4: nvfp4); --tp --pp --cp --dp --mbs
+      --global-batch-size --interleave (vp);
       --fp8-params on where the config keeps FP8 parameters (FP8_PARAMS or FP8_PARAM_GATHER);
       --sp off only where tp > 1 and the config turned sequence parallelism off;
+      --tp-comm-overlap off where tp > 1 and the config turned TP_COMM_OVERLAP off (nemo has it on);
+      --rank-order tp-cp-ep-pp-dp where the config sets TP_PP_DP_MAPPING and pp > 1 and dp > 1 (where the
+      two orders differ; nemo's is tp-cp-ep-dp-pp);
       --recompute selective|full where the config asks for it;
       --nvs nvlink_domain on GB200 (the GPUs of one NVL72 rack a run's replicas share);
       uneven stages where pp does not divide the model's depth: Megatron-Core's
@@ -1109,11 +1116,16 @@ def estimate_args(row):
     if row['expressible'] != 'yes':
         return ''
     tp, pp, cp, vp = int(row['tp']), int(row['pp']), int(row['cp']), int(row['vp'] or 1)
+    precision = 'nvfp4' if row['precision'] == 'fp4' else row['precision'] or 'bf16'
     args = ['--system', f'{row["gpu"]}-calibrated', '--model', row['perfsweep_model'], '--seq-len', row['seq_len'],
-            '--precision', row['precision'] or 'bf16', '--tp', str(tp), '--pp', str(pp), '--cp', str(cp),
+            '--precision', precision, '--tp', str(tp), '--pp', str(pp), '--cp', str(cp),
             '--dp', row['dp'], '--mbs', row['mbs'], '--global-batch-size', row['gbs'], '--interleave', str(vp)]
     if tp > 1 and row['sequence_parallel'] == 'false':
         args += ['--sp', 'off']
+    if tp > 1 and row['tp_comm_overlap'] == 'false':
+        args += ['--tp-comm-overlap', 'off']
+    if row['rank_order'] == 'tp-cp-ep-pp-dp' and pp > 1 and int(row['dp']) > 1:  # the two orders differ
+        args += ['--rank-order', row['rank_order']]
     if row.get('fp8_params') == 'true':
         args += ['--fp8-params', 'on']
     rec = row['activation_recompute']

@@ -88,7 +88,9 @@ EXPECTED = {
     'gbs': '2048', 'seq_len': '2048',
     # SEQ_PARALLEL unset -> custom.yaml default True (tp 4 > 1); TP_COMM_OVERLAP=True;
     # LAYER_CUDA_GRAPH unset -> default False; ACT_CKPT_GRANULARITY unset -> default null
-    'sequence_parallel': 'true', 'tp_comm_overlap': 'true', 'cuda_graphs': 'false',
+    'sequence_parallel': 'true', 'tp_comm_overlap': 'true',
+    # TP_PP_DP_MAPPING unset: Megatron-Core's default order
+    'rank_order': 'tp-cp-ep-dp-pp', 'cuda_graphs': 'false',
     'activation_recompute': 'none',
     'step_s': STEP_S,
     'step_s_method': 'median of 14 logged per-step times (tracked_stats train_step_timing in s) over 2 logs, '
