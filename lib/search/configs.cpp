@@ -367,7 +367,8 @@ class ConfigBound {
  public:
   ConfigBound(const System& sys, const Transformer& model, const ConfigRanges& r, const ExecutionChoices& choices,
               std::int64_t global_batch, CostedBlocks& blocks)
-      : sys_(sys), model_(model), r_(r), choices_(choices), global_batch_(global_batch), costed_(blocks) {
+      : sys_(sys), model_(model), r_(r), choices_(choices), global_batch_(global_batch), costed_(blocks),
+        tp_hidden_(least_tp_comm_hidden(r.runtime, choices)) {
     const std::span<const SearchDimension> dims = search_dimensions();
     for (const ExecutionOption& o : kExecutionOptions) {
       if (!o.searched() || !(o.block_cost || std::string_view(o.key) == "rank_order")) continue;
@@ -456,7 +457,7 @@ class ConfigBound {
       apply_runtime(r_.runtime, x.exec, x.attention);
       double pass = -1;  // no bound
       try {
-        pass = block_pass_seconds(least_tp_comm_hidden(r_.runtime, choices_), costed_.get(x).block, fullest_blocks(x.pp));
+        pass = block_pass_seconds(tp_hidden_, costed_.get(x).block, fullest_blocks(x.pp));
       } catch (const ConfigError&) {
       }
       if (!(pass >= 0)) {
@@ -480,6 +481,7 @@ class ConfigBound {
   std::int64_t most_interleave_ = 1;
   bool only_one_f_one_b_ = true;
   CostedBlocks& costed_;
+  double tp_hidden_;  // the listed layouts' least tensor-parallel exposure (least_tp_comm_hidden)
 };
 
 // Where a row goes: those that do not fit left out with fits_only; with `keep`, only the first
