@@ -47,7 +47,7 @@ def main():
         f"# hbm_bandwidth. Nothing here was measured on {a.gpu} (docs/fp8.md, \"Another GPU from its spec",
         "# sheet\"; made by scripts/carry_calibration.py).",
     ]
-    if a.efficiency_scale != 1.0:
+    if a.efficiency_scale != 1.0 or a.scale_source:
         header.append(f"# Tensor-core efficiencies (GEMM passes, attention) x {a.efficiency_scale:g}: {a.scale_source}.")
     out = []
     seen = set()

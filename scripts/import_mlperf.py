@@ -54,7 +54,7 @@ COLUMNS = ['id', 'round', 'submitter', 'system', 'benchmark', 'perfsweep_model',
            'step_s_method', 'samples_per_s', 'n_result_logs', 'time_to_train_min', 'source_files',
            'expressible', 'reason', 'args']
 # Accelerators perfsweep has a system file for (systems/<GPU>-calibrated.yaml).
-SUPPORTED_GPUS = ('A100', 'H100', 'H200', 'B200', 'GB200')
+SUPPORTED_GPUS = ('A100', 'H100', 'H200', 'B200', 'B300', 'GB200', 'GB300')
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NVL72_GPUS = ('GB200', 'GB300')
 # Variables of a launch configuration the layout columns read.
@@ -1107,7 +1107,7 @@ def estimate_args(row):
       --rank-order tp-cp-ep-pp-dp where the config sets TP_PP_DP_MAPPING and pp > 1 and dp > 1 (where the
       two orders differ; nemo's is tp-cp-ep-dp-pp);
       --recompute selective|full where the config asks for it;
-      --nvs nvlink_domain on GB200 (the GPUs of one NVL72 rack a run's replicas share);
+      --nvs nvlink_domain on GB200 and GB300 (the GPUs of one NVL72 rack a run's replicas share);
       uneven stages where pp does not divide the model's depth: Megatron-Core's
       account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split (the 405B
       configs' ASYM_PP_EMBED and ASYM_PP_LOSS) count the embedding and the loss as one block each,
@@ -1133,7 +1133,7 @@ def estimate_args(row):
         args += ['--recompute', 'selective']
     elif rec.startswith('full'):
         args += ['--recompute', 'full']
-    if row['gpu'] == 'GB200' and row['nvlink_domain']:
+    if row['gpu'] in NVL72_GPUS and row['nvlink_domain']:
         args += ['--nvs', row['nvlink_domain']]
     depth = model_depth(row['perfsweep_model'])
     if depth % pp:

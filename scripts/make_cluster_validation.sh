@@ -29,7 +29,7 @@ else
 fi
 $V -q fit carried_efficiency --sets nvidia_blackwell --held-out mlperf --kernels systems/calibrations/h100_kernels.yaml \
   -o "$OUT/carried"
-for f in b200_kernels_from_h100.yaml gb200_kernels_from_h100.yaml; do
+for f in b200_kernels_from_h100.yaml gb200_kernels_from_h100.yaml gb300_kernels_from_h100.yaml; do
   if diff <(grep -v -e '^#' -e '^source:' "$OUT/carried/$f") <(grep -v -e '^#' -e '^source:' "systems/calibrations/$f") > /dev/null; then
     echo "== the fit reproduces systems/calibrations/$f"
   else

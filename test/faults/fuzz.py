@@ -738,7 +738,9 @@ def make_cases():
                      'a100_kernels.yaml': ('selene_a100.yaml', 'kernels'),
                      'a100_kernels_from_h100.yaml': ('vtrain_a100.yaml', 'kernels'),
                      'b200_kernels_from_h100.yaml': ('B200-calibrated.yaml', 'kernels'),
-                     'gb200_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels')}[base]
+                     'gb200_kernels_from_h100.yaml': ('GB200-calibrated.yaml', 'kernels'),
+                     'b300_kernels_from_h100.yaml': ('B300-calibrated.yaml', 'kernels'),
+                     'gb300_kernels_from_h100.yaml': ('GB300-calibrated.yaml', 'kernels')}[base]
             system = read(os.path.join(REPO, 'systems', owner[0]))
             system = re.sub(rf'^{owner[1]}:\s*\S+', f'{owner[1]}: calibrations/fuzz.yaml', system, flags=re.M)
             return {'systems/calibrations/fuzz.yaml': text, 'systems/fuzz.yaml': system}, '{D}/systems/fuzz.yaml'

@@ -64,18 +64,19 @@ def main():
     out = os.path.join(work, 'carried')
     text = fit(validate, source, 'carried_efficiency', '--sets', 'nvidia_blackwell', '--held-out', 'mlperf', '--kernels',
                'systems/calibrations/h100_kernels.yaml', '-o', out)
-    check(': 18 fit rows' in text, 'carried_efficiency: 18 fit rows')
+    check(': 22 fit rows' in text, 'carried_efficiency: 22 fit rows')
     check('GB200-calibrated tensor-core efficiencies x 0.795 (10 fit rows' in text, 'carried_efficiency: GB200 x 0.795')
     check('B200-calibrated tensor-core efficiencies x 0.875 (8 fit rows' in text, 'carried_efficiency: B200 x 0.875')
-    check(any(line.split()[:2] == ['nvidia_blackwell', 'held-out'] and line.split()[4] == '2.82%'
-              for line in text.splitlines()), 'carried_efficiency: held-out Blackwell rows 2.82% median |error|')
+    check('GB300-calibrated tensor-core efficiencies x 1 (4 fit rows' in text, 'carried_efficiency: GB300 x 1')
+    check(any(line.split()[:2] == ['nvidia_blackwell', 'held-out'] and line.split()[4] == '4.23%'
+              for line in text.splitlines()), 'carried_efficiency: held-out Blackwell rows 4.23% median |error|')
     check(any(line.split()[:2] == ['mlperf', 'held-out'] and line.split()[4] == '5.93%' for line in text.splitlines()),
           'carried_efficiency: MLPerf held out 5.93% median |error|')
 
     def values(path):
         with open(path) as f:
             return [line for line in f if not line.startswith('#') and not line.startswith('source:')]
-    for name in ('b200_kernels_from_h100.yaml', 'gb200_kernels_from_h100.yaml'):
+    for name in ('b200_kernels_from_h100.yaml', 'gb200_kernels_from_h100.yaml', 'gb300_kernels_from_h100.yaml'):
         written = os.path.join(out, name)
         check(os.path.exists(written) and values(written) == values(os.path.join(source, 'systems', 'calibrations', name)),
               f'carried_efficiency: {name} as shipped but for comments and source')

@@ -142,7 +142,8 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.launch = static_cast<std::int8_t>(LaunchFramework::Nemo);
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
   for (const char* system :
-       {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "GB200-calibrated.yaml"}) {
+       {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "B300-calibrated.yaml",
+        "GB200-calibrated.yaml", "GB300-calibrated.yaml"}) {
     EXPECT_EQ(load_system(kRoot / "systems" / system).runtime, "nemo") << system;
   }
 }
