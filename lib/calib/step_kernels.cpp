@@ -54,6 +54,28 @@ LayerCost one_gpu_gemm(const System& s, const char* name, std::int64_t n, std::i
   return gemm(s, name, {n, k, m, k, m}, {});
 }
 
+// A tensor-core kernel (GEMM, flash attention): the sustained fraction applies, the stream
+// kinds' fits skip it.
+bool tensor_kind(const KernelMeasurement& k) {
+  return k.kind == "fp8_linear" || k.kind == "fp8_gemm" || k.kind == "gemm" || k.kind == "attention" ||
+         k.kind == "grouped_gemm";
+}
+
+// The experts' GEMM of a grouped_gemm entry as a training step's MoE layer costs it (block.cpp:
+// shard_expert): one grouped GEMM of `experts` (tokens x k)(k x m) products; in FP8 as an
+// expert's FP8 GEMM (to_fp8: operands read in one byte, the output in bf16), its operands
+// quantized before the measured call (no quantization kernels of its own).
+LayerCost grouped_gemm_cost(const System& s, const KernelMeasurement& k) {
+  LayerCost c = grouped_experts(one_gpu_gemm(s, "grouped_gemm", k.tokens, k.k, k.m), k.experts);
+  if (k.fp8) {
+    const BlockLayer expert{.name = "grouped_gemm", .sublayer = Sublayer::Mlp, .role = Role::ColumnProjection,
+                            .operand = Operand::Routed};
+    to_fp8(s, expert, Fp8Policy{.recipe = Fp8Recipe::Current}, c);
+    c.quant = {};
+  }
+  return c;
+}
+
 // The layer costs of a measured kernel (lm_head_loss: the GEMM, then the loss).
 std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k) {
   if (k.kind == "rmsnorm") return {layer_norm(s, "rmsnorm", {k.n, k.e, k.n, k.e}, {}, {NormKind::RmsNorm, false})};
@@ -62,8 +84,10 @@ std::vector<LayerCost> kernel_costs(const System& s, const KernelMeasurement& k)
   if (k.kind == "attention") {
     const std::int64_t kv = k.kv > 0 ? k.kv : k.h;  // 0: as many as query heads
     const std::int64_t keys = k.lk > 0 ? k.lk : k.l;
-    return {attention_core(s, "attention", {k.b, k.h, kv, k.d, k.l, keys}, {}, {k.causal, false})};
+    return {attention_core(s, "attention", {k.b, k.h, kv, k.d, k.l, keys, k.dv}, {},
+                           {.causal = k.causal, .dropout = false, .window = k.window})};
   }
+  if (k.kind == "grouped_gemm") return {grouped_gemm_cost(s, k)};
   if (k.kind == "embedding") return {embedding(s, "embedding", k.n, k.e, k.vocab, {}, 0)};
   if (k.kind == "lm_head_loss") {
     return {one_gpu_gemm(s, "lm_head", k.n, k.e, k.vocab),
@@ -157,7 +181,7 @@ std::vector<Item> items_of(const System& s, const KernelMeasurement& k) {
   std::vector<Item> out;
   const auto add = [&](std::string layer, std::string pass, double gpu, Host host, double host_calls,
                        std::size_t iso_pass, double iso_calls, double stream_s, double isolated_s) {
-    const bool tensor = k.kind == "fp8_linear" || k.kind == "fp8_gemm" || k.kind == "gemm" || k.kind == "attention";
+    const bool tensor = tensor_kind(k);
     const std::size_t step_pass = pass == "fwd" ? kFwd : kBwd;
     out.push_back({std::move(layer), std::move(pass), gpu, host, host_calls, iso_pass, iso_calls, stream_s, isolated_s,
                    tensor, step_pass});
@@ -201,6 +225,11 @@ std::vector<Item> items_of(const System& s, const KernelMeasurement& k) {
   if (k.kind == "fp8_gemm") {
     add("fp8_gemm", "fwd", gemm_gpu_seconds(s, GemmType::Fp8, GemmPass::Fprop, k.n, k.k, k.m), Host::Eager, 1, kFwd, 1,
         measured(kFwd, true), measured(kFwd, false));
+    return out;
+  }
+  if (k.kind == "grouped_gemm") {
+    const LayerResult r = time_layer(s, grouped_gemm_cost(s, k));
+    add(k.kind, "fwd", r.fwd.t, Host::Eager, 1, kFwd, 1, measured(kFwd, true), measured(kFwd, false));
     return out;
   }
   if (forward_only(k)) {
@@ -279,8 +308,7 @@ void fit_step_kinds(const System& system, kernels::Calibration& cal, const std::
     std::vector<double> x, y;
     bool forward_kind = false;
     for (const KernelMeasurement& k : kernels) {
-      if (k.in_stream != in_stream || k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention" ||
-          k.kind == "fp8_linear" || k.kind == "fp8_cast" || stream_of(k) != kind) {
+      if (k.in_stream != in_stream || tensor_kind(k) || k.kind == "fp8_cast" || stream_of(k) != kind) {
         continue;
       }
       forward_kind = forward_only(k);
@@ -472,8 +500,7 @@ std::array<double, 2> fit_sustained_fraction(const std::vector<KernelMeasurement
   for (std::size_t p = 0; p < 2; ++p) {
     std::vector<double> ratios;
     for (const KernelMeasurement& k : kernels) {
-      const bool tensor = k.kind == "fp8_linear" || k.kind == "gemm" || k.kind == "fp8_gemm" || k.kind == "attention";
-      if (tensor && k.in_stream && k.t[p] >= kSustainedMin && k.t_iso[p] > 0) ratios.push_back(k.t_iso[p] / k.t[p]);
+      if (tensor_kind(k) && k.in_stream && k.t[p] >= kSustainedMin && k.t_iso[p] > 0) ratios.push_back(k.t_iso[p] / k.t[p]);
     }
     if (!ratios.empty()) out[p] = std::min(1.0, quantile(ratios, 0.5));
   }

@@ -33,6 +33,7 @@ const KindFields kKinds[] = {
     {"fp8_gemm", {"n", "k", "m"}, false},
     {"fp8_linear", {"n", "k", "m"}, true},
     {"fp8_cast", {"rows", "cols"}, false},
+    {"grouped_gemm", {"experts", "tokens", "k", "m"}, false},
 };
 
 std::int64_t* field_of(KernelMeasurement& k, const std::string& name) {
@@ -50,6 +51,8 @@ std::int64_t* field_of(KernelMeasurement& k, const std::string& name) {
   if (name == "N") return &k.elements;
   if (name == "rows") return &k.rows;
   if (name == "cols") return &k.cols;
+  if (name == "experts") return &k.experts;
+  if (name == "tokens") return &k.tokens;
   return &k.chunk;
 }
 
@@ -111,6 +114,14 @@ std::vector<KernelMeasurement> read_kernel_measurements(const std::filesystem::p
           if (k.h % k.kv != 0) at.fail("cfg.kv", "must divide h");
           k.lk = count_or(at, cfg, "lk", 0, kMaxKernelDim);
           if (cfg["lk"] && k.lk == 0) at.fail("cfg.lk", "must be a positive integer, got 0");
+          k.dv = count_or(at, cfg, "dv", 0, kMaxKernelDim);
+          if (cfg["dv"] && k.dv == 0) at.fail("cfg.dv", "must be a positive integer, got 0");
+          k.window = count_or(at, cfg, "window", 0, kMaxKernelDim);
+          if (cfg["window"] && k.window == 0) at.fail("cfg.window", "must be a positive integer, got 0");
+          if (k.window > 0 && !k.causal) at.fail("cfg.window", "is a causal sliding window: it needs causal: true");
+        }
+        if (k.kind == "grouped_gemm") {
+          k.fp8 = choice_or(at, cfg, "dtype", {"bf16", "fp8"}, "bf16") == std::string("fp8");
         }
         if (k.kind == "fp8_linear") {
           k.model = cfg["model"] && cfg["model"].IsScalar() ? cfg["model"].Scalar() : "";
@@ -156,7 +167,13 @@ std::vector<KernelMeasurement> read_kernel_measurements(const std::filesystem::p
           return k;
         }
         k.t = pair("t", true);
-        k.in_stream = static_cast<bool>(result["t_iso"]);
+        // t in-stream: where the entry also has t_iso, or says so (times published as kernel
+        // durations over calls back to back, without isolated ones)
+        const YAML::Node stream = result["in_stream"];
+        if (stream && (!stream.IsScalar() || (stream.Scalar() != "true" && stream.Scalar() != "false"))) {
+          at.fail("result.in_stream", "must be true or false, got " + shown(stream));
+        }
+        k.in_stream = static_cast<bool>(result["t_iso"]) || (stream && stream.Scalar() == "true");
         k.t_iso = pair("t_iso", false);
         if (k.kind == "fp8_linear") {
           // Each GEMM in-stream, in FP8 and in bf16; t = [fprop, dgrad + wgrad] in FP8.

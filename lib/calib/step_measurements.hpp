@@ -27,17 +27,24 @@ inline constexpr std::array<const char*, kCastOpCount> kCastOpNames{
 //   keys where they differ from the queries, as a ring-attention chunk), embedding (V, e, n),
 //   lm_head_loss (V, e, n; peak_extra_bytes), adamw (N, chunk), cast (N), fp8_gemm (n, k, m),
 //   fp8_linear (n, k, m: one linear layer's fprop, dgrad and wgrad GEMMs in FP8 and in bf16),
-//   fp8_cast (rows, cols: the quantization kernels of CastOp).
+//   fp8_cast (rows, cols: the quantization kernels of CastOp), grouped_gemm (experts, tokens, k,
+//   m: `experts` products (tokens x k)(k x m) in one kernel, forward only; dtype bf16 or fp8).
+//   An attention may give `dv`, the values' head dimension where it differs from d (multi-head
+//   latent attention's 192 / 128), and `window`, a causal sliding window of keys per query.
 // Times: `t` as the file gives it. A file that also gives `t_iso` timed each kernel two ways: `t`
 // in-stream (calls back to back, the host's launch hidden behind the queue) and `t_iso` isolated
-// (each call between its own CUDA events); a file with `t` alone timed it isolated
-// (h100_kernels.json).
+// (each call between its own CUDA events); an entry with `result.in_stream: true` gives `t`
+// in-stream alone; a file with `t` alone timed it isolated (h100_kernels.json).
 struct KernelMeasurement {
   std::string id, kind;
   std::int64_t n = 0, e = 0, f = 0, k = 0, m = 0;  // tokens, widths, GEMM (n x k)(k x m)
   std::int64_t b = 0, h = 0, kv = 0, l = 0, d = 0;  // attention
   std::int64_t lk = 0;                             // attention keys; 0: l
+  std::int64_t dv = 0;                             // attention values' head dimension; 0: d
+  std::int64_t window = 0;                         // attention's sliding window (causal); 0: none
   bool causal = false;
+  std::int64_t experts = 0, tokens = 0;            // grouped_gemm: experts of tokens (x k)(k x m)
+  bool fp8 = false;                                // grouped_gemm: dtype fp8 (else bf16)
   std::int64_t vocab = 0;                          // V
   std::int64_t elements = 0, chunk = 0;            // N, chunk (adamw, cast)
   std::int64_t rows = 0, cols = 0;                 // fp8_cast

@@ -99,7 +99,8 @@ Group expert_split(const TensorSplit& t) { return t.etp > 0 ? Group{t.etp, t.nv_
 I expert_group_tokens(const TensorSplit& t, I tokens) { return tokens * expert_split(t).gpus / t.tp1; }
 
 // An expert's layer on one GPU, weights split over the expert tensor-parallel group as a dense
-// layer's over tp (expert_split), repeated for the GPU's experts / ep experts. Its input holds
+// layer's over tp (expert_split), for the GPU's experts / ep experts: its GEMMs one grouped GEMM
+// (grouped_experts), its elementwise kernels repeated. Its input holds
 // every token its expert group routes to it on every rank of the group (the dispatch sends them
 // whole), its output is reduce-scattered over the group as a row projection's.
 LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t) {
@@ -108,9 +109,9 @@ LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Tra
   const I local_experts = m.moe.experts / t.ep;
   switch (y.role) {
     case Role::ColumnProjection:
-      return repeated(column_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
+      return grouped_experts(column_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
     case Role::RowProjection:
-      return repeated(row_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
+      return grouped_experts(row_projection(s, y.name, per_expert, y.in, y.out, split), local_experts);
     case Role::Activation: return repeated(activation(s, y.name, per_expert * (y.out / split.gpus)), local_experts);
     case Role::GatedActivation:
       return repeated(gated_activation(s, y.name, per_expert * (y.out / split.gpus)), local_experts);

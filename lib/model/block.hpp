@@ -48,7 +48,7 @@ enum class Operand : std::uint8_t {
   Hidden,    // a column projection's output: features split over tensor parallelism
   Residual,  // a row projection's output, the block's residual stream (e wide)
   Scores,    // the attention probabilities (b x heads x l x l)
-  Routed,    // an expert's layer on the tokens routed to it (MoE), repeated for each local expert
+  Routed,    // an expert's layer on the tokens routed to it (MoE), for each local expert (GEMMs grouped)
 };
 
 struct BlockLayer {

@@ -48,6 +48,9 @@ struct KernelShape {
   std::int64_t depth = 0;
   std::int64_t cols = 0;
   bool causal = false;  // flash attention with a causal mask
+  // A grouped GEMM (MoE experts, grouped_gemm_seconds): `batch` experts of `rows` tokens each in
+  // one kernel, each expert's tokens padded to whole output tiles.
+  bool grouped = false;
   // Flash attention beyond the reference's: a sliding window of `window` keys per query (causal;
   // 0: none), and the values' head dimension where it differs from the keys' (MLA; 0: depth).
   std::int64_t window = 0;
@@ -232,10 +235,38 @@ inline double gemm_compute_seconds(const Calibration& c, const GemmModel& g, dou
   return flops * flops_units / (peak_tflops * eff);
 }
 
+// Seconds of a grouped GEMM's arithmetic (launch excluded): `experts` products of
+// (rows x depth)(depth x cols) in one kernel, as Megatron-Core runs the experts of a GPU with
+// --moe-grouped-gemm (CUTLASS's grouped GEMM, torch._grouped_mm, Transformer Engine's
+// GroupedLinear; DeepGEMM's m-grouped GEMMs likewise): each expert's output is cut into its own
+// tile_m x tile_n tiles, the last row of tiles of an expert padded to tile_m rows, and every
+// expert's tiles are scheduled together as one set of waves over the SMs (a persistent tile
+// scheduler over the groups: CUTLASS's GroupProblemShape, DeepGEMM's grouped scheduler). A tile
+// takes as long whether its rows hold tokens or padding, so
+//   t = 2 experts ceil(rows / tile_m) tile_m depth cols / (peak x efficiency
+//       x wave(experts x ceil(rows / tile_m) x ceil(cols / tile_n) tiles) x depth / (depth + k_half))
+// the dense GEMM's model on the padded rows, its reduction depth as the dense model has it. One
+// expert whose rows are a whole number of tiles is the dense GEMM; 128 experts of 16 tokens with
+// 128-row tiles are 8 times the work of the dense GEMM of their 2048 tokens.
+inline double grouped_gemm_seconds(const Calibration& c, const GemmModel& g, double peak_tflops, double flops_units,
+                                   std::int64_t experts, std::int64_t rows, std::int64_t depth, std::int64_t cols) {
+  const double padded_rows = std::ceil(static_cast<double>(rows) / g.tile_m) * g.tile_m;
+  const double k = static_cast<double>(depth);
+  const double flops = 2.0 * static_cast<double>(experts) * padded_rows * k * static_cast<double>(cols);
+  const double eff = g.efficiency * wave_efficiency(c, g, experts, rows, cols) * (k / (k + g.k_half));
+  return flops * flops_units / (peak_tflops * eff);
+}
+
 // Seconds of one GEMM pass's arithmetic of a layer whose forward is (rows x depth)(depth x cols).
+// A grouped GEMM's forward and input gradient have the experts' tokens as output rows (padded
+// per expert); its weight gradient (depth x cols per expert, reduced over the tokens) has none
+// to pad: the dense model's, every expert's tiles in one set of waves.
 inline double gemm_pass_seconds(const Calibration& c, const GemmModel& g, GemmPass pass, double peak_tflops,
                                 double flops_units, const KernelShape& s) {
   const GemmDims d = gemm_dims(pass, s.rows, s.depth, s.cols);
+  if (s.grouped && pass != GemmPass::Wgrad) [[unlikely]] {
+    return grouped_gemm_seconds(c, g, peak_tflops, flops_units, s.batch, d.rows, d.depth, d.cols);
+  }
   return gemm_compute_seconds(c, g, peak_tflops, flops_units, s.batch, d.rows, d.depth, d.cols);
 }
 

@@ -628,7 +628,13 @@ LayerCost repeated(LayerCost c, I experts) {
   for (CommSet* set : {&c.comm_fwd, &c.comm_bwd}) {
     for (std::uint8_t i = 0; i < set->count; ++i) set->items[i].volume_gb *= k;
   }
-  c.shape.batch *= experts;  // a grouped GEMM: the calibration times every expert's product
+  c.shape.batch *= experts;
+  return c;
+}
+
+LayerCost grouped_experts(LayerCost gemm, I experts) {
+  LayerCost c = repeated(gemm, experts);
+  c.shape.grouped = true;
   return c;
 }
 

@@ -341,8 +341,14 @@ LayerCost cross_entropy(const System& s, const char* name, std::int64_t tokens, 
 // (the gradients return the same way); the permutation reads and writes them once.
 LayerCost all_to_all(const System& s, const char* name, std::int64_t elements, std::int64_t group, std::int64_t fast,
                      std::int64_t stride = 1);
-// `experts` identical layers run back to back (the experts of one GPU, a grouped GEMM): every
-// count times `experts`.
+// `experts` identical layers run back to back (the experts' elementwise kernels of one GPU):
+// every count times `experts`.
 LayerCost repeated(LayerCost cost, std::int64_t experts);
+// The GEMM of `experts` experts of one GPU as one grouped GEMM (Megatron-Core's
+// --moe-grouped-gemm): the counts of `repeated`, timed by a kernel calibration as one launch per
+// GEMM pass with each expert's tokens padded to whole tiles and every expert's tiles in one set
+// of waves (model/kernel_calibration.hpp: grouped_gemm_seconds). The roofline without a
+// calibration has no tiles: it times the experts' summed flops, one launch per pass, as before.
+LayerCost grouped_experts(LayerCost gemm, std::int64_t experts);
 
 }  // namespace perfsweep

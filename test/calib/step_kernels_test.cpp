@@ -239,5 +239,41 @@ TEST(CallOverheadFit, RecoversTheMeasuringHostsOverhead) {
   }
 }
 
+// `validate kernels` predicts a grouped_gemm entry and a windowed attention through the functions
+// a training step costs them with: the experts' grouped GEMM (grouped_experts) and flash
+// attention with its window (attention_core), plus the isolated call's overhead for times
+// timed alone; an entry in-stream without isolated times has no isolated row.
+TEST(StepKernels, GroupedGemmAndWindowPredictedAsTheStepCostsThem) {
+  const System s = load_system(std::filesystem::path(PERFSWEEP_SOURCE_DIR) / "systems" / "H100-calibrated.yaml");
+  const kernels::Calibration& cal = *s.kernel_calibration;
+  const auto rows =
+      validate_kernels(s, read_kernel_measurements(PERFSWEEP_TEST_DATA_DIR "/gpu/kernels_new_fields.json"), Timing::Both);
+  const auto row = [&](const std::string& id, const std::string& pass, const std::string& timing) {
+    for (const ValidationRow& r : rows) {
+      if (r.id == id && r.pass == pass && r.timing == timing) return r;
+    }
+    throw std::runtime_error("no row " + id + " " + pass + " " + timing);
+  };
+  const LayerCost experts = grouped_experts(gemm(s, "x", {64, 7168, 4096, 7168, 4096}, {}), 128);
+  EXPECT_EQ(row("moe_bf16", "fwd", "isolated").layer, "grouped_gemm");
+  EXPECT_DOUBLE_EQ(row("moe_bf16", "fwd", "isolated").predicted_s,
+                   time_layer(s, experts).fwd.t + cal.isolated_call_s[kernels::kFwd]);
+  EXPECT_THROW(row("moe_bf16", "bwd", "isolated"), std::runtime_error);
+  EXPECT_GT(row("moe_fp8", "fwd", "stream").predicted_s, 0.0);
+  EXPECT_THROW(row("moe_fp8", "fwd", "isolated"), std::runtime_error);
+  const LayerCost window = attention_core(s, "a", {1, 32, 8, 128, 32768, 32768}, {},
+                                          {.causal = true, .dropout = false, .window = 4096});
+  const LayerCost causal = attention_core(s, "a", {1, 32, 8, 128, 32768, 32768}, {}, {.causal = true, .dropout = false});
+  for (std::size_t p = 0; p < 2; ++p) {
+    const LayerResult r = time_layer(s, window);
+    EXPECT_DOUBLE_EQ(row("swa", kernels::kPassNames[p], "isolated").predicted_s,
+                     (p == 0 ? r.fwd.t : r.bwd.t) + cal.isolated_call_s[p]);
+    const LayerResult full = time_layer(s, causal);
+    EXPECT_LT(p == 0 ? r.fwd.t : r.bwd.t, p == 0 ? full.fwd.t : full.bwd.t);
+  }
+  const LayerCost mla = attention_core(s, "a", {1, 16, 16, 192, 4096, 4096, 128}, {}, {.causal = true, .dropout = false});
+  EXPECT_DOUBLE_EQ(row("mla", "fwd", "isolated").predicted_s, time_layer(s, mla).fwd.t + cal.isolated_call_s[kernels::kFwd]);
+}
+
 }  // namespace
 }  // namespace perfsweep::calib

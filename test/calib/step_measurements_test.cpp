@@ -2,9 +2,12 @@
 // h100_train.json, copies of validation/gpu) and what the step model takes from them.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
+#include <utility>
 
 #include "calib/step_measurements.hpp"
+#include "core/error.hpp"
 #include "model/parameters.hpp"
 
 namespace perfsweep::calib {
@@ -35,6 +38,52 @@ TEST(StepMeasurements, ReadsEveryKernelWithItsShape) {
   EXPECT_EQ(adam.chunk, 16000000);
   EXPECT_EQ(adam.t[1], 0.0);
   EXPECT_EQ(by_id(kernels, "k38").vocab, 128256);
+}
+
+// The fields beyond h100_kernels_fp8.json's (test/data/gpu/kernels_new_fields.json): an
+// attention's value head dimension and sliding window, the grouped_gemm kind with its data type,
+// and an in-stream time without an isolated one.
+TEST(StepMeasurements, ReadsValueDimWindowAndGroupedGemms) {
+  using Fields = std::array<std::int64_t, 4>;
+  const auto kernels = read_kernel_measurements(kData + "kernels_new_fields.json");
+  ASSERT_EQ(kernels.size(), 4u);
+  // attention: d, dv, window; causal and in-stream
+  const KernelMeasurement& mla = by_id(kernels, "mla");
+  EXPECT_EQ((Fields{mla.d, mla.dv, mla.window, mla.in_stream}), (Fields{192, 128, 0, true}));
+  const KernelMeasurement& swa = by_id(kernels, "swa");
+  EXPECT_EQ((Fields{swa.d, swa.dv, swa.window, swa.in_stream}), (Fields{128, 0, 4096, false}));
+  EXPECT_TRUE(swa.causal);
+  // grouped_gemm: experts, tokens, k, m; forward only
+  const KernelMeasurement& bf16 = by_id(kernels, "moe_bf16");
+  EXPECT_EQ(bf16.kind, "grouped_gemm");
+  EXPECT_EQ((Fields{bf16.experts, bf16.tokens, bf16.k, bf16.m}), (Fields{128, 64, 7168, 4096}));
+  EXPECT_FALSE(bf16.fp8 || bf16.in_stream);
+  EXPECT_EQ(bf16.t[1], 0.0);
+  const KernelMeasurement& fp8 = by_id(kernels, "moe_fp8");
+  EXPECT_TRUE(fp8.fp8 && fp8.in_stream);
+  EXPECT_EQ(fp8.t_iso[0], 0.0);
+}
+
+// The message of the InputError reading `file` throws.
+std::string read_error(const std::string& file) {
+  try {
+    read_kernel_measurements(kData + "bad/" + file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StepMeasurements, NewFieldsErrorsNameFileEntryFieldAndValue) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"grouped_gemm_bad_dtype.json", "kernels[1] (g02): cfg.dtype must be one of bf16, fp8, got 'fp16'"},
+      {"grouped_gemm_missing_tokens.json", "kernels[1] (g02): cfg.tokens is missing"},
+      {"attention_window_not_causal.json", "kernels[1] (a02): cfg.window is a causal sliding window"},
+      {"attention_bad_dv.json", "kernels[1] (a02): cfg.dv must be a positive integer, got 0"},
+  };
+  for (const auto& [file, message] : cases) {
+    EXPECT_NE(read_error(file).find(std::string(file) + ": " + message), std::string::npos) << read_error(file);
+  }
 }
 
 // The step's memory model holds three fp32 logit-sized buffers at the loss backward's peak:
