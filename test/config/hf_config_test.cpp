@@ -200,6 +200,14 @@ TEST(HfConfig, Qwen3DenseAndMoe) {
   expect_billions(m.total - m.embedding - m.head, 29.9, 0.05);
   EXPECT_EQ(m.active / 100000000, 33);  // 3,353,032,704: the card truncates
   EXPECT_TRUE(moe.warnings.empty()) << moe.warnings.front();
+  // Qwen3-235B-A22B model card: 235B in total, 22B activated, 234B non-embedding: 94 blocks of
+  // 128 experts of 1536 (top 8), 64 query and 4 key-value heads.
+  const ModelInput large = hf("Qwen3-235B-A22B");
+  const ParameterCount l = count_parameters(large.model);
+  expect_billions(l.total, 235.0, 0.235);  // 235,093,634,560: within 0.1%
+  expect_billions(l.total - l.embedding - l.head, 234.0, 0.234);
+  EXPECT_EQ(l.active / 1000000000, 22);  // 22,190,763,520: the card's two digits
+  EXPECT_TRUE(large.warnings.empty()) << large.warnings.front();
   // Qwen1.5-MoE-A2.7B model card: 14.3B in total, 2.7B activated; its shared expert of 5632
   // features is four experts of 1408, its gate of 2048 weights per block named.
   const ModelInput q2 = hf("Qwen1.5-MoE-A2.7B");
