@@ -466,7 +466,7 @@ std::string to_table(const std::vector<Row>& rows, bool several_strategies, cons
     const std::string range =
         expected_error_line({systems[best.system].sys.name,
                              kPrecisionNames[static_cast<std::size_t>(best.config.layout.exec.precision)],
-                             best.config.layout.n_gpus()},
+                             best.config.layout.n_gpus(), model_kind(model.is_moe())},
                             "row 1's ");
     out << range;
   }

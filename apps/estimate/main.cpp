@@ -53,7 +53,8 @@ int run(const Options& o) {
   } else {
     std::cout << estimate_text(ev, layout, sys, model, request.global_batch);
     const std::string range = expected_error_line(
-        {request.cluster.name, kPrecisionNames[static_cast<std::size_t>(layout.exec.precision)], layout.n_gpus()});
+        {request.cluster.name, kPrecisionNames[static_cast<std::size_t>(layout.exec.precision)], layout.n_gpus(),
+         model_kind(model.is_moe())});
     std::cout << range;
     const std::string advice = pipeline_alternatives_text(
         ev, pipeline_alternatives(sys, model, request.runtime, layout, ev, request.global_batch));

@@ -140,7 +140,12 @@ int validate_residuals(const ResidualsOptions& o) {
   for (const calib::ValidationSet& set : sets) {
     const calib::Variant& v = set.variants[0];
     const SetRequests r = read_requests(set, v, calib::Part::All);
-    const bool has_round = std::find(set.header.begin(), set.header.end(), "round") != set.header.end();
+    // What is held out together (held_out_coverage): the set, or the set and the software release
+    // a row ran, where the set names it: an MLPerf round, a container of NVIDIA's pages.
+    const auto has = [&](const char* column) {
+      return std::find(set.header.begin(), set.header.end(), column) != set.header.end();
+    };
+    const char* release = has("round") ? "round" : has("container") ? "container" : nullptr;
     std::size_t kept = 0;
     for (std::size_t i = 0; i < set.rows.size(); ++i) {
       if (!r.requests[i]) continue;
@@ -153,11 +158,12 @@ int validate_residuals(const ResidualsOptions& o) {
       Residual res;
       res.set = set.name;
       res.id = set.rows[i].id;
-      res.source = has_round ? set.name + " " + set.cell(set.rows[i], "round") : set.name;
+      res.source = release != nullptr ? set.name + " " + set.cell(set.rows[i], release) : set.name;
       res.system = system_arg;
       res.precision = kPrecisionNames[static_cast<std::size_t>(q.layout.exec.precision)];
       res.gpus = q.layout.n_gpus();
       res.error = step_time_error(v.quantity, p.error());
+      res.model = model_kind(q.model.is_moe());
       rows.push_back(std::move(res));
       ++kept;
     }

@@ -15,7 +15,7 @@
 namespace perfsweep {
 namespace {
 
-constexpr std::array<const char*, 7> kColumns = {"set", "id", "source", "system", "precision", "gpus", "error"};
+constexpr std::array<const char*, 8> kColumns = {"set", "id", "source", "system", "precision", "gpus", "error", "model"};
 constexpr std::size_t kMaxResidualBytes = std::size_t{16} << 20;
 // A signed error beyond this is not a prediction's error but a broken row.
 constexpr double kMaxAbsError = 10;
@@ -93,7 +93,7 @@ std::vector<Residual> read_residuals(const std::filesystem::path& file) {
         throw InputError(where() + ": field " + kColumns[i] + " is not UTF-8 (" + utf8_error(cells[i]) + ")");
       }
     }
-    Residual r{cells[0], cells[1], cells[2], cells[3], cells[4], 0, 0};
+    Residual r{cells[0], cells[1], cells[2], cells[3], cells[4], 0, 0, "dense"};
     const std::optional<double> gpus = parse_finite(cells[5]);
     if (!gpus || *gpus < 1 || *gpus != std::floor(*gpus) || *gpus > 1e9) {
       throw InputError(where() + ": field gpus must be a whole count of GPUs, got " + shown(cells[5]));
@@ -105,6 +105,10 @@ std::vector<Residual> read_residuals(const std::filesystem::path& file) {
                        std::to_string(static_cast<int>(kMaxAbsError)) + ", got " + shown(cells[6]));
     }
     r.error = *error;
+    if (cells[7] != "dense" && cells[7] != "moe") {
+      throw InputError(where() + ": field model must be dense or moe, got " + shown(cells[7]));
+    }
+    r.model = cells[7];
     rows.push_back(std::move(r));
   }
   if (rows.empty()) throw InputError(file.string() + ": no rows");
@@ -117,7 +121,7 @@ std::string residuals_csv(std::span<const Residual> rows) {
   for (const Residual& r : rows) {
     std::snprintf(buf, sizeof buf, "%.17g", r.error);
     out += csv_field(r.set) + "," + csv_field(r.id) + "," + csv_field(r.source) + "," + csv_field(r.system) + "," +
-           csv_field(r.precision) + "," + std::to_string(r.gpus) + "," + buf + "\n";
+           csv_field(r.precision) + "," + std::to_string(r.gpus) + "," + buf + "," + csv_field(r.model) + "\n";
   }
   return out;
 }
@@ -163,10 +167,13 @@ double quantile(std::span<const double> sorted, double p) {
 }
 
 std::optional<ErrorRange> expected_error(std::span<const Residual> rows, const ErrorRangeQuery& q, double widen) {
+  const auto same_kind = static_cast<std::size_t>(
+      std::count_if(rows.begin(), rows.end(), [&](const Residual& r) { return r.model == q.model; }));
+  const bool by_kind = same_kind >= kMinRangeRows;
   for (const RangeTier tier : {RangeTier::SystemAndPrecision, RangeTier::System, RangeTier::Precision, RangeTier::Any}) {
     std::vector<const Residual*> near;
     for (const Residual& r : rows) {
-      if (shares(r, q, tier)) near.push_back(&r);
+      if ((!by_kind || r.model == q.model) && shares(r, q, tier)) near.push_back(&r);
     }
     if (near.size() < kMinRangeRows) continue;
     std::sort(near.begin(), near.end(), [&](const Residual* a, const Residual* b) {
@@ -181,6 +188,7 @@ std::optional<ErrorRange> expected_error(std::span<const Residual> rows, const E
     n = std::max(n, kMinRangeRows);
     ErrorRange out;
     out.tier = tier;
+    out.same_model = by_kind;
     out.rows = n;
     std::vector<double> errors;
     errors.reserve(n);
@@ -205,6 +213,7 @@ std::optional<ErrorRange> expected_error(std::span<const Residual> rows, const E
 
 std::string describe(const ErrorRange& r, const ErrorRangeQuery& q) {
   std::string of = std::to_string(r.rows) + " ";
+  if (r.same_model && q.model == "moe") of += "MoE ";
   switch (r.tier) {
     case RangeTier::SystemAndPrecision: of += q.system + " " + q.precision + " runs"; break;
     case RangeTier::System: of += q.system + " runs of any precision"; break;
@@ -230,7 +239,7 @@ RangeCoverage held_out_coverage(std::span<const Residual> rows, double widen) {
       if (o.source != r.source) others.push_back(o);
     }
     ++c.rows;
-    const std::optional<ErrorRange> range = expected_error(others, {r.system, r.precision, r.gpus}, widen);
+    const std::optional<ErrorRange> range = expected_error(others, {r.system, r.precision, r.gpus, r.model}, widen);
     if (!range) {
       ++c.without;
     } else if (r.error < range->p10) {

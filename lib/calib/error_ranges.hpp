@@ -17,14 +17,15 @@ namespace perfsweep {
 struct Residual {
   std::string set;        // the validation set (its folder's name)
   std::string id;         // the row's id in the set
-  std::string source;     // what is held out together: the set, or the set and its round
+  std::string source;     // what is held out together: the set, or the set and its release (round, container)
   std::string system;     // the system it was predicted with (a shipped name: H100-calibrated)
   std::string precision;  // bf16, fp8, ...
   std::int64_t gpus = 0;
   double error = 0;
+  std::string model = "dense";  // the model's kind: dense, or moe (routed experts)
 };
 
-// validation/residuals.csv: the header set,id,source,system,precision,gpus,error and a row per
+// validation/residuals.csv: the header set,id,source,system,precision,gpus,error,model and a row per
 // residual; InputError naming the file, line, field and value for anything else.
 std::vector<Residual> read_residuals(const std::filesystem::path& file);
 // The same table as text, rows in the order given (errors with 17 significant digits).
@@ -34,7 +35,10 @@ struct ErrorRangeQuery {
   std::string system;
   std::string precision;
   std::int64_t gpus = 0;
+  std::string model = "dense";  // dense or moe: a model with routed experts
 };
+// A model's kind as the residuals name it.
+inline const char* model_kind(bool routed_experts) { return routed_experts ? "moe" : "dense"; }
 
 // The rows a range is drawn from: the tier (which of system and precision they share with the
 // query) and the rows themselves, nearest in GPU count first.
@@ -42,6 +46,7 @@ enum class RangeTier { SystemAndPrecision, System, Precision, Any };
 struct ErrorRange {
   double p10 = 0, p90 = 0;  // the range's ends: the signed errors' 10th and 90th percentiles, widened
   RangeTier tier = RangeTier::Any;
+  bool same_model = false;  // drawn from the rows of the query's model kind alone
   std::size_t rows = 0;
   std::int64_t gpus_lo = 0, gpus_hi = 0;
   std::vector<std::string> sets;  // sorted, distinct
@@ -52,18 +57,21 @@ struct ErrorRange {
 inline constexpr std::size_t kMinRangeRows = 8;
 inline constexpr double kRangeScaleFactor = 8;
 
-// The 80% range of the rows nearest to the query: the first tier with kMinRangeRows rows
-// (system and precision, then system, then precision, then any), then the nearest in scale
-// (|log(gpus / query gpus)|, ties by set and id). Nothing when there are fewer rows in all.
+// The 80% range of the rows nearest to the query: among the rows of the query's model kind (dense
+// or MoE: their errors differ in kind, docs/validation.md) where there are kMinRangeRows of them,
+// else among all, the first tier with kMinRangeRows rows (system and precision, then system, then
+// precision, then any), then the nearest in scale (|log(gpus / query gpus)|, ties by set and id).
+// Nothing when there are fewer rows in all.
 // The range: the drawn rows' 10th and 90th percentiles, each `widen` times as far from their
 // median as it is.
 std::optional<ErrorRange> expected_error(std::span<const Residual> rows, const ErrorRangeQuery& q, double widen = 1);
 
-// The widening the stated 80% ranges use, chosen so that with each source (a set, or an MLPerf
-// round) held out in turn about 80% of its rows fall inside the range drawn from the other
-// sources: the percentiles as they are cover 50.7% of 217 rows (a source's rows share its bias,
-// which the other sources' scatter does not show), x1.5 68.7%, x2 81.1%, x2.5 85.3%
-// (`validate residuals` prints them; docs/validation.md, "What a prediction is worth").
+// The widening the stated 80% ranges use, chosen so that with each source (a set, or a set's
+// software release: an MLPerf round, a container of NVIDIA's pages) held out in turn about 80% of
+// its rows fall inside the range drawn from the other sources: the percentiles as they are cover
+// 57.6% of 380 rows (a source's rows share its bias, which the other sources' scatter does not
+// show), x1.5 78.9%, x2 86.6%, x2.5 89.2% (`validate residuals` prints them; docs/validation.md,
+// "What a prediction is worth").
 inline constexpr double kStatedRangeWidening = 2;
 
 // "-4% / +7% (80% of 40 H100-calibrated fp8 runs at 2K-11K GPUs: mlperf, nvidia_h100)".

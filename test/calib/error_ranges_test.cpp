@@ -11,11 +11,11 @@ namespace perfsweep {
 namespace {
 
 Residual row(std::string set, std::string source, std::string system, std::string precision, std::int64_t gpus,
-             double error, int id) {
+             double error, int id, std::string model = "dense") {
   std::string name = "r";
   name += std::to_string(id);
   return {std::move(set), std::move(name), std::move(source), std::move(system), std::move(precision), gpus,
-          error};
+          error, std::move(model)};
 }
 
 // numpy.quantile's default (linear between order statistics), worked by hand: for 1..5 the 10th
@@ -74,6 +74,35 @@ TEST(ErrorRanges, FallsBackToTheSystemThenThePrecision) {
 
 // Each source held out in turn: two sources of ten rows with errors 0..0.09, drawn from each other,
 // cover their own rows 0.009..0.081: 0.01..0.08 inside (8), 0 below, 0.09 above.
+// Eight MoE rows (errors +0.20..+0.48) beside ten dense rows of the same system and precision
+// (-0.10..+0.08): an MoE query draws the MoE rows alone, so its median is their +0.34, and says so;
+// a dense query the dense rows alone. With seven MoE rows, fewer than 8, an MoE query draws from
+// every row as before.
+TEST(ErrorRanges, MoeRowsAreDrawnApart) {
+  std::vector<Residual> rows;
+  for (int i = 0; i < 10; ++i) rows.push_back(row("dense", "dense", "H100-calibrated", "fp8", 1024, -0.10 + 0.02 * i, i));
+  for (int i = 0; i < 8; ++i) rows.push_back(row("moe", "moe", "H100-calibrated", "fp8", 1024, 0.20 + 0.04 * i, 20 + i, "moe"));
+  const std::optional<ErrorRange> moe = expected_error(rows, {"H100-calibrated", "fp8", 1024, "moe"});
+  ASSERT_TRUE(moe.has_value());
+  EXPECT_TRUE(moe->same_model);
+  EXPECT_EQ(moe->rows, 8u);
+  EXPECT_EQ(moe->sets, std::vector<std::string>{"moe"});
+  // the 10th percentile of 0.20..0.48 (step 0.04): 0.7 of the way from 0.20 to 0.24
+  EXPECT_NEAR(moe->p10, 0.228, 1e-12);
+  EXPECT_NEAR(moe->p90, 0.452, 1e-12);
+  EXPECT_NE(describe(*moe, {"H100-calibrated", "fp8", 1024, "moe"}).find("from 8 MoE H100-calibrated fp8 runs"),
+            std::string::npos);
+  const std::optional<ErrorRange> dense = expected_error(rows, {"H100-calibrated", "fp8", 1024});
+  ASSERT_TRUE(dense.has_value());
+  EXPECT_EQ(dense->rows, 10u);
+  EXPECT_EQ(dense->sets, std::vector<std::string>{"dense"});
+  rows.pop_back();
+  const std::optional<ErrorRange> few = expected_error(rows, {"H100-calibrated", "fp8", 1024, "moe"});
+  ASSERT_TRUE(few.has_value());
+  EXPECT_FALSE(few->same_model);
+  EXPECT_EQ(few->rows, 17u);
+}
+
 TEST(ErrorRanges, CoverageHoldsEachSourceOut) {
   std::vector<Residual> rows;
   for (int s = 0; s < 2; ++s) {
@@ -106,25 +135,30 @@ class ResidualFile : public ::testing::Test {
 
 TEST_F(ResidualFile, RoundTrip) {
   const std::vector<Residual> rows = {row("mlperf", "mlperf v4.1", "H100-calibrated", "fp8", 11616, -0.123456789012345, 1),
-                                      row("vtrain", "vtrain", "vtrain_a100", "bf16", 512, 0.1, 2)};
+                                      row("vtrain", "vtrain", "vtrain_a100", "bf16", 512, 0.1, 2, "moe")};
   const std::vector<Residual> back = read_residuals(write(residuals_csv(rows)));
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].source, "mlperf v4.1");
   EXPECT_EQ(back[0].gpus, 11616);
   EXPECT_EQ(back[0].error, rows[0].error);  // bit for bit
   EXPECT_EQ(back[1].system, "vtrain_a100");
+  EXPECT_EQ(back[0].model, "dense");
+  EXPECT_EQ(back[1].model, "moe");
 }
 
 TEST_F(ResidualFile, RefusesWhatIsNotAResidual) {
-  const std::string header = "set,id,source,system,precision,gpus,error\n";
-  EXPECT_NE(refusal("set,id\n").find(":1: header 'set,id', expected set,id,source,system,precision,gpus,error"),
+  const std::string header = "set,id,source,system,precision,gpus,error,model\n";
+  EXPECT_NE(refusal("set,id\n").find(":1: header 'set,id', expected set,id,source,system,precision,gpus,error,model"),
             std::string::npos);
-  EXPECT_NE(refusal(header + "a,b,c,d,fp8,0.5,0.1\n").find(":2: field gpus must be a whole count of GPUs, got '0.5'"),
+  EXPECT_NE(refusal(header + "a,b,c,d,fp8,0.5,0.1,dense\n").find(":2: field gpus must be a whole count of GPUs, got '0.5'"),
             std::string::npos);
-  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,nan\n").find(":2: field error must be a signed fraction"), std::string::npos);
-  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,42\n").find("got '42'"), std::string::npos);
-  EXPECT_NE(refusal(header + "a,,c,d,fp8,8,0.1\n").find(":2: field id is empty"), std::string::npos);
-  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8\n").find(":2: expected 7 fields, got 6"), std::string::npos);
+  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,nan,dense\n").find(":2: field error must be a signed fraction"),
+            std::string::npos);
+  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,42,dense\n").find("got '42'"), std::string::npos);
+  EXPECT_NE(refusal(header + "a,,c,d,fp8,8,0.1,dense\n").find(":2: field id is empty"), std::string::npos);
+  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,0.1\n").find(":2: expected 8 fields, got 7"), std::string::npos);
+  EXPECT_NE(refusal(header + "a,b,c,d,fp8,8,0.1,mixed\n").find(":2: field model must be dense or moe, got 'mixed'"),
+            std::string::npos);
   EXPECT_NE(refusal(header).find("no rows"), std::string::npos);
 }
 
