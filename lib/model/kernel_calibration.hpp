@@ -226,13 +226,21 @@ inline double wave_efficiency(const Calibration& c, const GemmModel& g, std::int
   return tiles / (std::ceil(tiles / sms) * sms);
 }
 
+// Seconds of `batch` GEMMs' arithmetic (launch excluded) whose tiles cover `rows` output rows
+// each and whose arithmetic counts `worked_rows` (rows, or rows padded to whole tiles).
+inline double gemm_arithmetic_seconds(const Calibration& c, const GemmModel& g, double peak_tflops,
+                                      double flops_units, std::int64_t batch, double worked_rows, std::int64_t rows,
+                                      std::int64_t depth, std::int64_t cols) {
+  const double k = static_cast<double>(depth);
+  const double flops = 2.0 * static_cast<double>(batch) * worked_rows * k * static_cast<double>(cols);
+  const double eff = g.efficiency * wave_efficiency(c, g, batch, rows, cols) * (k / (k + g.k_half));
+  return flops * flops_units / (peak_tflops * eff);
+}
+
 // Seconds of one GEMM's arithmetic at `peak_tflops` (launch excluded).
 inline double gemm_compute_seconds(const Calibration& c, const GemmModel& g, double peak_tflops, double flops_units,
                                    std::int64_t batch, std::int64_t rows, std::int64_t depth, std::int64_t cols) {
-  const double k = static_cast<double>(depth);
-  const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(rows) * k * static_cast<double>(cols);
-  const double eff = g.efficiency * wave_efficiency(c, g, batch, rows, cols) * (k / (k + g.k_half));
-  return flops * flops_units / (peak_tflops * eff);
+  return gemm_arithmetic_seconds(c, g, peak_tflops, flops_units, batch, static_cast<double>(rows), rows, depth, cols);
 }
 
 // Seconds of a grouped GEMM's arithmetic (launch excluded): `experts` products of
@@ -251,10 +259,7 @@ inline double gemm_compute_seconds(const Calibration& c, const GemmModel& g, dou
 inline double grouped_gemm_seconds(const Calibration& c, const GemmModel& g, double peak_tflops, double flops_units,
                                    std::int64_t experts, std::int64_t rows, std::int64_t depth, std::int64_t cols) {
   const double padded_rows = std::ceil(static_cast<double>(rows) / g.tile_m) * g.tile_m;
-  const double k = static_cast<double>(depth);
-  const double flops = 2.0 * static_cast<double>(experts) * padded_rows * k * static_cast<double>(cols);
-  const double eff = g.efficiency * wave_efficiency(c, g, experts, rows, cols) * (k / (k + g.k_half));
-  return flops * flops_units / (peak_tflops * eff);
+  return gemm_arithmetic_seconds(c, g, peak_tflops, flops_units, experts, padded_rows, rows, depth, cols);
 }
 
 // Seconds of one GEMM pass's arithmetic of a layer whose forward is (rows x depth)(depth x cols).
