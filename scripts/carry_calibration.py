@@ -6,7 +6,7 @@ b200_kernels_from_h100.yaml and gb200_kernels_from_h100.yaml from systems/calibr
 (the commands are in their headers), e.g.:
 
     /usr/bin/python3 scripts/carry_calibration.py systems/calibrations/h100_kernels.yaml --sm-count 148 \\
-        --gpu B200 --systems B200-calibrated --efficiency-scale 0.875 --scale-source "..." \\
+        --gpu B200 --systems B200-calibrated --efficiency-scale 0.87 --scale-source "..." \\
         -o systems/calibrations/b200_kernels_from_h100.yaml
 
 With --efficiency-scale F (and --scale-source saying where F comes from) the tensor-core

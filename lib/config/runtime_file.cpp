@@ -66,7 +66,7 @@ inline constexpr BoolKey kBoolKeys[] = {
 inline constexpr Fp8BoolKey kFp8BoolKeys[] = {
     {"fp8_fused_casts", &Fp8Policy::fused_casts},   {"fp8_weight_cache", &Fp8Policy::weight_cache},
     {"fp8_weight_gather", &Fp8Policy::weight_gather}, {"fp8_lm_head", &Fp8Policy::lm_head},
-    {"fp8_saved_inputs", &Fp8Policy::saved_inputs},
+    {"fp8_saved_inputs", &Fp8Policy::saved_inputs}, {"fp8_quantized_gather", &Fp8Policy::quantized_gather},
 };
 inline constexpr StateKey kStateKeys[] = {
     {"weights", &StateBytes::weights, true},           {"gradients", &StateBytes::gradients, true},

@@ -67,6 +67,20 @@ void widen_gather(LayerCost& c, const BlockLayer& y) {
   }
 }
 
+// A norm whose gathered rows are the input of the next layer's GEMM, of role `next`.
+BlockLayer gathering_norm(BlockLayer norm, Role next) {
+  norm.gathered_for = next;
+  return norm;
+}
+
+// The tensor-parallel gathers of `set` (a low-precision GEMM's input) at `share` of their bf16
+// bytes (gather_share); its reduce-scatters (gradients, in bf16) as they are.
+void scale_gathers(CommSet& set, double share) {
+  for (std::uint8_t i = 0; i < set.count; ++i) {
+    if (set.items[i].type == CommType::AllGather) set.items[i].volume_gb *= share;
+  }
+}
+
 // Megatron pads the vocabulary to a multiple of the tensor-parallel size
 // (--make-vocab-size-divisible-by): each GPU holds ceil(V / tp) rows or columns.
 I vocab_per_gpu(I vocab, I tp) { return (vocab + tp - 1) / tp; }
@@ -173,6 +187,10 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       // all-reduce; with Megatron's re-gather the same pair is the input gradient's
       // reduce-scatter and the input's all-gather.
       if (!sp || x.sp_backward_gather) all_reduce_instead(c.comm_bwd);
+      // the backward's re-gather of the input in the GEMM's data type
+      if (sp && x.sp_backward_gather && x.precision != Precision::Bf16 && x.fp8.quantized_gather) [[unlikely]] {
+        scale_gathers(c.comm_bwd, gather_share(x.precision, x.fp8, y.role));
+      }
       return c;
     }
     case Role::RowProjection: {
@@ -217,6 +235,9 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       LayerCost c = layer_norm(s, y.name, {b * l_residual, y.out, b * l, y.out}, {NormPlan::GatherRows, gather, kOneGpu},
                                norm_of(m));
       widen_gather(c, y);
+      if (sp && x.precision != Precision::Bf16 && x.fp8.quantized_gather) [[unlikely]] {
+        scale_gathers(c.comm_fwd, gather_share(x.precision, x.fp8, y.gathered_for));
+      }
       if (!carries_residual(m, y)) c.glue = Glue::None;
       // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
       // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
@@ -423,6 +444,7 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   // MLA's down-projections take the rows the GPU holds: nothing to gather for them (without a
   // query latent the query projection takes the gathered rows, as any column projection).
   ln1.local_rows = m.is_mla() && m.mla.q_lora_rank > 0;
+  if (!ln1.local_rows) ln1.gathered_for = m.is_mla() ? ColumnProjection : QkvProjection;
   add(ln1);
   if (m.is_mla()) {
     // Megatron-Core's MLASelfAttention (multi_latent_attention.py) with sequence parallelism:
@@ -433,14 +455,15 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
     const I queries = m.h * m.qk_head_dim();
     if (a.q_lora_rank > 0) {
       add({"q-down", Attention, LatentProjection, Operand::Residual, e, a.q_lora_rank});
-      add({"q-norm", Attention, Norm, Operand::Residual, 0, a.q_lora_rank});
+      add(gathering_norm({"q-norm", Attention, Norm, Operand::Residual, 0, a.q_lora_rank}, ColumnProjection));
       add({"q-up", Attention, ColumnProjection, Operand::Hidden, a.q_lora_rank, queries});
     } else {
       add({"q-proj", Attention, ColumnProjection, Operand::Hidden, e, queries});
     }
     add({"kv-down", Attention, LatentProjection, Operand::Residual, e, a.kv_lora_rank + a.qk_rope_head_dim});
     // `in`: the width its gather moves, the latent and the key's rotary part
-    add({"kv-norm", Attention, Norm, Operand::Residual, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank});
+    add(gathering_norm({"kv-norm", Attention, Norm, Operand::Residual, a.kv_lora_rank + a.qk_rope_head_dim, a.kv_lora_rank},
+                       ColumnProjection));
     add({"kv-up", Attention, ColumnProjection, Operand::Hidden, a.kv_lora_rank, m.h * (a.qk_nope_head_dim + a.v_head_dim)});
   } else {
     const I qkv = (m.h + 2 * m.kv()) * m.head_dim();
@@ -485,7 +508,8 @@ std::vector<BlockLayer> describe_block(const Transformer& m, AttentionMode atten
   if (m.out_bias && !m.bias) out.push_back({"vproj-bias", Attention, Bias, Operand::Residual, 0, e});
   post_norm("post-sa-norm", Attention);
   add({"dpr_v", Attention, Dropout, Operand::Residual, 0, e});
-  add({"ln2", Attention, Norm, Operand::Residual, 0, e});
+  // an MoE layer's rows go to its router and token dispatcher, which gather them in bf16
+  add(gathering_norm({"ln2", Attention, Norm, Operand::Residual, 0, e}, m.is_moe() ? Norm : ColumnProjection));
   return out;
 }
 
@@ -503,7 +527,7 @@ StageEnds describe_stage_ends(const Transformer& m, I pp) {
   using enum Sublayer;
   ends.first.layers[0] = {"embed", FirstStage, Embedding, Operand::Residual, 0, v};
   ends.first.count = 1;
-  ends.last.layers[0] = {"ln_f", LastStage, Norm, Operand::Residual, 0, e};
+  ends.last.layers[0] = gathering_norm({"ln_f", LastStage, Norm, Operand::Residual, 0, e}, Role::VocabProjection);
   ends.last.layers[1] = {"lm_head", LastStage, VocabProjection, Operand::Hidden, e, v};
   // Tied weights on one stage are the embedding's; on several the last keeps a copy (Megatron's
   // shared embedding), its gradient all-reduced with the first stage's (compose_step).

@@ -73,6 +73,11 @@ struct BlockLayer {
   // windowed and the global attention of alternating local and global layers) is costed once,
   // timed, and its counts and times scaled by its share, so the block is the model's mean block.
   double share = 1.0;
+  // A norm whose gathered rows are the input of the next layer's GEMM: that layer's role (the
+  // GEMM's data type is the gather's where the runtime quantizes before gathering,
+  // Fp8Policy::quantized_gather). Norm: its rows feed no such GEMM (an MoE layer's router and
+  // dispatch, a post-norm).
+  Role gathered_for = Role::Norm;
 };
 
 // How attention runs: the reference's two modes (modules.py sa_*: flash_attention,
@@ -163,6 +168,11 @@ struct Fp8Policy {
   bool weight_gather = false;
   bool lm_head = false;       // the LM head's GEMM in FP8 too
   bool saved_inputs = true;   // the GEMMs' inputs kept for the backward in FP8 (1 byte)
+  // A low-precision GEMM's input gathered over the tensor-parallel ranks (sequence parallelism)
+  // in its own data type, quantized on the rows each rank holds before the gather, in the forward
+  // and in the backward's re-gather (Transformer Engine's LayerNormLinear and column-parallel
+  // Linear: gather_along_first_dim of the quantized norm output); else gathered in bf16.
+  bool quantized_gather = false;
   bool operator==(const Fp8Policy&) const = default;
 };
 

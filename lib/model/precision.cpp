@@ -39,15 +39,22 @@ double quantization_seconds(const System& s, const QuantWork& w) {
          memory_seconds(s, KernelClass::Elementwise, w.total_gb());
 }
 
-bool runs_fp8(const BlockLayer& y, const Fp8Policy& fp8) {
+bool runs_fp8(const BlockLayer& y, const Fp8Policy& fp8) { return runs_fp8(y.role, fp8); }
+
+bool runs_fp8(Role role, const Fp8Policy& fp8) {
   if (fp8.recipe == Fp8Recipe::None) return false;
-  switch (y.role) {
+  switch (role) {
     case Role::ColumnProjection:
     case Role::QkvProjection:
     case Role::RowProjection: return true;
     case Role::VocabProjection: return fp8.lm_head;
     default: return false;
   }
+}
+
+double gather_share(Precision p, const Fp8Policy& fp8, Role next) {
+  if (p == Precision::Bf16 || !fp8.quantized_gather || !runs_fp8(next, fp8)) return 1.0;
+  return data_type(recipe_of(fp8.recipe).data_type).operand_share;
 }
 
 void to_fp8(const System& s, const BlockLayer& y, const Fp8Policy& fp8, LayerCost& c) {

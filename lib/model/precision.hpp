@@ -35,6 +35,12 @@ double quantization_seconds(const System& s, const QuantWork& work);
 // Whether a described layer's GEMM runs in FP8 under the policy: the linear layers (column, qkv
 // and row projections, the experts'), the LM head only with fp8.lm_head; never the router.
 bool runs_fp8(const BlockLayer& layer, const Fp8Policy& fp8);
+bool runs_fp8(Role role, const Fp8Policy& fp8);
+
+// The share of its bf16 bytes a tensor-parallel gather of the input of a GEMM of role `next`
+// moves: the data type's operand share (FP8 and MXFP8 1/2, NVFP4 (0.5 + 1/16)/2) where that GEMM
+// runs in low precision and the runtime gathers it quantized (Fp8Policy::quantized_gather); else 1.
+double gather_share(Precision precision, const Fp8Policy& fp8, Role next);
 
 // The layer's cost with its GEMM in FP8 (a 1d linear layer's cost from model/layer.hpp): the
 // data type (FP8 peak and calibration), operands read in FP8 (1 byte) and outputs written in

@@ -113,7 +113,8 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
                                offsetof(Candidate, layout.exec.fp8_params),
                                offsetof(Candidate, layout.exec.tp_comm_overlap),
                                offsetof(Candidate, layout.exec.fp8.lm_head),
-                               offsetof(Candidate, layout.exec.fp8.saved_inputs)};
+                               offsetof(Candidate, layout.exec.fp8.saved_inputs),
+                               offsetof(Candidate, layout.exec.fp8.quantized_gather)};
   if (!enums_ok) return false;
   for (const std::size_t offset : bools) {
     if (!byte_at_most(bytes, offset, 1)) return false;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/layouts.hpp"
 #include "config/inputs.hpp"
@@ -128,6 +129,74 @@ TEST(Fp8, WhichLayersRunInFp8) {
   EXPECT_FALSE(runs_fp8(kFc1, Fp8Policy{}));  // a runtime without a recipe runs none
   const BlockLayer router{"router", Sublayer::Mlp, Role::Router, Operand::Residual, 4096, 8};
   EXPECT_FALSE(runs_fp8(router, te));
+}
+
+// Transformer Engine gathers a sequence-parallel GEMM input in the GEMM's data type
+// (Fp8Policy::quantized_gather): Llama 3 8B, one sequence, tp 4. The norm before qkv gathers
+// l x e elements (8192 x 4096) at 2 bytes in bf16 and 1 in FP8, the column projection's re-gather
+// in the backward likewise, while the reduce-scatters of the gradients stay bf16; NVFP4 gathers
+// 4 bits and an e4m3 scale per 16 elements (0.5625 bytes). An MoE layer's norm feeds its router and
+// token dispatcher, which gather in bf16; the final norm gathers in FP8 only with the LM head.
+TEST(Fp8, GathersTheQuantizedInput) {
+  const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
+  ASSERT_EQ(m.l, 8192);
+  ASSERT_EQ(m.e, 4096);
+  const double elements = 8192.0 * 4096;
+  const std::vector<BlockLayer> block = describe_block(m, {});
+  const auto named = [&](const std::vector<BlockLayer>& layers, const char* name) {
+    for (const BlockLayer& y : layers) {
+      if (std::string(y.name) == name) return y;
+    }
+    throw ConfigError(std::string("no layer ") + name);
+  };
+  const TensorSplit split{4, 1, 4, 1, 1};
+  Execution x;
+  x.sp_backward_gather = true;
+  x.precision = Precision::Fp8;
+  x.fp8 = Fp8Policy{Fp8Recipe::Delayed, true};
+  Execution quantized = x;
+  quantized.fp8.quantized_gather = true;
+  const System s = h100();
+  const auto cost = [&](const BlockLayer& y, const Execution& e) {
+    return shard_layer(s, Strategy::OneD, y, 1, m, split, {}, e);
+  };
+  for (const char* norm : {"ln1", "ln2"}) {
+    const LayerCost plain = cost(named(block, norm), x), fp8 = cost(named(block, norm), quantized);
+    ASSERT_EQ(fp8.comm_fwd.items[0].type, CommType::AllGather);
+    EXPECT_DOUBLE_EQ(plain.comm_fwd.items[0].volume_gb, elements * 2e-9) << norm;
+    EXPECT_DOUBLE_EQ(fp8.comm_fwd.items[0].volume_gb, elements * 1e-9) << norm;
+    EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[0].volume_gb, elements * 2e-9) << norm;  // the gradient's reduce-scatter
+  }
+  for (const char* gemm : {"qkv", "fc1"}) {
+    const LayerCost fp8 = cost(named(block, gemm), quantized);
+    ASSERT_EQ(fp8.comm_bwd.count, 2);
+    EXPECT_EQ(fp8.comm_bwd.items[0].type, CommType::ReduceScatter);
+    EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[0].volume_gb, elements * 2e-9) << gemm;
+    EXPECT_EQ(fp8.comm_bwd.items[1].type, CommType::AllGather);
+    EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[1].volume_gb, elements * 1e-9) << gemm;
+  }
+  // bf16 layouts and runtimes that gather in bf16 move 2 bytes
+  Execution bf16 = quantized;
+  bf16.precision = Precision::Bf16;
+  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), bf16).comm_fwd.items[0].volume_gb, elements * 2e-9);
+  EXPECT_DOUBLE_EQ(cost(named(block, "qkv"), bf16).comm_bwd.items[1].volume_gb, elements * 2e-9);
+  Execution nvfp4 = quantized;
+  nvfp4.precision = Precision::Nvfp4;
+  nvfp4.fp8.recipe = Fp8Recipe::Nvfp4;
+  nvfp4.fp8.fused_casts = false;
+  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), nvfp4).comm_fwd.items[0].volume_gb, elements * 0.5625e-9);
+  // the final norm: bf16 for a bf16 LM head, FP8 for an FP8 one
+  const BlockLayer ln_f = describe_stage_ends(m, 2).last.layers[0];
+  ASSERT_EQ(std::string(ln_f.name), "ln_f");
+  EXPECT_DOUBLE_EQ(cost(ln_f, quantized).comm_fwd.items[0].volume_gb, elements * 2e-9);
+  Execution head = quantized;
+  head.fp8.lm_head = true;
+  EXPECT_DOUBLE_EQ(cost(ln_f, head).comm_fwd.items[0].volume_gb, elements * 1e-9);
+  // an MoE layer's norm before its router
+  const Transformer moe = load_model(kRoot / "models" / "mixtral_8x7b.yaml");
+  const BlockLayer moe_norm = named(describe_block(moe, {}), "ln2");
+  const LayerCost moe_cost = shard_layer(s, Strategy::OneD, moe_norm, 1, moe, split, {}, quantized);
+  EXPECT_DOUBLE_EQ(moe_cost.comm_fwd.items[0].volume_gb, static_cast<double>(moe.l * moe.e) * 2e-9);
 }
 
 // A runtime's FP8 keys change nothing while the layout is bf16.
