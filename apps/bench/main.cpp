@@ -9,7 +9,7 @@
 
 #include "common/execution_options.hpp"
 #include "common/cli.hpp"
-#include "common/exit_codes.hpp"
+#include "common/tool.hpp"
 #include "core/limits.hpp"
 #include "config/inputs.hpp"
 #include "config/runtime_file.hpp"
@@ -123,16 +123,8 @@ int main(int argc, char** argv) {
   app.add_option("--n-gpus", configs_gpus, "with --compare-configs: the GPU count")->capture_default_str();
   cli::Verbosity verbosity;
   cli::add_common_flags(app, verbosity);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli::exit_for(app, e) == 0 ? 0 : 2;
-  }
-  cli::use_stderr_log("bench", verbosity);
-  cli::log_start(argc, argv, 1);
-
-  bool all_identical = true;
-  try {
+  return cli::run_tool("bench", app, argc, argv, verbosity, [&]() -> int {
+    bool all_identical = true;
     check_count(global_batch, kMaxGlobalBatch, "--global-batch-size");
     check_count(n_min, kMaxBenchGpus, "--n-min");
     check_count(repeat, kMaxRepeat, "--repeat");
@@ -262,10 +254,6 @@ int main(int argc, char** argv) {
     std::printf("reference: about 7 ms per candidate (105 s for the 15,098 candidates of 1d gpt3_1T on one system)\n");
     std::printf("speed-up over the reference: %sx\n", ratio("%.0f", 7e-3 * n_grid, grid_seconds).c_str());
     flush_stdout();
-  } catch (...) {
-    const cli::ErrorExit e = cli::current_error_exit();
-    cli::print_error("bench", e);
-    return e.code;
-  }
-  return all_identical ? 0 : 1;
+    return all_identical ? 0 : 1;
+  });
 }

@@ -18,7 +18,7 @@
 #include "comm/validation.hpp"
 #include "config/inputs.hpp"
 #include "config/system_list.hpp"
-#include "common/measurement_tool.hpp"
+#include "common/tool.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 
@@ -92,8 +92,6 @@ int run_fit(const MeasurementOptions& in, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  init_tool_logger("comm");
-
   CLI::App app{"Collective times: the analytical model against nccl-tests measurements, and a calibrated model"};
   app.require_subcommand(1);
   app.fallthrough();  // -q, -v after the subcommand too
@@ -112,7 +110,7 @@ int main(int argc, char** argv) {
   fit_in.add_to(*fit);
   fit->add_option("--out,-o", out_file, "calibration YAML to write")->required();
 
-  return run_tool(app, argc, argv, verbosity, [&]() -> int {
+  return cli::run_tool(nullptr, app, argc, argv, verbosity, {.ignore_file_size_signal = true}, [&]() -> int {
     if (validate->parsed()) {
       if (system_name.empty() && calibration_file.empty()) {
         throw InputError("validate needs --system or --calibration");

@@ -66,11 +66,15 @@ inline std::string nearest_flag(const CLI::App& app, const std::string& unknown)
   return best;
 }
 
+// The program's name as its command line gave it, the last part of the path ("configs" of
+// build/bin/configs): the TOOL of every tool's error messages.
+inline std::string tool_name(const CLI::App& app) { return app.get_name().substr(app.get_name().rfind('/') + 1); }
+
 // CLI11's message and exit code for a bad command line, in every tool's error form ("TOOL:
 // error: ..."), after a hint for each unknown flag ("did you mean --global-batch-size?"). The one
 // place every tool's parse errors go through.
 inline int exit_for(CLI::App& app, const CLI::ParseError& e) {
-  const std::string tool = app.get_name().substr(app.get_name().rfind('/') + 1);
+  const std::string tool = tool_name(app);
   app.failure_message([tool](const CLI::App*, const CLI::Error& error) {
     return tool + ": error: " + error.what() + "\nRun with --help for more information.\n";
   });

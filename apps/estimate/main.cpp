@@ -10,6 +10,7 @@
 #include "common/estimate_options.hpp"
 #include "common/exit_codes.hpp"
 #include "common/launch_options.hpp"
+#include "common/tool.hpp"
 #include "core/files.hpp"
 #include "io/report.hpp"
 #include "model/axes.hpp"
@@ -90,23 +91,12 @@ int main(int argc, char** argv) {
       "(default 1 each), and dp x tp x pp GPUs in all.\n"
       "Placements (--nv-*) left out are chosen as the fastest among those the reference's search tries.\n"
       "Units: memory GB, compute TFLOP, time s, throughput samples/s. Exit codes: 0 ok, 2 bad input.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli::exit_for(app, e) == 0 ? 0 : 2;
-  }
-  if (o.axes_only) {
+  // --axes prints the table and exits before the log starts
+  auto axes_only = [&]() -> std::optional<int> {
+    if (!o.axes_only) return std::nullopt;
     std::cout << axes_text();
     flush_stdout();
     return 0;
-  }
-  cli::use_stderr_log("estimate", o.verbosity);
-  cli::log_start(argc, argv, 1);
-  try {
-    return run(o);
-  } catch (...) {
-    const cli::ErrorExit e = cli::current_error_exit();
-    cli::print_error("estimate", e);
-    return e.code;
-  }
+  };
+  return cli::run_tool("estimate", app, argc, argv, o.verbosity, {.early_exit = axes_only}, [&] { return run(o); });
 }

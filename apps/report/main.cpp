@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "common/cli.hpp"
-#include "common/exit_codes.hpp"
+#include "common/tool.hpp"
 #include "core/files.hpp"
 #include "io/html_report.hpp"
 #include "io/sweep_file.hpp"
@@ -40,14 +40,7 @@ int main(int argc, char** argv) {
   app.footer("Example: report outputs/exec_1d_gpt3_1T.h5 -o report.html\n"
              "Exit codes: 0 ok, 2 bad input (a file that is not a sweep's, named with its field), 1 output not "
              "written.");
-  try {
-    app.parse(argc, argv);
-    cli::use_stderr_log("report", verbosity);
-    cli::log_start(argc, argv, 1);
-  } catch (const CLI::ParseError& e) {
-    return cli::exit_for(app, e) == 0 ? 0 : 2;
-  }
-  try {
+  return cli::run_tool("report", app, argc, argv, verbosity, [&] {
     require_regular_or_absent(output, "output");
     refuse_output_over_input(output, inputs);
     std::vector<SweepFile> files;
@@ -56,9 +49,5 @@ int main(int argc, char** argv) {
     write_text_atomically(output, page);
     spdlog::info("wrote {} ({} bytes) from {} file(s)", output, page.size(), files.size());
     return 0;
-  } catch (...) {
-    const cli::ErrorExit e = cli::current_error_exit();
-    cli::print_error("report", e);
-    return e.code;
-  }
+  });
 }

@@ -11,9 +11,9 @@
 
 #include "common/budget_options.hpp"
 #include "common/cli.hpp"
-#include "common/exit_codes.hpp"
 #include "common/execution_options.hpp"
 #include "common/model_flags.hpp"
+#include "common/tool.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -82,9 +82,9 @@ int main(int argc, char** argv) {
              "restart, 1 other failure (output not written, output in use).");
   o.software_version = software_version();
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-  int code = 0;
-  try {
-    app.parse(argc, argv);
+  // The budget's flags checked before the log starts (their errors first); the log on stdout with
+  // time and rank, its first line rank 0's (none for --dry-run).
+  auto start_log = [&] {
     budget.check();
     o.tokens = budget.tokens;
     o.prices = budget.prices;
@@ -95,11 +95,8 @@ int main(int argc, char** argv) {
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rank == 0 && !o.dry_run) cli::log_start(argc, argv, size);
-    run_sweeps(o, MPI_COMM_WORLD, thread_level);
-  } catch (const CLI::ParseError& e) {
-    code = (rank == 0 ? cli::exit_for(app, e) : e.get_exit_code()) == 0 ? 0 : 2;
-  } catch (...) {
-    const cli::ErrorExit e = cli::current_error_exit();
+  };
+  auto on_error = [&](const cli::ErrorExit& e) {
     if (!e.typed) {
       // Thrown on this rank only, perhaps while the others wait in a collective: this rank says
       // why and stops them all.
@@ -109,8 +106,13 @@ int main(int argc, char** argv) {
     // The library's typed errors come from the inputs every rank reads alike, or from rank 0's
     // publishing after the last collective: rank 0 reports them and every rank exits.
     if (rank == 0) cli::print_error("sweep", e);
-    code = e.code;
-  }
+  };
+  // A bad command line: rank 0 says why, every rank exits with its code.
+  const int code = cli::run_tool("sweep", app, argc, argv, verbosity,
+                                 {.report_parse_errors = rank == 0, .start_log = start_log, .on_error = on_error}, [&] {
+                                   run_sweeps(o, MPI_COMM_WORLD, thread_level);
+                                   return 0;
+                                 });
   MPI_Finalize();
   return code;
 }

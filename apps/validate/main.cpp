@@ -43,7 +43,7 @@
 #include "config/kernels_file.hpp"
 #include "config/runtime_file.hpp"
 #include "core/files.hpp"
-#include "common/measurement_tool.hpp"
+#include "common/tool.hpp"
 #include "core/error.hpp"
 #include "validate/set_runs.hpp"
 
@@ -100,8 +100,6 @@ void add_selected_command(SelectedCommand& c, CLI::App* cmd, const char* format,
 }  // namespace
 
 int main(int argc, char** argv) {
-  init_tool_logger("validate");
-
   CLI::App app{"The model against GPU measurements, and the kernel calibration fitted to them"};
   app.require_subcommand(1);
   app.fallthrough();  // -q, -v after the subcommand too
@@ -188,7 +186,7 @@ int main(int argc, char** argv) {
                       "what the fitter writes: kernel_scales a kernel calibration YAML, host_floor a folder of systems/ "
                       "and runtimes/, carried_efficiency a folder of the carried calibrations");
 
-  return run_tool(app, argc, argv, verbosity, [&]() -> int {
+  return cli::run_tool(nullptr, app, argc, argv, verbosity, {.ignore_file_size_signal = true}, [&]() -> int {
     if (runs_cmd->parsed()) return validate_runs(runs_options);
     if (fit_cmd->parsed()) return validate_fit(fit_options);
     if (residuals_cmd->parsed()) return validate_residuals(residuals_options);
