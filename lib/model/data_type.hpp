@@ -55,14 +55,18 @@ struct DataType {
   Fp8Recipe recipe = Fp8Recipe::None;
 };
 inline constexpr DataType kDataTypes[] = {
-    {Precision::Bf16, kPrecisionNames[0], &System::matrix_flops_fp16, "matrix_flops_fp16", "BF16", kernels::GemmType::Bf16, 1.0},
-    {Precision::Fp8, kPrecisionNames[1], &System::matrix_flops_fp8, "matrix_flops_fp8", "FP8", kernels::GemmType::Fp8, 0.5},
-    {Precision::Mxfp8, kPrecisionNames[2], &System::matrix_flops_mxfp8, "matrix_flops_mxfp8", "MXFP8", kernels::GemmType::Fp8,
-     0.5, Fp8Recipe::Mxfp8},
+    {.id = Precision::Bf16, .name = kPrecisionNames[0], .peak = &System::matrix_flops_fp16,
+     .peak_key = "matrix_flops_fp16", .tensor_cores = "BF16", .gemm = kernels::GemmType::Bf16, .operand_share = 1.0},
+    {.id = Precision::Fp8, .name = kPrecisionNames[1], .peak = &System::matrix_flops_fp8,
+     .peak_key = "matrix_flops_fp8", .tensor_cores = "FP8", .gemm = kernels::GemmType::Fp8, .operand_share = 0.5},
+    {.id = Precision::Mxfp8, .name = kPrecisionNames[2], .peak = &System::matrix_flops_mxfp8,
+     .peak_key = "matrix_flops_mxfp8", .tensor_cores = "MXFP8", .gemm = kernels::GemmType::Fp8, .operand_share = 0.5,
+     .recipe = Fp8Recipe::Mxfp8},
     // the FP8 GEMM parameters at the FP4 peak (assumed: no NVFP4 GEMM measured); 4 bits and a
     // scale byte per 16 elements: (0.5 + 1/16) / 2 of bf16's bytes
-    {Precision::Nvfp4, kPrecisionNames[3], &System::matrix_flops_fp4, "matrix_flops_fp4", "FP4", kernels::GemmType::Fp8,
-     (0.5 + 1.0 / 16) / 2, Fp8Recipe::Nvfp4},
+    {.id = Precision::Nvfp4, .name = kPrecisionNames[3], .peak = &System::matrix_flops_fp4,
+     .peak_key = "matrix_flops_fp4", .tensor_cores = "FP4", .gemm = kernels::GemmType::Fp8,
+     .operand_share = (0.5 + 1.0 / 16) / 2, .recipe = Fp8Recipe::Nvfp4},
 };
 static_assert(std::size(kDataTypes) == kPrecisionNames.size(), "a descriptor for every Precision");
 constexpr const DataType& data_type(Precision p) { return kDataTypes[static_cast<std::size_t>(p)]; }
@@ -110,15 +114,26 @@ struct LowPrecisionRecipe {
   const char* megatron;         // Megatron-LM's --fp8-recipe (Megatron-Core's fp8_recipe)
 };
 inline constexpr LowPrecisionRecipe kLowPrecisionRecipes[] = {
-    {Fp8Recipe::None, "none", Precision::Fp8, {}, {}, false, false, 0, "fp8", "", ""},
-    {Fp8Recipe::Delayed, "delayed", Precision::Fp8, {{0, 4}, {0, 1}}, {{0, 2}, {0, 1}}, true, true, 2, "fp8",
-     "hybrid", "delayed"},
-    {Fp8Recipe::Current, "current", Precision::Fp8, {{2, 4}, {1, 1}}, {{2, 4}, {1, 1}}, false, false, 2, "fp8",
-     "hybrid", "tensorwise"},
-    {Fp8Recipe::Mxfp8, "mxfp8", Precision::Mxfp8, {{0, 4 + 2 * kMxScale}, {0, 1}}, {{0, 2 * kMxScale}, {0, 0}}, true,
-     false, 2 + 2 * kMxScale, "fp8", "hybrid", "mxfp8"},
-    {Fp8Recipe::Nvfp4, "nvfp4", Precision::Nvfp4, {{2, 2 + 2 * kNvfp4Bytes}, {1, 1}}, {{2, 2 + 2 * kNvfp4Bytes}, {1, 1}},
-     false, false, 2 * kNvfp4Bytes, "fp4", "e2m1", "nvfp4"},
+    {.id = Fp8Recipe::None, .name = "none", .data_type = Precision::Fp8, .input = {}, .fused = {}, .fuses = false,
+     .fused_in_backward = false, .cached_weight_bytes = 0, .launch_kind = "fp8", .megatron_format = "",
+     .megatron = ""},
+    {.id = Fp8Recipe::Delayed, .name = "delayed", .data_type = Precision::Fp8,
+     .input = {.bytes_per_element = {0, 4}, .kernels = {0, 1}},
+     .fused = {.bytes_per_element = {0, 2}, .kernels = {0, 1}}, .fuses = true, .fused_in_backward = true,
+     .cached_weight_bytes = 2, .launch_kind = "fp8", .megatron_format = "hybrid", .megatron = "delayed"},
+    {.id = Fp8Recipe::Current, .name = "current", .data_type = Precision::Fp8,
+     .input = {.bytes_per_element = {2, 4}, .kernels = {1, 1}},
+     .fused = {.bytes_per_element = {2, 4}, .kernels = {1, 1}}, .fuses = false, .fused_in_backward = false,
+     .cached_weight_bytes = 2, .launch_kind = "fp8", .megatron_format = "hybrid", .megatron = "tensorwise"},
+    {.id = Fp8Recipe::Mxfp8, .name = "mxfp8", .data_type = Precision::Mxfp8,
+     .input = {.bytes_per_element = {0, 4 + 2 * kMxScale}, .kernels = {0, 1}},
+     .fused = {.bytes_per_element = {0, 2 * kMxScale}, .kernels = {0, 0}}, .fuses = true, .fused_in_backward = false,
+     .cached_weight_bytes = 2 + 2 * kMxScale, .launch_kind = "fp8", .megatron_format = "hybrid", .megatron = "mxfp8"},
+    {.id = Fp8Recipe::Nvfp4, .name = "nvfp4", .data_type = Precision::Nvfp4,
+     .input = {.bytes_per_element = {2, 2 + 2 * kNvfp4Bytes}, .kernels = {1, 1}},
+     .fused = {.bytes_per_element = {2, 2 + 2 * kNvfp4Bytes}, .kernels = {1, 1}}, .fuses = false,
+     .fused_in_backward = false, .cached_weight_bytes = 2 * kNvfp4Bytes, .launch_kind = "fp4",
+     .megatron_format = "e2m1", .megatron = "nvfp4"},
 };
 constexpr const LowPrecisionRecipe& recipe_of(Fp8Recipe r) { return kLowPrecisionRecipes[static_cast<std::size_t>(r)]; }
 // The recipe a layout's linear layers run: its data type's own (mxfp8, nvfp4), else the runtime's
