@@ -370,6 +370,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
   EXPECT_EQ(a.stage_partition, b.stage_partition);
   EXPECT_EQ(a.rank_order, b.rank_order);
+  EXPECT_EQ(a.moe_permutation, b.moe_permutation);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -410,6 +411,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.zero_stages = 0xA;  // 1 and 3
   odd.stage_partition = StagePartition::Nanotron;
   odd.rank_order = RankOrder::PipelineInnerDataOuter;
+  odd.moe_permutation = MoePermutation::Unfused;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
