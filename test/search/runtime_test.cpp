@@ -129,7 +129,8 @@ TEST(Runtime, MegatronFsdpShardsEveryMicroBatch) {
 // nemo is megatron_tp_overlap with the performance recipes' differences and nothing else: bf16
 // gradient buffers (grad_reduce_in_fp32 = False), zeroed at 2 bytes, FP8 current scaling without
 // fused casts, no hierarchical context-parallel exchange (NeMo's strategy creates no hierarchical
-// groups), NeMo's launch line; the calibrated H100 and H200 systems run it.
+// groups), NeMo's launch line, Transformer Engine's fused MoE permutation (Megatron Bridge's MoE
+// providers set moe_permute_fusion); the calibrated H100 and H200 systems run it.
 TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   const Runtime nemo = load_runtime(kRoot / "runtimes" / "nemo.yaml");
   Runtime expected = load_runtime(kRoot / "runtimes" / "megatron_tp_overlap.yaml");
@@ -140,6 +141,7 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.fp8.fused_casts = false;
   expected.context_parallel &= static_cast<std::uint8_t>(~(1u << static_cast<unsigned>(CpComm::AllToAllP2P)));
   expected.launch = static_cast<std::int8_t>(LaunchFramework::Nemo);
+  expected.moe_permutation = MoePermutation::Fused;
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
   for (const char* system :
        {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "B300-calibrated.yaml",
