@@ -97,11 +97,12 @@ constexpr auto kCpCommKeyNames = key_names(kCpCommNames);                  // Cp
 constexpr auto kOffloadKeyNames = key_names(kOffloadNames);                // Offload
 constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // StagePartition
 constexpr auto kRankOrderKeyNames = key_names(kRankOrderNames);            // RankOrder
+constexpr auto kMoePermutationKeyNames = key_names(kMoePermutationNames);  // MoePermutation
 constexpr auto kLaunchKeyNames = key_names(kLaunchFrameworkNames);         // LaunchFramework
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
                                       "zero_stages", "zero_gather", "zero_reduce", "dp_overlap", "activations",
                                       "fp8_recipe",  "context_parallel", "offload", "stage_partition",
-                                      "rank_order",  "launch"};
+                                      "rank_order",  "launch",      "moe_permutation"};
 
 class Reader {
  public:
@@ -241,6 +242,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
   rt.rank_order = static_cast<RankOrder>(choice("rank_order", kRankOrderKeyNames, 0));
   rt.launch = static_cast<std::int8_t>(choice("launch", kLaunchKeyNames, -1));
+  rt.moe_permutation = static_cast<MoePermutation>(choice("moe_permutation", kMoePermutationKeyNames, 0));
   if (rt.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
       if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
@@ -266,7 +268,8 @@ Runtime load_runtime(const std::filesystem::path& path) {
     if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.dp_overlap != plain.dp_overlap || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
         rt.context_parallel != plain.context_parallel || rt.offload != plain.offload || rt.launch != plain.launch ||
-        rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order) {
+        rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order ||
+        rt.moe_permutation != plain.moe_permutation) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
@@ -324,6 +327,9 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "stage_partition: " + named(kStagePartitionKeyNames, rt.stage_partition) + "\n";
   out += "rank_order: " + named(kRankOrderKeyNames, rt.rank_order) + "\n";
   if (rt.launch >= 0) out += "launch: " + named(kLaunchKeyNames, rt.launch) + "\n";
+  if (rt.moe_permutation != MoePermutation::None) {
+    out += "moe_permutation: " + named(kMoePermutationKeyNames, rt.moe_permutation) + "\n";
+  }
   if (rt.fp8.recipe != Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (rt.fp8.*k.member ? "true" : "false") + "\n";
   }

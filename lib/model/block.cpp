@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "core/error.hpp"
@@ -134,22 +135,126 @@ LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Tra
   unsupported(y, "expert");
 }
 
+// Kernels a pass of each step of the MoE layer's permutation launches (Execution::moe_permutation),
+// [forward, backward], and whether the scatters write into a zeroed tensor first.
+// Unfused, Megatron-Core's moe_utils.py: permute = routing_map.bool().T.contiguous(), the argsort
+// (sort and gather), `% num_tokens`, the probabilities' transpose and gather, index_select (7); its
+// backward index_select's (zeros, index_add_), the probabilities' gather's (zeros, index_put_) and
+// the transpose's (5). sort_chunks_by_idxs = torch.cat of the tokens' and of the probabilities'
+// chunks (2), backward their split's cat (2); without probabilities (the unsort) 1 and 1.
+// unpermute = torch.zeros and scatter_add_ (2), backward the gather (1).
+// Fused, Transformer Engine's transformer_engine/pytorch/triton/permutation.py: permute =
+// make_row_id_map's three passes and _permute_kernel (4), backward _unpermute_kernel (1);
+// sort_chunks = _make_chunk_sort_map_kernel and _sort_chunks_by_map_kernel (2), backward the
+// latter (1); unpermute = _unpermute_kernel (1), backward _permute_kernel (1).
+struct PermutationKernels {
+  std::array<double, 2> permute, sort, unsort, unpermute;
+  bool zero_fill;
+};
+constexpr PermutationKernels kPermutationKernels[] = {
+    {{0, 0}, {0, 0}, {0, 0}, {0, 0}, false},  // None
+    {{7, 5}, {2, 2}, {1, 1}, {2, 1}, true},   // Unfused
+    {{4, 1}, {2, 1}, {2, 1}, {1, 1}, false},  // Fused
+};
+static_assert(std::size(kPermutationKernels) == std::size(kMoePermutationNames), "kernels for every MoePermutation");
+
+// The router's elementwise kernels on its T x E scores, Megatron-Core's unfused path
+// (--moe-router-fusion off, its default; Megatron Bridge's MoE recipes leave it off): forward
+// topk_routing_with_score_function's score function (read, write: 2 TE), torch.topk (read: 1), the
+// top-k probabilities' normalization, and the zeros and scatter of routing_probs and of routing_map
+// (4); compute_routing_scores_for_aux_loss's score function, top-k and map (5) and the loss's sum
+// over the tokens (1): 13 TE elements in 15 kernels. Backward: the scatter's gather (1), the top-k's
+// zeros and scatter (2), the score function's backward (read y and dy, write dx: 3), the aux
+// branch's expand (1) and score backward (3), the two logits' gradients summed (3): 13 TE in 10.
+constexpr std::array<double, 2> kRouterElements{13, 13};
+constexpr std::array<double, 2> kRouterKernels{15, 10};
+
+// The bytes and kernels of a MoE layer's router, dispatch or combine beyond their GEMM or all-to-all
+// (Execution::moe_permutation; Megatron-Core's MoEAlltoAllTokenDispatcher, token_dispatcher.py),
+// per pass, for `tokens` tokens on the GPU (the layer's, as shard_moe takes them). With T the
+// rank's own tokens, R_c = T top_k (capacity included) the rows it permutes and R_g the rows its
+// expert group's dispatch delivers to it (R_c x etp), e the hidden size, in elements of
+// element_size (bf16 tokens and probabilities):
+//  dispatch  dispatch_preprocess's permute: R_c rows of e gathered and written, and their R_c
+//            probabilities (2 R_c e + 2 R_c); with several local experts, dispatch_postprocess's
+//            sort_chunks_by_idxs of the received rows and probabilities (2 R_g e + 2 R_g). Backward
+//            the mirror: the sort's inverse (2 R_g e + 2 R_g) and the permute's scatter of R_c
+//            rows into T (R_c e + T e, and T e zeroed first unfused) with the probabilities' (2 R_c).
+//  combine   combine_preprocess's unsort of the experts' R_g rows (2 R_g e, several local experts),
+//            combine_postprocess's unpermute: R_c rows read, T written (R_c e + T e, and T e zeroed
+//            first unfused; the probabilities were applied inside the experts). Backward: the
+//            unpermute's gather of R_c rows (2 R_c e) and the unsort's inverse (2 R_g e).
+//  router    kRouterElements x T E on all `tokens` (the router layer's rows).
+// The index maps (int32 and bool, T E or R_c elements) are left out: under 1% of the rows' bytes.
+// Nothing more is kept for the backward: the saved maps are indices, and the permuted rows the
+// experts keep are their fc1's input, counted there.
+std::array<StreamWork, 2> moe_routing_work(const System& s, const BlockLayer& y, I tokens, const Transformer& m,
+                                           const TensorSplit& t, MoePermutation permutation) {
+  const PermutationKernels& k = kPermutationKernels[static_cast<std::size_t>(permutation)];
+  const double elem = s.element_size, e = static_cast<double>(m.e);
+  const double etp = static_cast<double>(expert_split(t).gpus);
+  const double group_tokens = static_cast<double>(expert_group_tokens(t, tokens));
+  const double own = group_tokens / etp;                                                      // T
+  const double group_rows = static_cast<double>(routed_tokens(m, expert_group_tokens(t, tokens)));  // R_g
+  const double own_rows = group_rows / etp;                                                   // R_c
+  const bool sorts = m.moe.experts / t.ep > 1;
+  const double fill = k.zero_fill ? own * e : 0.0;
+  std::array<StreamWork, 2> w{};
+  switch (y.role) {
+    case Role::Router: {
+      const double scores = static_cast<double>(tokens) * static_cast<double>(m.moe.experts);
+      for (std::size_t p = 0; p < 2; ++p) w[p] = {kRouterElements[p] * scores * elem, kRouterKernels[p]};
+      return w;
+    }
+    case Role::Dispatch:
+      w[0] = {(2 * own_rows * e + 2 * own_rows) * elem, k.permute[0]};
+      w[1] = {(own_rows * e + own * e + fill + 2 * own_rows) * elem, k.permute[1]};
+      if (sorts) {
+        for (std::size_t p = 0; p < 2; ++p) {
+          w[p].gb += (2 * group_rows * e + 2 * group_rows) * elem;
+          w[p].kernels += k.sort[p];
+        }
+      }
+      return w;
+    case Role::Combine:
+      w[0] = {(own_rows * e + own * e + fill) * elem, k.unpermute[0]};
+      w[1] = {2 * own_rows * e * elem, k.unpermute[1]};
+      if (sorts) {
+        for (std::size_t p = 0; p < 2; ++p) {
+          w[p].gb += 2 * group_rows * e * elem;
+          w[p].kernels += k.unsort[p];
+        }
+      }
+      return w;
+    default: return w;
+  }
+}
+
 // The MoE layers outside the experts, for `tokens` tokens per GPU: the router on all of them
 // (replicated over tp), the dispatch of every token the GPU's expert group routes, the combine of
-// the 1/etp of them each rank of the group holds after the experts' reduce-scatter.
+// the 1/etp of them each rank of the group holds after the experts' reduce-scatter. With a
+// permutation (Execution::moe_permutation) its kernels and the router's ride on these layers
+// (moe_routing_work), and they replace the all-to-all's own read and write of the rows.
 LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
-                    const char* strategy) {
+                    const char* strategy, MoePermutation permutation = MoePermutation::None) {
+  LayerCost c;
   switch (y.role) {
-    case Role::Router: return column_projection(s, y.name, tokens, y.in, y.out, kOneGpu);
+    case Role::Router: c = column_projection(s, y.name, tokens, y.in, y.out, kOneGpu); break;
     case Role::Dispatch:
-      return all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out, t.ep, t.nv_ep,
-                        tensor_domains(t));
+      c = all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out, t.ep, t.nv_ep,
+                     tensor_domains(t));
+      break;
     case Role::Combine:
-      return all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out / expert_split(t).gpus,
-                        t.ep, t.nv_ep, tensor_domains(t));
-    default: break;
+      c = all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out / expert_split(t).gpus,
+                     t.ep, t.nv_ep, tensor_domains(t));
+      break;
+    default: unsupported(y, strategy);
   }
-  unsupported(y, strategy);
+  if (permutation != MoePermutation::None) [[unlikely]] {
+    c.routing = moe_routing_work(s, y, tokens, m, t, permutation);
+    if (y.role != Role::Router) c.mem_fwd = c.mem_bwd = 0;
+  }
+  return c;
 }
 
 // Plain tensor parallelism: a projection's reduce-scatter of full activations becomes an
@@ -273,7 +378,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), {tp, nv}, m.logits_dtype);
     case Role::Router:
     case Role::Dispatch:
-    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d");
+    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d", x.moe_permutation);
   }
   unsupported(y, "1d");
 }

@@ -154,6 +154,20 @@ inline constexpr const char* kStagePartitionNames[] = {"even", "nanotron"};
 enum class RankOrder : std::uint8_t { DataInnerPipelineOuter, PipelineInnerDataOuter };
 inline constexpr const char* kRankOrderNames[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
 
+// The memory-bound kernels around a MoE layer's experts (a runtime's moe_permutation; costed on
+// the router, dispatch and combine layers, model/block.cpp: moe_routing_work). Megatron-Core's
+// alltoall token dispatcher (megatron/core/transformer/moe/token_dispatcher.py
+// MoEAlltoAllTokenDispatcher, moe_utils.py permute, unpermute, sort_chunks_by_idxs) and its
+// TopKRouter (router.py; moe_utils.py topk_routing_with_score_function and the aux loss's scores):
+//  None     not costed apart: the all-to-all layers' own read and write of the routed rows
+//           (the reference's and every model before this mechanism)
+//  Unfused  PyTorch's permutation (index_select, torch.cat, scatter_add_ into zeros; Megatron-LM's
+//           default, --moe-permute-fusion off)
+//  Fused    Transformer Engine's fused permute, sort and unpermute kernels (--moe-permute-fusion):
+//           the same bytes in fewer kernels, no zero fill
+enum class MoePermutation : std::uint8_t { None, Unfused, Fused };
+inline constexpr const char* kMoePermutationNames[] = {"none", "unfused", "fused"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -257,6 +271,9 @@ struct Execution {
   // The framework's rank order: where the data-parallel and pipeline groups sit across NVLink
   // domains under network tiers (set from the runtime by apply_runtime; not searched).
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
+  // The MoE layer's permutation and router kernels (set from the runtime by apply_runtime; not
+  // searched; 1d only).
+  MoePermutation moe_permutation = MoePermutation::None;
   bool operator==(const Execution&) const = default;
 };
 

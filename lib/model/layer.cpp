@@ -82,6 +82,20 @@ std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, cons
   return n;
 }
 
+// The MoE permutation's and router's kernels (LayerCost::routing): row gathers and scatters of
+// the routed tokens, timed as the kernel calibration's embedding lookup, the one fitted kernel that
+// gathers whole rows by index (its forward curve for both passes: the embedding's backward curve
+// is the dense table gradient's, not a gather), else the elementwise class's roofline.
+double routing_seconds(const System& s, const StreamWork& w) {
+  const kernels::Calibration* cal = s.kernel_calibration.get();
+  constexpr auto kGather = static_cast<std::size_t>(kernels::StreamKind::Embedding);
+  if (cal != nullptr && cal->stream_fitted[kGather]) {
+    const kernels::StreamModel& m = cal->stream[kGather][kernels::kFwd];
+    return w.kernels * m.launch_s + w.gb / (s.hbm_bandwidth * m.bandwidth_fraction);
+  }
+  return w.kernels * s.kernel(KernelClass::Elementwise).launch_s + memory_seconds(s, KernelClass::Elementwise, w.gb);
+}
+
 PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double flops, double mem,
                    const CommSet& comms) {
   PassTime p;
@@ -132,6 +146,14 @@ PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double
   p.t = t_compute + p.comm;
   if (p.cast > 0) p.t += p.cast;  // the quantization kernels run before the GEMM, serially
   p.mem = std::max(t_compute - p.comp, 0.0);
+  if (c.routing[pass].kernels > 0) [[unlikely]] {
+    // memory time, after the pass's own kernel (a dispatch or combine with the permutation moves
+    // no rows of its own: t_mem 0)
+    const double routing = routing_seconds(s, c.routing[pass]);
+    p.t += routing;
+    p.mem += routing;
+    p.intensity = p.comp / (t_mem + routing);
+  }
   return p;
 }
 

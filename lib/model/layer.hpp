@@ -87,6 +87,14 @@ struct QuantWork {
   double total_kernels() const { return kernels[0] + kernels[1]; }
 };
 
+// Memory-bound kernels a pass runs beside its own kernel (the MoE layer's permutation and router
+// kernels, Execution::moe_permutation): GB moved through HBM and kernels launched, timed after the
+// pass's kernel, serially, as a row gather (model/layer.cpp: routing_seconds).
+struct StreamWork {
+  double gb = 0;
+  double kernels = 0;
+};
+
 struct LayerCost {
   const char* name = "";
   // the kernel it runs: its roofline class (model/roofline.hpp: kernel_class) and, with a kernel
@@ -120,6 +128,9 @@ struct LayerCost {
   // in the forward, the output gradient's in the backward, and the amax passes of current
   // scaling), by the kernel kind that times them (model/precision.hpp).
   std::array<QuantWork, 2> quant{};
+  // The MoE permutation's and router's kernels of each pass (model/block.cpp: moe_routing_work);
+  // their time is memory time, part of the pass's `mem` and `t`.
+  std::array<StreamWork, 2> routing{};
 };
 
 // Time of one pass (seconds) and its parts, as the reference reports them.

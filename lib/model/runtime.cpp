@@ -36,6 +36,7 @@ void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention)
   exec.fp8 = rt.fp8;
   exec.fp8.recipe = layout_recipe(exec.precision, rt.fp8.recipe);  // mxfp8, nvfp4: their own
   exec.stage_partition = rt.stage_partition;
+  exec.moe_permutation = rt.moe_permutation;
 }
 
 Execution runtime_defaults(const Runtime& rt) {

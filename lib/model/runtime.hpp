@@ -165,6 +165,9 @@ struct Runtime {
   // The order it numbers ranks in (rank_order: tp-cp-ep-dp-pp or tp-cp-ep-pp-dp): where the
   // data-parallel and pipeline groups sit under network tiers.
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
+  // The MoE layer's token permutation and router kernels it runs (moe_permutation: none, unfused,
+  // fused; Execution::moe_permutation). None: not costed apart (the reference's).
+  MoePermutation moe_permutation = MoePermutation::None;
 
   bool is_reference() const { return file.empty() && name == "reference"; }
 };

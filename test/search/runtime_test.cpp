@@ -129,7 +129,8 @@ TEST(Runtime, MegatronFsdpShardsEveryMicroBatch) {
 // nemo is megatron_tp_overlap with the performance recipes' differences and nothing else: bf16
 // gradient buffers (grad_reduce_in_fp32 = False), zeroed at 2 bytes, FP8 current scaling without
 // fused casts, no hierarchical context-parallel exchange (NeMo's strategy creates no hierarchical
-// groups), NeMo's launch line; the calibrated H100 and H200 systems run it.
+// groups), NeMo's launch line, Transformer Engine's fused MoE permutation (Megatron Bridge's MoE
+// providers set moe_permute_fusion); the calibrated H100 and H200 systems run it.
 TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   const Runtime nemo = load_runtime(kRoot / "runtimes" / "nemo.yaml");
   Runtime expected = load_runtime(kRoot / "runtimes" / "megatron_tp_overlap.yaml");
@@ -140,6 +141,7 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.fp8.fused_casts = false;
   expected.context_parallel &= static_cast<std::uint8_t>(~(1u << static_cast<unsigned>(CpComm::AllToAllP2P)));
   expected.launch = static_cast<std::int8_t>(LaunchFramework::Nemo);
+  expected.moe_permutation = MoePermutation::Fused;
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
   for (const char* system :
        {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "B300-calibrated.yaml",
@@ -370,6 +372,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
   EXPECT_EQ(a.stage_partition, b.stage_partition);
   EXPECT_EQ(a.rank_order, b.rank_order);
+  EXPECT_EQ(a.moe_permutation, b.moe_permutation);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -410,6 +413,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.zero_stages = 0xA;  // 1 and 3
   odd.stage_partition = StagePartition::Nanotron;
   odd.rank_order = RankOrder::PipelineInnerDataOuter;
+  odd.moe_permutation = MoePermutation::Unfused;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
