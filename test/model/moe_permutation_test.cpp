@@ -120,7 +120,8 @@ TEST(MoePermutation, TimedAfterTheCollective) {
   const System s = round_system();
   const Transformer m = test::small_moe(2, 1);
   const Expected x = by_hand(false);
-  const LayerResult& r = mlp_layer(evaluate(s, m, runtime(MoePermutation::Fused), layout(), kBatch), "dispatch");
+  const Evaluation ev = evaluate(s, m, runtime(MoePermutation::Fused), layout(), kBatch);
+  const LayerResult& r = mlp_layer(ev, "dispatch");
   const double launch = 20e-6;
   EXPECT_DOUBLE_EQ(r.fwd.t - r.fwd.comm, launch + x.dispatch_kernels[0] * launch + x.dispatch[0] * kElement / 1000);
   EXPECT_DOUBLE_EQ(r.bwd.t - r.bwd.comm, launch + x.dispatch_kernels[1] * launch + x.dispatch[1] * kElement / 1000);
