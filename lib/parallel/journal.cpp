@@ -99,7 +99,9 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.stage_partition),
                    static_cast<unsigned>(StagePartition::Nanotron)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.rank_order),
-                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter));
+                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.moe_permutation),
+                   static_cast<unsigned>(std::size(kMoePermutationNames) - 1));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),
