@@ -122,11 +122,7 @@ double gemm_gpu_seconds(const System& s, GemmType type, GemmPass pass, std::int6
 // Seconds of a memory-bound kernel of `kind` moving `gb`: the calibration's curve (launch
 // included), or the roofline's memory time of the kernel class (the optimizer's or elementwise).
 double stream_gpu_seconds(const System& s, StreamKind kind, double gb) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  if (cal != nullptr && cal->stream_fitted[static_cast<std::size_t>(kind)]) {
-    return kernels::stream_seconds(*cal, kind, kFwd, gb, s.hbm_bandwidth);
-  }
-  return memory_seconds(s, kind == StreamKind::Optimizer ? KernelClass::Optimizer : KernelClass::Elementwise, gb);
+  return stream_seconds(s, kind, kind == StreamKind::Optimizer ? KernelClass::Optimizer : KernelClass::Elementwise, gb);
 }
 
 // The kernels of each fp8_cast operation (measure_fp8.py), bytes per element of the bf16 tensor:

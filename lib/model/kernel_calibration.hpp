@@ -375,12 +375,5 @@ inline StreamKind stream_kind(KernelOp op) {
   }
 }
 
-// Seconds of a memory-bound kernel of `kind` moving `gigabytes` (launch included).
-inline double stream_seconds(const Calibration& c, StreamKind kind, std::size_t pass, double gigabytes,
-                             double hbm_bandwidth) {
-  const StreamModel& m = c.stream[static_cast<std::size_t>(kind)][pass];
-  return m.launch_s + gigabytes / (hbm_bandwidth * m.bandwidth_fraction);
-}
-
 }  // namespace kernels
 }  // namespace perfsweep

@@ -87,13 +87,10 @@ std::uint8_t calibrated_collectives(const System& s, const LayerCost& cost, cons
 // gathers whole rows by index (its forward curve for both passes: the embedding's backward curve
 // is the dense table gradient's, not a gather), else the elementwise class's roofline.
 double routing_seconds(const System& s, const StreamWork& w) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  constexpr auto kGather = static_cast<std::size_t>(kernels::StreamKind::Embedding);
-  if (cal != nullptr && cal->stream_fitted[kGather]) {
-    const kernels::StreamModel& m = cal->stream[kGather][kernels::kFwd];
-    return w.kernels * m.launch_s + w.gb / (s.hbm_bandwidth * m.bandwidth_fraction);
+  if (const kernels::StreamModel* m = fitted_stream(s, kernels::StreamKind::Embedding)) {
+    return stream_seconds(s, *m, w.kernels, w.gb);
   }
-  return w.kernels * s.kernel(KernelClass::Elementwise).launch_s + memory_seconds(s, KernelClass::Elementwise, w.gb);
+  return elementwise_seconds(s, w.kernels, w.gb);
 }
 
 PassTime time_pass(const System& s, const LayerCost& c, std::size_t pass, double flops, double mem,

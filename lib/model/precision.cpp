@@ -16,27 +16,24 @@ void add_quantization(QuantWork& work, const Quantization& q, double elements_gb
 }
 
 double quantization_seconds(const System& s, const QuantWork& w) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  if (cal != nullptr) {
-    bool own = true;
-    for (const kernels::StreamKind k : kQuantKinds) own = own && cal->stream_fitted[static_cast<std::size_t>(k)];
-    if (own) {
-      double t = 0;
-      for (std::size_t i = 0; i < kQuantKinds.size(); ++i) {
-        if (w.kernels[i] == 0 && w.gb[i] == 0) continue;
-        const kernels::StreamModel& m = cal->stream[static_cast<std::size_t>(kQuantKinds[i])][kernels::kFwd];
-        t += w.kernels[i] * m.launch_s + w.gb[i] / (s.hbm_bandwidth * m.bandwidth_fraction);
-      }
-      return t;
-    }
-    constexpr auto kCast = static_cast<std::size_t>(kernels::StreamKind::Cast);
-    if (cal->stream_fitted[kCast]) {
-      const kernels::StreamModel& m = cal->stream[kCast][kernels::kFwd];
-      return w.total_kernels() * m.launch_s + w.total_gb() / (s.hbm_bandwidth * m.bandwidth_fraction);
-    }
+  std::array<const kernels::StreamModel*, kQuantKinds.size()> own{};
+  bool all = true;
+  for (std::size_t i = 0; i < kQuantKinds.size(); ++i) {
+    own[i] = fitted_stream(s, kQuantKinds[i]);
+    all = all && own[i] != nullptr;
   }
-  return w.total_kernels() * s.kernel(KernelClass::Elementwise).launch_s +
-         memory_seconds(s, KernelClass::Elementwise, w.total_gb());
+  if (all) {
+    double t = 0;
+    for (std::size_t i = 0; i < kQuantKinds.size(); ++i) {
+      if (w.kernels[i] == 0 && w.gb[i] == 0) continue;
+      t += stream_seconds(s, *own[i], w.kernels[i], w.gb[i]);
+    }
+    return t;
+  }
+  if (const kernels::StreamModel* cast = fitted_stream(s, kernels::StreamKind::Cast)) {
+    return stream_seconds(s, *cast, w.total_kernels(), w.total_gb());
+  }
+  return elementwise_seconds(s, w.total_kernels(), w.total_gb());
 }
 
 bool runs_fp8(const BlockLayer& y, const Fp8Policy& fp8) { return runs_fp8(y.role, fp8); }

@@ -50,6 +50,32 @@ inline double memory_seconds(const System& system, KernelClass kernel, double gi
   return gigabytes / (system.hbm_bandwidth * system.kernel(kernel).memory);
 }
 
+// The kernel calibration's forward curve of the memory-bound kind `kind` where it is fitted, else
+// null (the caller's roofline times the kind).
+inline const kernels::StreamModel* fitted_stream(const System& system, kernels::StreamKind kind) {
+  const kernels::Calibration* cal = system.kernel_calibration.get();
+  const auto i = static_cast<std::size_t>(kind);
+  return cal != nullptr && cal->stream_fitted[i] ? &cal->stream[i][kernels::kFwd] : nullptr;
+}
+
+// `kernels` launches of a memory-bound curve moving `gigabytes` in all.
+inline double stream_seconds(const System& system, const kernels::StreamModel& m, double kernels, double gigabytes) {
+  return kernels * m.launch_s + gigabytes / (system.hbm_bandwidth * m.bandwidth_fraction);
+}
+
+// A memory-bound pass over `gigabytes`: the kernel calibration's curve of `kind` (its launch
+// included) when fitted, else the memory time of the kernel class `fallback`.
+inline double stream_seconds(const System& system, kernels::StreamKind kind, KernelClass fallback, double gigabytes) {
+  if (const kernels::StreamModel* m = fitted_stream(system, kind)) return stream_seconds(system, *m, 1, gigabytes);
+  return memory_seconds(system, fallback, gigabytes);
+}
+
+// `kernels` elementwise kernels moving `gigabytes` in all at the kernel class's roofline.
+inline double elementwise_seconds(const System& system, double kernels, double gigabytes) {
+  return kernels * system.kernel(KernelClass::Elementwise).launch_s +
+         memory_seconds(system, KernelClass::Elementwise, gigabytes);
+}
+
 // A pass timed by a kernel calibration: launch plus the larger of its arithmetic and its HBM
 // traffic, each at the calibrated fraction of the system's peak.
 struct KernelSeconds {

@@ -184,14 +184,6 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
   return r;
 }
 
-double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes) {
-  const kernels::Calibration* cal = s.kernel_calibration.get();
-  if (cal != nullptr && cal->stream_fitted[static_cast<std::size_t>(kind)]) {
-    return kernels::stream_seconds(*cal, kind, kernels::kFwd, gigabytes, s.hbm_bandwidth);
-  }
-  return memory_seconds(s, fallback, gigabytes);
-}
-
 BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout& c, const BlockSummary& costed) {
   BlockSummary adjusted = costed;
   if (const double hidden = tp_comm_hidden(rt, c.exec.tp_comm_overlap); hidden > 0) {

@@ -50,8 +50,4 @@ BlockSummary runtime_view(const Transformer& m, const Runtime& rt, const Layout&
 // `stage_blocks` blocks: its dense blocks at most the model's, each at the lesser of the two kinds.
 double block_pass_seconds(double tp_hidden, const BlockSummary& block, std::int64_t stage_blocks = 1);
 
-// A memory-bound pass over `gigabytes` on the system: the kernel calibration's curve of `kind`
-// when fitted, else the roofline of `fallback`.
-double stream_seconds(const System& s, kernels::StreamKind kind, KernelClass fallback, double gigabytes);
-
 }  // namespace perfsweep
