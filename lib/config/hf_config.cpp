@@ -505,6 +505,31 @@ void read_gemma3(HfKeys& k, Transformer& t) {
   for (const char* key : {"boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image"}) k.find(key);
 }
 
+// DeepSeekMoE's blocks (DeepseekV2Config/V3Config and the configs that reuse them):
+// n_routed_experts experts of moe_intermediate_size features, top num_experts_per_tok,
+// n_shared_experts always active, in every moe_layer_freq-th block after the first
+// first_k_dense_replace dense blocks (of intermediate_size); noaux_tc's router adds a bias per
+// expert to its scores (e_score_correction_bias); num_nextn_predict_layers multi-token
+// prediction modules (each a MoE block, a 2 x hidden_size -> hidden_size projection and three
+// norms beside the model's embedding and head): model/transformer.hpp.
+void read_deepseek_moe(HfKeys& k, Transformer& t, const char* topk_method_default) {
+  t.moe.experts = k.integer("n_routed_experts");
+  t.moe.top_k = k.integer("num_experts_per_tok");
+  t.moe.ffn_dim = k.integer("moe_intermediate_size");
+  t.moe.shared_experts = k.count_or("n_shared_experts", 0);
+  t.moe.every = k.integer_or("moe_layer_freq", 1);
+  t.moe.router_bias = k.text_or("topk_method", topk_method_default) == "noaux_tc";
+  if (const I dense = k.count_or("first_k_dense_replace", 0); dense > 0) {
+    if (t.moe.every == 1) {
+      t.moe.first_dense = dense;
+    } else {
+      k.cannot_express("first_k_dense_replace", std::to_string(dense), "those blocks are costed as MoE blocks",
+                       -std::min(dense, t.depth) / t.moe.every * moe_over_dense_mlp(t));
+    }
+  }
+  t.mtp_layers = k.count_or("num_nextn_predict_layers", 0);
+}
+
 void read_deepseek(HfKeys& k, Transformer& t) {
   read_llama_like(k, t, false);
   // DeepseekV2Config/V3Config: multi-head latent attention (q_lora_rank null: the query projected
@@ -517,27 +542,18 @@ void read_deepseek(HfKeys& k, Transformer& t) {
     t.mla.qk_rope_head_dim = k.integer("qk_rope_head_dim");
     t.mla.v_head_dim = k.integer("v_head_dim");
   }
-  // n_routed_experts experts of moe_intermediate_size features, top num_experts_per_tok,
-  // n_shared_experts always active, in every moe_layer_freq-th block after the first
-  // first_k_dense_replace dense blocks (of intermediate_size); V3's router adds a bias per
-  // expert to its scores (noaux_tc's e_score_correction_bias).
-  t.moe.experts = k.integer("n_routed_experts");
-  t.moe.top_k = k.integer("num_experts_per_tok");
-  t.moe.ffn_dim = k.integer("moe_intermediate_size");
-  t.moe.shared_experts = k.count_or("n_shared_experts", 0);
-  t.moe.every = k.integer_or("moe_layer_freq", 1);
-  t.moe.router_bias = k.text_or("topk_method", "greedy") == "noaux_tc";
-  if (const I dense = k.count_or("first_k_dense_replace", 0); dense > 0) {
-    if (t.moe.every == 1) {
-      t.moe.first_dense = dense;
-    } else {
-      k.cannot_express("first_k_dense_replace", std::to_string(dense), "those blocks are costed as MoE blocks",
-                       -std::min(dense, t.depth) / t.moe.every * moe_over_dense_mlp(t));
-    }
-  }
-  // the multi-token prediction modules (each a MoE block, a 2 x hidden_size -> hidden_size
-  // projection and three norms beside the model's embedding and head): model/transformer.hpp
-  t.mtp_layers = k.count_or("num_nextn_predict_layers", 0);
+  read_deepseek_moe(k, t, "greedy");
+}
+
+void read_glm4_moe(HfKeys& k, Transformer& t) {
+  // Glm4MoeConfig (modeling_glm4_moe.py): grouped-query attention of head_dim heads with biases on
+  // q, k and v only (attention_bias; o_proj has none), an RMSNorm of head_dim on each query and key
+  // head where use_qk_norm, rotary positions on partial_rotary_factor of each head (no weights), and
+  // DeepSeekMoE's blocks under its noaux_tc router (Glm4MoeTopkRouter's e_score_correction_bias).
+  read_llama_like(k, t, false);
+  t.out_bias = false;
+  t.qk_norm = k.flag_or("use_qk_norm", false);
+  read_deepseek_moe(k, t, "noaux_tc");
 }
 
 void read_gpt2(HfKeys& k, Transformer& t) {
@@ -601,7 +617,7 @@ struct Reader {
 };
 
 // transformers' model_type of each reader's config class.
-constexpr std::array<Reader, 18> kReaders = {{
+constexpr std::array<Reader, 20> kReaders = {{
     {"deepseek_v2", read_deepseek},
     {"deepseek_v3", read_deepseek},
     {"falcon", read_falcon},
@@ -611,7 +627,11 @@ constexpr std::array<Reader, 18> kReaders = {{
     {"gemma3_text", read_gemma3_text},
     {"gpt2", read_gpt2},
     {"gpt_neox", read_gpt_neox},
+    {"glm4_moe", read_glm4_moe},
     {"gpt_oss", read_gpt_oss},
+    // Kimi K2's config.json names DeepSeek-V3's architecture (DeepseekV3ForCausalLM, its
+    // configuration_deepseek.DeepseekV3Config) under a model_type of its own
+    {"kimi_k2", read_deepseek},
     {"llama", read_llama},
     {"mistral", read_llama},
     {"mixtral", read_mixtral},

@@ -65,8 +65,9 @@ std::string model_limits_error(const Transformer& m) {
       return text;
     }
   }
-  // An upper bound on the parameters (every expert as wide as the widest MLP, gated) and on one
-  // block's largest activation per sample, in double so the bound itself cannot overflow. With
+  // An upper bound on the parameters (a block holding both the routed and shared experts and a
+  // dense MLP as wide as the widest MLP, all gated) and on one block's largest activation per
+  // sample, in double so the bound itself cannot overflow. With
   // 2^20 of headroom (micro-batch, bytes per element, experts routed, SUMMA blocks) each must stay
   // below 2^63; a bound is not a count, so this refuses nothing near a real model.
   const double e = static_cast<double>(m.e);
@@ -75,8 +76,9 @@ std::string model_limits_error(const Transformer& m) {
   const double lora = static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
   const double attention = 4.0 * e * std::max(e, heads) + lora * (e + heads);
   const double widest_mlp = 3.0 * e * static_cast<double>(std::max(m.f, o.ffn_dim));
-  const double experts = static_cast<double>(o.experts + o.shared_experts + 1);
-  const double per_block = attention + e * static_cast<double>(o.experts) + experts * widest_mlp + 8.0 * e;
+  const double expert_mlp = 3.0 * e * static_cast<double>(o.ffn_dim);
+  const double experts = static_cast<double>(o.experts + o.shared_experts);
+  const double per_block = attention + e * static_cast<double>(o.experts) + experts * expert_mlp + widest_mlp + 8.0 * e;
   const double parameters = static_cast<double>(m.depth + m.mtp_layers) * per_block +
                             2.0 * e * static_cast<double>(m.vocab_size + m.l);
   const double l = static_cast<double>(m.l);

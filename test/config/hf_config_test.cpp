@@ -283,6 +283,54 @@ TEST(HfConfig, DeepSeekLatentAttention) {
   for (const char* key : {"q_lora_rank", "kv_lora_rank", "first_k_dense_replace"}) EXPECT_FALSE(has_warning(v3, key)) << key;
 }
 
+// GLM-4.5-Air (zai-org/GLM-4.5-Air, Glm4MoeConfig): grouped-query attention of 96 heads of 128
+// features with biases on q, k and v only, DeepSeekMoE's blocks (one dense block, 45 of 128 routed
+// and one shared expert, top 8, noaux_tc's router bias) and one multi-token prediction layer. Its
+// model card: 106B in total, 12B active.
+TEST(HfConfig, GlmMoe) {
+  const ModelInput air = hf("GLM-4.5-Air");
+  EXPECT_TRUE(air.warnings.empty()) << air.warnings.front();
+  EXPECT_TRUE(air.model.qkv_bias && !air.model.out_bias && !air.model.qk_norm);
+  EXPECT_EQ(air.model.head_dim(), 128);
+  EXPECT_EQ(air.model.moe.first_dense, 1);
+  EXPECT_TRUE(air.model.moe.router_bias);
+  EXPECT_EQ(air.model.mtp_layers, 1);
+  const ParameterCount c = count_parameters(air.model);
+  // by hand from the config: q, k, v with their biases, o without; two norms a block
+  const std::int64_t e = 4096;
+  const std::int64_t attention = e * 96 * 128 + 2 * e * 8 * 128 + 96 * 128 + 2 * 8 * 128 + 96 * 128 * e + 2 * e;
+  const std::int64_t expert = 3 * e * 1408;
+  const std::int64_t moe = e * 128 + 128 + 129 * expert;  // router and its bias, routed and shared experts
+  const std::int64_t main_model = 46 * attention + 3 * e * 10944 + 45 * moe + 2 * 151552 * e + e;
+  EXPECT_EQ(c.total - c.mtp, main_model);
+  EXPECT_EQ(c.mtp, attention + moe + 2 * e * e + 3 * e);
+  EXPECT_EQ(c.active, main_model - 45 * 120 * expert);  // 8 of the 128 routed experts
+  expect_billions(c.total - c.mtp, 106.9, 0.05);        // the card's 106B, truncated
+}
+
+// Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepSeek-V3's architecture under model_type kimi_k2, with
+// 64 heads, 384 routed experts and one dense block. Its model card: 1T in total, 32B activated;
+// the Hub lists 1.03T.
+TEST(HfConfig, KimiK2ReadsAsDeepSeekV3) {
+  const ModelInput k2 = hf("Kimi-K2-Instruct");
+  EXPECT_TRUE(k2.warnings.empty()) << k2.warnings.front();
+  EXPECT_TRUE(k2.model.is_mla());
+  EXPECT_EQ(k2.model.moe.first_dense, 1);
+  EXPECT_EQ(k2.model.mtp_layers, 0);
+  const ParameterCount c = count_parameters(k2.model);
+  const std::int64_t e = 7168, h = 64;
+  // MLA: q through a 1536-wide latent (with its norm), keys and values through a 512-wide one
+  const std::int64_t attention =
+      e * 1536 + 1536 + 1536 * h * 192 + e * 576 + 512 + 512 * h * 256 + h * 128 * e + 2 * e;
+  const std::int64_t expert = 3 * e * 2048;
+  const std::int64_t moe = e * 384 + 384 + 385 * expert;
+  const std::int64_t total = 61 * attention + 3 * e * 18432 + 60 * moe + 2 * 163840 * e + e;
+  EXPECT_EQ(c.total, total);
+  EXPECT_EQ(c.active, total - 60 * 376 * expert);
+  expect_billions(c.total, 1026.4, 0.05);
+  expect_billions(c.active, 32.9, 0.05);
+}
+
 // A Hub id resolves in the local cache ($HF_HUB_CACHE), named by the repository; a missing one
 // names the file to fetch.
 TEST(HfConfig, HubIdFromTheLocalCache) {
