@@ -40,7 +40,7 @@ constexpr std::string_view kFreeKeys[] = {
     "layer_norm_epsilon", "rope_theta", "rope_scaling", "rotary_pct", "rotary_emb_base", "rotary_emb_fraction",
     "partial_rotary_factor", "use_cache", "pretraining_tp", "output_router_logits", "router_aux_loss_coef",
     "router_jitter_noise", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "routed_scaling_factor", "scoring_func",
-    "topk_method", "n_group", "topk_group", "ep_size", "bos_token", "eos_token", "classifier_dropout",
+    "topk_method", "ep_size", "bos_token", "eos_token", "classifier_dropout",
     "max_window_layers", "use_sliding_window", "scale_attn_weights", "reorder_and_upcast_attn",
     "scale_attn_by_inverse_layer_idx", "query_pre_attn_scalar", "quantization_config", "use_mrope",
     "apply_residual_connection_post_layernorm", "rope_local_base_freq", "initial_context_length",
@@ -511,14 +511,23 @@ void read_gemma3(HfKeys& k, Transformer& t) {
 // first_k_dense_replace dense blocks (of intermediate_size); noaux_tc's router adds a bias per
 // expert to its scores (e_score_correction_bias); num_nextn_predict_layers multi-token
 // prediction modules (each a MoE block, a 2 x hidden_size -> hidden_size projection and three
-// norms beside the model's embedding and head): model/transformer.hpp.
+// norms beside the model's embedding and head): model/transformer.hpp. group_limited_greedy and
+// noaux_tc limit each token to topk_group of n_group expert groups (MoeOptions::groups).
 void read_deepseek_moe(HfKeys& k, Transformer& t, const char* topk_method_default) {
   t.moe.experts = k.integer("n_routed_experts");
   t.moe.top_k = k.integer("num_experts_per_tok");
   t.moe.ffn_dim = k.integer("moe_intermediate_size");
   t.moe.shared_experts = k.count_or("n_shared_experts", 0);
   t.moe.every = k.integer_or("moe_layer_freq", 1);
-  t.moe.router_bias = k.text_or("topk_method", topk_method_default) == "noaux_tc";
+  const std::string topk_method = k.text_or("topk_method", topk_method_default);
+  t.moe.router_bias = topk_method == "noaux_tc";
+  // group_limited_greedy and noaux_tc draw each token's experts from its topk_group best of
+  // n_group groups (greedy ignores the groups)
+  const I groups = k.integer_or("n_group", 1), group_top_k = k.integer_or("topk_group", groups);
+  if ((topk_method == "group_limited_greedy" || topk_method == "noaux_tc") && groups > 1 && group_top_k < groups) {
+    t.moe.groups = groups;
+    t.moe.group_top_k = group_top_k;
+  }
   if (const I dense = k.count_or("first_k_dense_replace", 0); dense > 0) {
     if (t.moe.every == 1) {
       t.moe.first_dense = dense;

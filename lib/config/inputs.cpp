@@ -471,6 +471,8 @@ void load_model_options(const Mapping& m, Transformer& t) {
       else if (key == "first_dense") o.first_dense = m.non_negative_integer(field, kv.second);
       else if (key == "router_bias") o.router_bias = m.boolean(field, kv.second);
       else if (key == "expert_bias") o.expert_bias = m.boolean(field, kv.second);
+      else if (key == "groups") o.groups = m.positive_integer(field, kv.second);
+      else if (key == "group_top_k") o.group_top_k = m.positive_integer(field, kv.second);
       else if (key == "capacity_factor") {
         o.capacity_factor = m.number(field, kv.second);
         if (!(o.capacity_factor > 0)) throw InputError(m.file() + ": " + field + " must be > 0, got " +
@@ -718,6 +720,7 @@ std::string model_to_yaml(const Transformer& model) {
     if (o.first_dense > 0) out += ", first_dense: " + std::to_string(o.first_dense);
     if (o.router_bias) out += ", router_bias: true";
     if (o.expert_bias) out += ", expert_bias: true";
+    if (o.groups > 0) out += ", groups: " + std::to_string(o.groups) + ", group_top_k: " + std::to_string(o.group_top_k);
     out += "}\n";
   }
   if (model.mtp_layers > 0) out += "mtp_layers: " + std::to_string(model.mtp_layers) + "\n";

@@ -58,6 +58,19 @@ std::string model_limits_error(const Transformer& m) {
     if (o.shared_experts < 0 || o.shared_experts > kMaxExperts) {
       return out_of_range("moe.shared_experts", 0, kMaxExperts, o.shared_experts);
     }
+    if (o.groups != 0 || o.group_top_k != 0) {
+      if (o.groups < 2 || o.groups > o.experts || o.experts % o.groups != 0) {
+        return "moe.groups must divide moe.experts=" + std::to_string(o.experts) + " into 2 or more groups, got " +
+               std::to_string(o.groups);
+      }
+      if (o.group_top_k < 1 || o.group_top_k >= o.groups) {
+        return out_of_range("moe.group_top_k", 1, o.groups - 1, o.group_top_k);
+      }
+      if (o.group_top_k * (o.experts / o.groups) < o.top_k) {
+        return "moe.group_top_k=" + std::to_string(o.group_top_k) + " groups of " +
+               std::to_string(o.experts / o.groups) + " experts hold fewer than moe.top_k=" + std::to_string(o.top_k);
+      }
+    }
     if (!(o.capacity_factor >= kMinCapacityFactor && o.capacity_factor <= static_cast<double>(o.experts))) {
       char text[160];
       std::snprintf(text, sizeof text, "moe.capacity_factor must be in [%g, %lld] (moe.experts), got %.17g",

@@ -36,6 +36,12 @@ struct MoeOptions {
   std::int64_t first_dense = 0;
   bool router_bias = false;  // a bias per expert on the router's logits (gpt-oss; DeepSeek-V3's correction bias)
   bool expert_bias = false;  // biases on each expert's projections (gpt-oss)
+  // Group-limited routing (DeepSeek-V2/V3's n_group and topk_group; Megatron-Core's
+  // --moe-router-num-groups and --moe-router-group-topk): the experts in `groups` equal groups,
+  // each token's top_k drawn from the `group_top_k` groups it scores highest. 0: no limit. It
+  // changes no FLOP; a dispatcher that sends a token once per NVLink domain sends it to fewer.
+  std::int64_t groups = 0;
+  std::int64_t group_top_k = 0;
 };
 
 // Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 section 2.1; Megatron-Core's

@@ -271,6 +271,10 @@ TEST(HfConfig, DeepSeekLatentAttention) {
   EXPECT_EQ(v3.model.moe.first_dense, 3);
   EXPECT_TRUE(v3.model.moe.router_bias);
   EXPECT_EQ(v3.model.mla.q_lora_rank, 1536);
+  // noaux_tc draws each token's 8 experts from its best 4 of 8 groups (n_group, topk_group)
+  EXPECT_EQ(v3.model.moe.groups, 8);
+  EXPECT_EQ(v3.model.moe.group_top_k, 4);
+  EXPECT_EQ(lite.model.moe.groups, 0);  // greedy: no groups
   const std::int64_t moe_block = (c.total - c.mtp - c.embedding - c.head - 7168 - 3 * c.per_block) / 58;
   EXPECT_EQ(c.mtp, moe_block + 2 * 7168LL * 7168 + 3 * 7168);
   const std::int64_t stored = c.total + 2 * 129280LL * 7168;  // the module's copies of the table and head

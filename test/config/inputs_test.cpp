@@ -437,6 +437,16 @@ TEST_F(InputsTest, ModelsTooLargeForInt64AreRejected) {
   const fs::path experts = model_with("seq_len: 8\nembed_dim: 1048576\nnum_heads: 1\ndepth: 65536\n"
                                       "ffn_dim: 4194304\nmoe: {experts: 65536, top_k: 1}\n");
   EXPECT_NE(input_error([&] { load_model(experts); }).find("too large for exact integer arithmetic"), std::string::npos);
+  // Expert groups must split the experts and leave the top_k room in the groups drawn.
+  const std::pair<const char*, const char*> groups[] = {
+      {"groups: 3, group_top_k: 1", "moe.groups must divide moe.experts=8 into 2 or more groups, got 3"},
+      {"groups: 4, group_top_k: 4", "moe.group_top_k must be in [1, 3], got 4"},
+      {"groups: 4, group_top_k: 1", "moe.group_top_k=1 groups of 2 experts hold fewer than moe.top_k=3"}};
+  for (const auto& [keys, message] : groups) {
+    const fs::path grouped = model_with(std::string("seq_len: 8\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n"
+                                                    "moe: {experts: 8, top_k: 3, ") + keys + "}\n");
+    EXPECT_NE(input_error([&] { load_model(grouped); }).find(message), std::string::npos) << keys;
+  }
   // A capacity factor beyond the experts, or a denormal one, is refused.
   for (const char* cf : {"1073741825", "4.9e-324"}) {
     const fs::path moe = model_with(std::string("seq_len: 8\nembed_dim: 64\nnum_heads: 1\ndepth: 1\n"
