@@ -267,6 +267,11 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
     if (m.moe.shared_experts > 0) {
       v.push_back({"moe_shared_expert_intermediate_size", num(m.moe.shared_experts * m.moe.ffn_dim)});
     }
+    // group-limited routing
+    if (m.moe.groups > 0) {
+      v.push_back({"moe_router_num_groups", num(m.moe.groups)});
+      v.push_back({"moe_router_group_topk", num(m.moe.group_top_k)});
+    }
     if (m.moe.capacity_factor != 1.0) {
       // each expert computes on its whole capacity, as the estimate costs it
       v.push_back({"moe_expert_capacity_factor", real(m.moe.capacity_factor)});

@@ -298,6 +298,14 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
             "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 --bf16 "
             "--grad-reduce-in-bf16 --attention-backend flash --tp-comm-overlap");
 
+  // group-limited routing as Megatron-Core's router takes it (8 experts in 4 groups, top 2 of 2)
+  Transformer grouped = model;
+  grouped.moe.groups = 4;
+  grouped.moe.group_top_k = 2;
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, {grouped, c, rt, 256, 8}))
+                .find("--moe-token-dispatcher-type alltoall --moe-router-num-groups 4 --moe-router-group-topk 2 "),
+            std::string::npos);
+
   const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 256, 8});
   const std::string args = launch_arguments_text(titan);
   // ZeRO 0 is torchtitan's DDP, which runs with no other parallelism: FSDP over 8 (with a note);
