@@ -103,7 +103,6 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
     if (nv) a.set_nv(layout, *nv);
     r.all_placed = r.all_placed && (nv || a.degree(layout) == a.omitted_at);
   }
-  layout.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition, checked on evaluation
   // --first-stage-blocks auto, or neither given where pp does not split the depth evenly under a
   // framework's runtime (as the search): balanced on evaluation for a given placement, else for each one tried.
   r.balance_stages = balances_stages(o.exec) ||

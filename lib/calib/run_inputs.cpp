@@ -113,17 +113,6 @@ std::string estimate_layout_arguments(const Layout& c, std::int64_t global_batch
   return out + " " + execution_arguments(c.exec);
 }
 
-Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& layout) {
-  Runtime rt = runtime;
-  for (const RuntimeMechanism& m : kRuntimeMechanisms) {
-    if (layout.exec.*m.exec && !(rt.*m.runtime)) {
-      rt.*m.runtime = true;
-      rt.name += std::string("_") + m.name;
-    }
-  }
-  return rt;
-}
-
 RunInputsWritten write_inputs(const fs::path& dir, const System& system, const std::vector<RunInput>& runs) {
   RunInputsWritten written;
   const std::string system_file = write_system_file(dir, system);
@@ -131,7 +120,7 @@ RunInputsWritten write_inputs(const fs::path& dir, const System& system, const s
   std::string tsv;
   for (const RunInput& r : runs) {
     const std::string model = models.file_for(r.model->name, model_to_yaml(*r.model));
-    const Runtime rt = runtime_with_layout_mechanisms(*r.runtime, r.layout);
+    const Runtime& rt = *r.runtime;
     const std::string runtime = runtimes.file_for(rt.name, runtime_to_yaml(rt));
     tsv += tsv_field(r.id) + "\testimate --system " + system_file + " --model " + model + " --runtime " + runtime +
            " " + estimate_layout_arguments(r.layout, r.global_batch);

@@ -41,13 +41,8 @@ std::string write_system_file(const std::filesystem::path& dir, const System& sy
 // estimate's flags for a layout and global batch (ARGS without the input files).
 std::string estimate_layout_arguments(const Layout& layout, std::int64_t global_batch);
 
-// The run's runtime with the mechanisms its layout sets (kRuntimeMechanisms) turned on, so that
-// estimate, whose layouts have none set, evaluates the same execution; named NAME_MECHANISM...
-// after those it turns on.
-Runtime runtime_with_layout_mechanisms(const Runtime& runtime, const Layout& layout);
-
-// One measured run as estimate evaluates it: its id in commands.tsv, model, runtime (the
-// mechanisms its layout sets are folded in), layout and global batch.
+// One measured run as estimate evaluates it: its id in commands.tsv, model, runtime (with its
+// mechanisms), layout and global batch.
 struct RunInput {
   std::string id;
   const Transformer* model = nullptr;

@@ -549,10 +549,7 @@ StepParts step_parts(const EstimateRequest& q, const Evaluation& ev) {
   const Totals& x = ev.totals;
   const Layout& c = q.layout;
   // the blocks of the stage that bounds the step, in the runtime's partition
-  Execution applied = c.exec;
-  AttentionMode attention = c.attention;
-  apply_runtime(q.runtime, applied, attention);
-  const StageBlocks blocks = stage_blocks(q.model, c.pp, applied);
+  const StageBlocks blocks = stage_blocks(q.model, c.pp, c.exec, q.runtime.mechanisms.stage_partition);
   const I stage = ev.model.time_stage;
   p.stage_blocks = stage == 0 ? blocks.first : stage == c.pp - 1 ? blocks.last : blocks.middle;
   const I micro_batches = q.global_batch / (c.dp * c.mbs);

@@ -59,9 +59,9 @@ Execution parse_stage_blocks(const ExecutionFlags& flags);
 std::vector<Execution> parse_stage_block_choices(const ExecutionFlags& flags);
 
 // The flags that parse_execution reads back to `exec`'s searched options: "--recompute full --sp
-// off --zero 0 --interleave 1 --layout megatron --ep 1" (and the end stages' blocks where given). The framework mechanisms
-// (p2p_scatter_gather, sp_backward_gather, fused_elementwise, dp_after_backward) have no flag: a
-// runtime sets them (model/runtime.hpp).
+// off --zero 0 --interleave 1 --layout megatron --ep 1" (and the end stages' blocks where given). The framework's
+// mechanisms (p2p_scatter_gather, sp_backward_gather, fused_elementwise, dp_after_backward, ...) are
+// no part of an execution and have no flag: the runtime's file sets them (Runtime::mechanisms).
 std::string execution_arguments(const Execution& exec);
 
 // Whether --first-stage-blocks or --last-stage-blocks is "auto" (then the other must be too, or

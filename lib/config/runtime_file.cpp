@@ -55,9 +55,8 @@ struct StateKey {
   double StateBytes::*member;
   bool required;
 };
+// The runtime's other on-off keys, after its mechanisms' (kMechanismFlags).
 inline constexpr BoolKey kBoolKeys[] = {
-    {"p2p_scatter_gather", &Runtime::p2p_scatter_gather}, {"sp_backward_gather", &Runtime::sp_backward_gather},
-    {"fused_elementwise", &Runtime::fused_elementwise},   {"dp_after_backward", &Runtime::dp_after_backward},
     {"flash_attention", &Runtime::flash_attention},       {"capacity_in_gib", &Runtime::capacity_in_gib},
     {"host_kernel_calls", &Runtime::host_kernel_calls},   {"batch_resident", &Runtime::batch_resident},
     {"allocator_reserve_from_kernels", &Runtime::allocator_reserve_from_kernels},
@@ -162,18 +161,23 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.content_hash = fnv1a(text);
   for (const auto& kv : root) {
     const std::string& k = kv.first.Scalar();
-    bool known = names_key(kNumberKeys, k) || names_key(kBoolKeys, k) || names_key(kFp8BoolKeys, k);
+    bool known = names_key(kNumberKeys, k) || names_key(kMechanismFlags, k) || names_key(kBoolKeys, k) ||
+                 names_key(kFp8BoolKeys, k);
     for (const char* o : kOtherKeys) known = known || k == o;
     if (!known) throw InputError(r.file() + ": unknown key '" + shown_text(k) + "'");
   }
   for (const NumberKey& k : kNumberKeys) {
     if (root[k.name]) rt.*k.member = r.number(root[k.name], k.name, k.min, k.max);
   }
+  Mechanisms& mech = rt.mechanisms;
+  for (const MechanismFlag& k : kMechanismFlags) {
+    if (root[k.name]) mech.*k.member = r.boolean(root[k.name], k.name);
+  }
   for (const BoolKey& k : kBoolKeys) {
     if (root[k.name]) rt.*k.member = r.boolean(root[k.name], k.name);
   }
   for (const Fp8BoolKey& k : kFp8BoolKeys) {
-    if (root[k.name]) rt.fp8.*k.member = r.boolean(root[k.name], k.name);
+    if (root[k.name]) mech.fp8.*k.member = r.boolean(root[k.name], k.name);
   }
   if (root["name"]) rt.name = r.scalar(root["name"], "name");
   check_name(r.file() + ": name", rt.name, NameUse::kLabel);
@@ -238,14 +242,14 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.zero_reduce = static_cast<Cadence>(choice("zero_reduce", kCadenceNames, 0));
   rt.dp_overlap = static_cast<DpOverlap>(choice("dp_overlap", kDpOverlapNames, 0));
   rt.activations = static_cast<ActivationAccounting>(choice("activations", kActivationNames, 0));
-  rt.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
-  rt.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
+  mech.fp8.recipe = static_cast<Fp8Recipe>(choice("fp8_recipe", kFp8RecipeNames, 0));
+  mech.stage_partition = static_cast<StagePartition>(choice("stage_partition", kStagePartitionKeyNames, 0));
   rt.rank_order = static_cast<RankOrder>(choice("rank_order", kRankOrderKeyNames, 0));
   rt.launch = static_cast<std::int8_t>(choice("launch", kLaunchKeyNames, -1));
-  rt.moe_permutation = static_cast<MoePermutation>(choice("moe_permutation", kMoePermutationKeyNames, 0));
-  if (rt.fp8.recipe == Fp8Recipe::None) {
+  mech.moe_permutation = static_cast<MoePermutation>(choice("moe_permutation", kMoePermutationKeyNames, 0));
+  if (mech.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
-      if (root[k.name] && rt.fp8.*k.member != Fp8Policy{}.*k.member) {
+      if (root[k.name] && mech.fp8.*k.member != Fp8Policy{}.*k.member) {
         std::string recipes;
         for (std::size_t i = 1; i < kFp8RecipeNames.size(); ++i) {
           recipes += std::string(i == 1 ? "" : i + 1 == kFp8RecipeNames.size() ? " or " : ", ") +
@@ -265,15 +269,21 @@ Runtime load_runtime(const std::filesystem::path& path) {
     plain.name = rt.name;
     plain.file = rt.file;
     plain.content_hash = rt.content_hash;
-    if (rt.has_states || rt.fp8 != plain.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
+    const Mechanisms& given = rt.mechanisms;
+    if (rt.has_states || given.fp8 != plain.mechanisms.fp8 || rt.activations != plain.activations || rt.zero_gather != plain.zero_gather ||
         rt.zero_reduce != plain.zero_reduce || rt.dp_overlap != plain.dp_overlap || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
         rt.context_parallel != plain.context_parallel || rt.offload != plain.offload || rt.launch != plain.launch ||
-        rt.stage_partition != plain.stage_partition || rt.rank_order != plain.rank_order ||
-        rt.moe_permutation != plain.moe_permutation) {
+        given.stage_partition != plain.mechanisms.stage_partition || rt.rank_order != plain.rank_order ||
+        given.moe_permutation != plain.mechanisms.moe_permutation) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
       if (rt.*k.member != 0) r.fail(k.name, "'reference' is the paper's model; a runtime that changes it needs another name");
+    }
+    for (const MechanismFlag& k : kMechanismFlags) {
+      if (given.*k.member != plain.mechanisms.*k.member) {
+        r.fail(k.name, "'reference' is the paper's model; a runtime that changes it needs another name");
+      }
     }
     for (const BoolKey& k : kBoolKeys) {
       if (rt.*k.member != plain.*k.member) {
@@ -311,6 +321,10 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "zero_stages: " + mask_list(rt.zero_stages, kZeroStageNames) + "\n";
   if (rt.context_parallel != 0) out += "context_parallel: " + mask_list(rt.context_parallel, kCpCommKeyNames) + "\n";
   if (rt.offload != 1) out += "offload: " + mask_list(rt.offload, kOffloadKeyNames) + "\n";
+  const Mechanisms& mech = rt.mechanisms;
+  for (const MechanismFlag& k : kMechanismFlags) {
+    out += std::string(k.name) + ": " + (mech.*k.member ? "true" : "false") + "\n";
+  }
   for (const BoolKey& k : kBoolKeys) {
     // the overlap's default only where the runtime has the overlap (a file refuses it otherwise)
     if (k.member == &Runtime::tp_comm_overlap_default && !(rt.tp_comm_overlap > 0)) continue;
@@ -323,15 +337,15 @@ std::string runtime_to_yaml(const Runtime& rt) {
   out += "zero_reduce: " + named(kCadenceNames, rt.zero_reduce) + "\n";
   out += "dp_overlap: " + named(kDpOverlapNames, rt.dp_overlap) + "\n";
   out += "activations: " + named(kActivationNames, rt.activations) + "\n";
-  out += "fp8_recipe: " + named(kFp8RecipeNames, rt.fp8.recipe) + "\n";
-  out += "stage_partition: " + named(kStagePartitionKeyNames, rt.stage_partition) + "\n";
+  out += "fp8_recipe: " + named(kFp8RecipeNames, mech.fp8.recipe) + "\n";
+  out += "stage_partition: " + named(kStagePartitionKeyNames, mech.stage_partition) + "\n";
   out += "rank_order: " + named(kRankOrderKeyNames, rt.rank_order) + "\n";
   if (rt.launch >= 0) out += "launch: " + named(kLaunchKeyNames, rt.launch) + "\n";
-  if (rt.moe_permutation != MoePermutation::None) {
-    out += "moe_permutation: " + named(kMoePermutationKeyNames, rt.moe_permutation) + "\n";
+  if (mech.moe_permutation != MoePermutation::None) {
+    out += "moe_permutation: " + named(kMoePermutationKeyNames, mech.moe_permutation) + "\n";
   }
-  if (rt.fp8.recipe != Fp8Recipe::None) {
-    for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (rt.fp8.*k.member ? "true" : "false") + "\n";
+  if (mech.fp8.recipe != Fp8Recipe::None) {
+    for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (mech.fp8.*k.member ? "true" : "false") + "\n";
   }
   for (const NumberKey& k : kNumberKeys) {
     out += std::string(k.name) + ": " + yaml_double(rt.*k.member);

@@ -204,9 +204,11 @@ std::string configs_table(const std::vector<SystemConfigRow>& rows, bool several
     return r.config.layout.exec.precision != Precision::Bf16;
   });
   std::ostringstream out;
-  // the stages' blocks (given, or balanced for each row) in a column of their own
-  const bool partitioned = std::any_of(rows.begin(), rows.end(),
-                                       [](const SystemConfigRow& r) { return stages_partitioned(r.config.layout); });
+  // the stages' blocks (given, balanced for each row, or the runtime's partition) in a column of their own
+  auto partition_of = [&](const SystemConfigRow& r) { return systems[r.system].runtime.mechanisms.stage_partition; };
+  const bool partitioned = std::any_of(rows.begin(), rows.end(), [&](const SystemConfigRow& r) {
+    return stages_partitioned(r.config.layout, partition_of(r));
+  });
   std::vector<std::size_t> varying;  // indices into option_values of the options that differ between rows
   if (!rows.empty()) {
     const auto first = option_values(rows.front().config);
@@ -229,7 +231,7 @@ std::string configs_table(const std::vector<SystemConfigRow>& rows, bool several
     Execution shared = rows.front().config.layout.exec;
     shared.first_stage_blocks = shared.last_stage_blocks = 0;
     if (varying.empty()) {
-      if (!(shared == Execution{})) {
+      if (!(shared == Execution{}) || runtime.mechanisms.stage_partition != StagePartition::Even) {
         out << "execution: " << execution_text(shared, param_layout_text(runtime, shared.params)) << "\n";
       }
     } else {
@@ -300,7 +302,7 @@ std::string configs_table(const std::vector<SystemConfigRow>& rows, bool several
     if (priced) cells.push_back(x.cost_per_mtok > 0 ? human_number(x.cost_per_mtok, 3) : "-");
     if (budget && priced) cells.push_back(x.cost_per_mtok > 0 ? human_number(x.budget.cost, 3) : "-");
     if (partitioned) {
-      const StageBlocks b = stage_blocks(model, l.pp, l.exec);
+      const StageBlocks b = stage_blocks(model, l.pp, l.exec, partition_of(x));
       cells.push_back(std::to_string(b.first) + "/" + (l.pp > 2 ? std::to_string(b.middle) : "-") + "/" +
                       std::to_string(b.last));
     }

@@ -182,9 +182,9 @@ bool tp_comm_overlap(const LaunchInput& in) { return tp_comm_hidden(in.runtime, 
 // Whether the layout runs its linear layers in FP8 or FP4 (the runtime runs FP8 at all), and
 // the recipe they run: the data type's own (mxfp8, nvfp4), else the runtime's.
 bool fp8(const LaunchInput& in) {
-  return in.layout.exec.precision != Precision::Bf16 && in.runtime.fp8.recipe != Fp8Recipe::None;
+  return in.layout.exec.precision != Precision::Bf16 && in.runtime.mechanisms.fp8.recipe != Fp8Recipe::None;
 }
-Fp8Recipe fp8_recipe(const LaunchInput& in) { return layout_recipe(in.layout.exec.precision, in.runtime.fp8.recipe); }
+Fp8Recipe fp8_recipe(const LaunchInput& in) { return layout_fp8(in.runtime, in.layout.exec).recipe; }
 
 bool sequence_parallel(const Layout& c) { return c.tensor.tp1 > 1 && c.exec.sequence_parallel; }
 
@@ -390,20 +390,21 @@ struct LineStages {
   std::int64_t first = 0, last = 0;
   bool changed = false;
 };
-LineStages line_stages(const Transformer& m, const Layout& c) {
-  const Execution& x = c.exec;
+LineStages line_stages(const LaunchInput& in) {
+  const auto [m, c, x] = parts(in);
   if (c.pp < 2) return {};
   if (x.first_stage_blocks > 0 || x.last_stage_blocks > 0) return {x.first_stage_blocks, x.last_stage_blocks, false};
-  const StageBlocks b = stage_blocks(m, c.pp, x);
+  const StageBlocks b = stage_blocks(m, c.pp, x, in.runtime.mechanisms.stage_partition);
   if (b.even()) return {};
   if (b.first + b.last + b.middle * (c.pp - 2) == m.depth) return {b.first, b.last, false};
   const StageBlocks even = balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1, 1, 0, 0, 0);
   return {even.first, even.last, true};
 }
-void note_stages(Builder& b, const Transformer& m, const Layout& c, const char* framework) {
-  if (!line_stages(m, c).changed) return;
-  const StageBlocks est = stage_blocks(m, c.pp, c.exec);
-  const LineStages line = line_stages(m, c);
+void note_stages(Builder& b, const LaunchInput& in, const char* framework) {
+  const LineStages line = line_stages(in);
+  if (!line.changed) return;
+  const auto [m, c, x] = parts(in);
+  const StageBlocks est = stage_blocks(m, c.pp, x, in.runtime.mechanisms.stage_partition);
   b.note("the runtime's stage partition (" + num(est.first) + " blocks on the first stage, up to " + num(est.middle) +
          " on a middle one, " + num(est.last) + " on the last) has no " + framework +
          " form, whose middle stages hold as many blocks each: the line puts " + num(line.first) + " on the first and " +
@@ -500,10 +501,10 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("--account-for-embedding-in-pipeline-split");
   if (chunks.loss_slot) b.add("--account-for-loss-in-pipeline-split");
-  const LineStages stages = line_stages(m, c);
+  const LineStages stages = line_stages(in);
   if (!chunks.valid && stages.first > 0) b.add("--decoder-first-pipeline-num-layers", num(stages.first));
   if (!chunks.valid && stages.last > 0) b.add("--decoder-last-pipeline-num-layers", num(stages.last));
-  note_stages(b, m, c, "Megatron-LM");
+  note_stages(b, in, "Megatron-LM");
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
   // Megatron-Core's default expert_tensor_parallel_size is tp
@@ -649,12 +650,12 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   const InterleavedChunks chunks = slotted_chunks(m, c);
   if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
   if (chunks.loss_slot) b.add("trainer.strategy.account_for_loss_in_pipeline_split", yes);
-  const LineStages stages = line_stages(m, c);
+  const LineStages stages = line_stages(in);
   if (!chunks.valid && stages.first > 0) {
     b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(stages.first));
   }
   if (!chunks.valid && stages.last > 0) b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(stages.last));
-  note_stages(b, m, c, "NeMo");
+  note_stages(b, in, "NeMo");
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
   // MegatronStrategy takes no expert tensor-parallel size here; the model's config does (default tp)
   if (m.is_moe() && expert_tensor_degree(c) != c.tensor.tp1) {
@@ -855,14 +856,14 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
       // generate_llm_fqn_per_model_part: the first stage holds per_stage - first_less blocks, the
       // last per_stage - last_less, the others per_stage, where per_stage = (depth + first_less +
       // last_less) / pp; these values make it the estimate's partition
-      const LineStages stages = line_stages(m, c);
+      const LineStages stages = line_stages(in);
       StageBlocks blocks{m.depth / c.pp, m.depth / c.pp, m.depth / c.pp};
       if (stages.first > 0 || stages.last > 0) {
         blocks.first = stages.first > 0 ? stages.first : (m.depth - stages.last) / (c.pp - 1);
         blocks.last = stages.last > 0 ? stages.last : (m.depth - stages.first) / (c.pp - 1);
         blocks.middle = c.pp > 2 ? (m.depth - blocks.first - blocks.last) / (c.pp - 2) : blocks.first;
       }
-      note_stages(b, m, c, "torchtitan");
+      note_stages(b, in, "torchtitan");
       const std::int64_t per_stage = c.pp > 2 ? blocks.middle : std::max(blocks.first, blocks.last);
       b.add("--parallelism.pipeline_parallel_schedule", "1F1B");
       b.add("--parallelism.pipeline_parallel_first_stage_less_layers", num(per_stage - blocks.first));

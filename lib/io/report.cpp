@@ -106,8 +106,14 @@ std::string_view comm_use_name(const CommUse& u) {
 
 namespace {
 
-// Whether the layout gives a stage's blocks (Execution::first_stage_blocks, last_stage_blocks).
-bool partitioned(const Layout& c) { return stages_partitioned(c); }
+// Whether the stages hold different numbers of blocks: the layout gives a stage's blocks
+// (Execution::first_stage_blocks, last_stage_blocks), or the runtime partitions them itself.
+bool partitioned(const Evaluation& ev, const Layout& c) { return stages_partitioned(c, ev.stage_partition); }
+// Whether reports show the execution: options beyond the reference's, or a runtime that
+// partitions the stages itself.
+bool shows_execution(const Evaluation& ev, const Layout& c) {
+  return !(c.exec == Execution{}) || ev.stage_partition != StagePartition::Even;
+}
 
 // Every row of an evaluation (mlp and sa layers, then dp and pp) with its module name.
 template <typename F>
@@ -315,7 +321,7 @@ std::string estimate_json(const Evaluation& ev, const Layout& layout, const Syst
   w.key("global_batch_size").value(global_batch);
   for (const auto& [k, v] : config_keys(layout)) w.key(k).value(v);
   for (const auto& [k, v] : nv_keys(layout)) w.key(k).value(v);
-  if (partitioned(layout)) {
+  if (partitioned(ev, layout)) {
     w.key("first_stage_blocks").value(layout.exec.first_stage_blocks);
     w.key("last_stage_blocks").value(layout.exec.last_stage_blocks);
   }
@@ -398,12 +404,12 @@ void estimate_json_body(JsonWriter& w, const Evaluation& ev, const Layout& layou
     w.end_object();
   }
   // Execution options beyond the reference's, only when any differs from it.
-  if (!(layout.exec == Execution{})) {
+  if (shows_execution(ev, layout)) {
     const Execution& x = layout.exec;
     w.key("execution").begin_object();
     // every option (model/execution_options.hpp), the stages' blocks where partitioned
     for (const ExecutionOption& o : kExecutionOptions) {
-      if (!o.searched() && !partitioned(layout)) continue;
+      if (!o.searched() && !partitioned(ev, layout)) continue;
       const std::int64_t v = o.get(x);
       w.key(o.key);
       if (o.values == OptionValues::OnOff) {
@@ -513,11 +519,11 @@ std::string estimate_csv_totals(const Evaluation& ev, const Layout& layout, cons
       o << f.name << ',' << format_double(ev.model.*f.member) << ',' << f.unit << '\n';
     }
   }
-  if (partitioned(layout)) {
+  if (partitioned(ev, layout)) {
     o << "first_stage_blocks," << layout.exec.first_stage_blocks << ",blocks\n";
     o << "last_stage_blocks," << layout.exec.last_stage_blocks << ",blocks\n";
   }
-  if (ev.model_section || partitioned(layout)) {
+  if (ev.model_section || partitioned(ev, layout)) {
     o << "time_stage," << ev.model.time_stage << ",stage\n";
     o << "memory_stage," << ev.model.memory_stage << ",stage\n";
   }
@@ -590,11 +596,11 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
     o << ")";
   }
   o << "  | GPUs " << layout.n_gpus() << ", micro-batches " << global_batch / layout.dp / layout.mbs << "\n";
-  if (!(layout.exec == Execution{})) {
+  if (shows_execution(ev, layout)) {
     o << "execution: " << execution_text(layout.exec, ev.param_layout) << "\n";
   }
-  if (partitioned(layout)) {
-    const StageBlocks b = stage_blocks(model, layout.pp, layout.exec);
+  if (partitioned(ev, layout)) {
+    const StageBlocks b = stage_blocks(model, layout.pp, layout.exec, ev.stage_partition);
     o << "pipeline stages: " << b.first << " blocks on the first, ";
     if (layout.pp > 2) o << b.middle << " on each of the " << layout.pp - 2 << " middle ones, ";
     o << b.last << " on the last\n";
@@ -788,7 +794,7 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
       << " GB per GPU on stage 0;\n  logits of one micro-batch " << fmt("%.4f", mt.logits_mem) << " GB on stage "
       << layout.pp - 1 << "\n";
   }
-  if (model.vocab_size > 0 || partitioned(layout)) {
+  if (model.vocab_size > 0 || partitioned(ev, layout)) {
     o << "  stage " << mt.time_stage << " bounds the time, stage " << mt.memory_stage << " the memory (of "
       << layout.pp << ")\n";
   }

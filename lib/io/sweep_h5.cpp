@@ -187,9 +187,9 @@ void write_target_group(hid_t group, const System& sys, const RunMetadata& meta,
     // The headroom: what the runtime can still allocate (negative: over its limit by that much).
     std::vector<double> tokens, tflops, mfu, mfu_precision, days, gpu_hours, cost, cost_per_mtok, headroom;
     for (const Candidate* c : rows) {
-      Execution x = c->layout.exec;
-      x.fp8 = runtime.fp8;  // the precision's peak as the runtime runs it (MXFP8 or FP8)
-      const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t, &x);
+      // the precision's peak as the runtime's recipe runs it (MXFP8 or FP8)
+      const Precision peak = peak_precision(sys, c->layout.exec.precision, runtime.mechanisms.fp8.recipe);
+      const Efficiency e = efficiency(meta.model, sys, c->layout.n_gpus(), meta.global_batch, c->totals.t, peak);
       tokens.push_back(e.tokens_per_s_per_gpu);
       tflops.push_back(e.model_tflops_per_gpu);
       mfu.push_back(e.mfu);

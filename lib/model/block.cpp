@@ -135,7 +135,7 @@ LayerCost shard_expert(const System& s, const BlockLayer& y, I tokens, const Tra
   unsupported(y, "expert");
 }
 
-// Kernels a pass of each step of the MoE layer's permutation launches (Execution::moe_permutation),
+// Kernels a pass of each step of the MoE layer's permutation launches (Mechanisms::moe_permutation),
 // [forward, backward], and whether the scatters write into a zeroed tensor first.
 // Unfused, Megatron-Core's moe_utils.py: permute = routing_map.bool().T.contiguous(), the argsort
 // (sort and gather), `% num_tokens`, the probabilities' transpose and gather, index_select (7); its
@@ -170,7 +170,7 @@ constexpr std::array<double, 2> kRouterElements{13, 13};
 constexpr std::array<double, 2> kRouterKernels{15, 10};
 
 // The bytes and kernels of a MoE layer's router, dispatch or combine beyond their GEMM or all-to-all
-// (Execution::moe_permutation; Megatron-Core's MoEAlltoAllTokenDispatcher, token_dispatcher.py),
+// (Mechanisms::moe_permutation; Megatron-Core's MoEAlltoAllTokenDispatcher, token_dispatcher.py),
 // per pass, for `tokens` tokens on the GPU (the layer's, as shard_moe takes them). With T the
 // rank's own tokens, R_c = T top_k (capacity included) the rows it permutes and R_g the rows its
 // expert group's dispatch delivers to it (R_c x etp), e the hidden size, in elements of
@@ -233,7 +233,7 @@ std::array<StreamWork, 2> moe_routing_work(const System& s, const BlockLayer& y,
 // The MoE layers outside the experts, for `tokens` tokens per GPU: the router on all of them
 // (replicated over tp), the dispatch of every token the GPU's expert group routes, the combine of
 // the 1/etp of them each rank of the group holds after the experts' reduce-scatter. With a
-// permutation (Execution::moe_permutation) its kernels and the router's ride on these layers
+// permutation (Mechanisms::moe_permutation) its kernels and the router's ride on these layers
 // (moe_routing_work), and they replace the all-to-all's own read and write of the rows.
 LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
                     const char* strategy, MoePermutation permutation = MoePermutation::None) {
@@ -277,7 +277,7 @@ void all_reduce_instead(CommSet& set) {
 // gives every layer l / cp tokens of each sequence, and the attention core its keys and values
 // from the other cp - 1 ranks (attention_core's Ring or Gathered exchange over the cp group).
 LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer& m, const TensorSplit& t,
-                   const AttentionMode& a, const Execution& x) {
+                   const AttentionMode& a, const Execution& x, const Mechanisms& mech) {
   const I l = m.l / t.cp, h = m.h, q = m.qk_head_dim(), tp = t.tp1, nv = t.nv1;
   const bool rc = a.recompute;
   const bool sp = x.sequence_parallel;
@@ -291,10 +291,10 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       // Without sequence parallelism the input gradient's reduce-scatter + all-gather is an
       // all-reduce; with Megatron's re-gather the same pair is the input gradient's
       // reduce-scatter and the input's all-gather.
-      if (!sp || x.sp_backward_gather) all_reduce_instead(c.comm_bwd);
+      if (!sp || mech.sp_backward_gather) all_reduce_instead(c.comm_bwd);
       // the backward's re-gather of the input in the GEMM's data type
-      if (sp && x.sp_backward_gather && x.precision != Precision::Bf16 && x.fp8.quantized_gather) [[unlikely]] {
-        scale_gathers(c.comm_bwd, gather_share(x.precision, x.fp8, y.role));
+      if (sp && mech.sp_backward_gather && x.precision != Precision::Bf16 && mech.fp8.quantized_gather) [[unlikely]] {
+        scale_gathers(c.comm_bwd, gather_share(x.precision, layout_fp8(mech, x.precision), y.role));
       }
       return c;
     }
@@ -304,30 +304,30 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return c;
     }
     case Role::Bias: {
-      // Megatron's fused kernels add a bias inside the next layer's kernel (x.fused_elementwise).
+      // Megatron's fused kernels add a bias inside the next layer's kernel (mech.fused_elementwise).
       LayerCost c = bias(s, y.name, b * l, y.operand == Operand::Hidden ? y.out / tp : y.out);
       // fc1's bias goes into the bias-GeLU kernel; the qkv bias has no kernel to go into.
-      c.fused_away = x.fused_elementwise && (y.operand == Operand::Residual
-                                                 ? m.has_dropout()
-                                                 : y.sublayer == Sublayer::Mlp && m.mlp != MlpKind::SwiGlu);
+      c.fused_away = mech.fused_elementwise && (y.operand == Operand::Residual
+                                                    ? m.has_dropout()
+                                                    : y.sublayer == Sublayer::Mlp && m.mlp != MlpKind::SwiGlu);
       return c;
     }
     case Role::Activation:
-      if (x.fused_elementwise && m.bias) return bias_gelu(s, y.name, b * l, y.out / tp);
+      if (mech.fused_elementwise && m.bias) return bias_gelu(s, y.name, b * l, y.out / tp);
       return activation(s, y.name, b * l * (y.out / tp));
     case Role::GatedActivation: return gated_activation(s, y.name, b * l * (y.out / tp));
     case Role::Dropout:
       switch (y.operand) {
         case Operand::Hidden: {
           LayerCost c = dropout(s, y.name, b * l * (y.out / tp));
-          if (x.fused_elementwise) {
+          if (mech.fused_elementwise) {
             c.fused_away = true;  // Megatron's MLP has no dropout on its hidden features
             c.activation_buffer = 0;
           }
           return c;
         }
         case Operand::Residual:
-          if (x.fused_elementwise) return bias_dropout_add(s, y.name, b * l_residual, y.out, m.bias);
+          if (mech.fused_elementwise) return bias_dropout_add(s, y.name, b * l_residual, y.out, m.bias);
           return dropout(s, y.name, b * l_residual * y.out);
         case Operand::Scores: return dropout(s, y.name, b * (h / tp) * l * l, rc, rc);
         case Operand::Routed: break;
@@ -340,13 +340,13 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       LayerCost c = layer_norm(s, y.name, {b * l_residual, y.out, b * l, y.out}, {NormPlan::GatherRows, gather, kOneGpu},
                                norm_of(m));
       widen_gather(c, y);
-      if (sp && x.precision != Precision::Bf16 && x.fp8.quantized_gather) [[unlikely]] {
-        scale_gathers(c.comm_fwd, gather_share(x.precision, x.fp8, y.gathered_for));
+      if (sp && x.precision != Precision::Bf16 && mech.fp8.quantized_gather) [[unlikely]] {
+        scale_gathers(c.comm_fwd, gather_share(x.precision, layout_fp8(mech, x.precision), y.gathered_for));
       }
       if (!carries_residual(m, y)) c.glue = Glue::None;
       // With fused bias-dropout-add kernels a block's norm carries only the residual fork's
       // gradient sum; the final norm (last stage), whose input forks nowhere, nothing.
-      if (x.fused_elementwise && m.has_dropout()) {
+      if (mech.fused_elementwise && m.has_dropout()) {
         c.glue = y.sublayer == Sublayer::LastStage ? Glue::None : Glue::ResidualFork;
       }
       return c;
@@ -378,7 +378,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), {tp, nv}, m.logits_dtype);
     case Role::Router:
     case Role::Dispatch:
-    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d", x.moe_permutation);
+    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d", mech.moe_permutation);
   }
   unsupported(y, "1d");
 }
@@ -663,9 +663,10 @@ StageEnds describe_stage_ends(const Transformer& m, I pp) {
 
 namespace {
 LayerCost shard_for_strategy(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
-                             const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
+                             const TensorSplit& split, const AttentionMode& attention, const Execution& exec,
+                             const Mechanisms& mech) {
   switch (strategy) {
-    case Strategy::OneD: return shard_1d(s, layer, b, m, split, attention, exec);
+    case Strategy::OneD: return shard_1d(s, layer, b, m, split, attention, exec, mech);
     case Strategy::TwoD: return shard_2d(s, layer, b, m, split, attention);
     case Strategy::TwoDSeqp: return shard_seqp(s, layer, b, m, split, attention);
   }
@@ -674,15 +675,19 @@ LayerCost shard_for_strategy(const System& s, Strategy strategy, const BlockLaye
 }  // namespace
 
 LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, I b, const Transformer& m,
-                      const TensorSplit& split, const AttentionMode& attention, const Execution& exec) {
+                      const TensorSplit& split, const AttentionMode& attention, const Execution& exec,
+                      const Mechanisms& mech) {
   // The layout keeps to model/layout_rules.cpp's rules (validate_layout, validate_runtime_layout,
   // or a search's lists filtered by them): nothing is checked here, in the search's hottest path.
   AttentionMode a = attention;
   // Selective recomputation: unfused attention re-runs its core (the reference's
   // attention_recompute); flash attention already recomputes inside its kernel.
   if (exec.recompute == Recompute::Selective && !a.flash) a.recompute = true;
-  LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec);
-  if (exec.precision != Precision::Bf16 && runs_fp8(layer, exec.fp8)) [[unlikely]] to_fp8(s, layer, exec.fp8, c);
+  LayerCost c = shard_for_strategy(s, strategy, layer, b, m, split, a, exec, mech);
+  if (exec.precision != Precision::Bf16) [[unlikely]] {
+    const Fp8Policy fp8 = layout_fp8(mech, exec.precision);
+    if (runs_fp8(layer, fp8)) to_fp8(s, layer, fp8, c);
+  }
   if (exec.recompute == Recompute::Full && layer.sublayer != Sublayer::FirstStage &&
       layer.sublayer != Sublayer::LastStage) {
     // The block keeps only its input (the residual stream a stage also sends on) and runs its
@@ -695,14 +700,14 @@ LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& laye
 
 BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b,
                          const Transformer& m, const TensorSplit& split, const AttentionMode& attention,
-                         const Execution& exec) {
+                         const Execution& exec, const Mechanisms& mech) {
   std::array<double, kMaxModuleLayers> weights[2]{}, activations[2]{};
   std::size_t n[2] = {0, 0};
   double expert_weights = 0;
   for (const BlockLayer& layer : block) {
     const std::size_t module = layer.sublayer == Sublayer::Mlp ? 0 : 1;
     if (n[module] == weights[module].size()) throw ConfigError("a module holds at most 12 layers");
-    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
+    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec, mech);
     weights[module][n[module]] = cost.weights_mem * layer.share;
     activations[module][n[module]++] = cost.activation_buffer * layer.share;
     if (layer.operand == Operand::Routed) expert_weights += cost.weights_mem;
@@ -718,12 +723,12 @@ BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<B
 
 BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, I b,
                        const Transformer& m, const TensorSplit& split, const AttentionMode& attention, Module& mlp,
-                       Module& sa, const Execution& exec) {
+                       Module& sa, const Execution& exec, const Mechanisms& mech) {
   mlp.count = 0;
   sa.count = 0;
   BuiltBlock out;
   for (const BlockLayer& layer : block) {
-    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
+    const LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec, mech);
     if (layer.stage_input) out.p2p_volume_gb = cost.activation_buffer;
     if (layer.operand == Operand::Routed) out.expert_weights_gb += cost.weights_mem;
     (layer.sublayer == Sublayer::Mlp ? mlp : sa).add(s, cost, layer.share);
@@ -732,11 +737,12 @@ BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<Blo
 }
 
 void build_stage(const System& s, Strategy strategy, const StageLayers& layers, I b, const Transformer& m,
-                 const TensorSplit& split, const AttentionMode& attention, Module& out, const Execution& exec) {
+                 const TensorSplit& split, const AttentionMode& attention, Module& out, const Execution& exec,
+                 const Mechanisms& mech) {
   out.count = 0;
   for (int i = 0; i < layers.count; ++i) {
     const BlockLayer& layer = layers.layers[static_cast<std::size_t>(i)];
-    LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec);
+    LayerCost cost = shard_layer(s, strategy, layer, b, m, split, attention, exec, mech);
     if (layer.shares_weights) {
       cost.weights_mem = 0;
       cost.weights_grad_mem = 0;

@@ -190,6 +190,53 @@ struct Fp8Policy {
   bool operator==(const Fp8Policy&) const = default;
 };
 
+// How a training framework runs a layout, beyond the user's choices (Execution): the mechanisms
+// its runtime file sets (runtimes/*.yaml, model/runtime.hpp: Runtime::mechanisms), the same for
+// every layout a search or a tool costs under it, read by the block builders and the step's
+// composition beside the layout. Each default is the reference's (reference_runtime(): all off).
+struct Mechanisms {
+  // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021, sec. 4.1): without
+  // sequence parallelism each tensor-parallel rank sends 1/tp of a stage's output, which the next
+  // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed).
+  bool p2p_scatter_gather = false;
+  // Megatron-LM's sequence parallelism keeps only the l/tp shard of a column projection's input
+  // and all-gathers it again in the backward for the weight gradient (its
+  // LinearWithGradAccumulationAndAsyncCommunication): one more all-gather per column projection
+  // (qkv, fc1, the LM head) in the backward, timed as every tensor-parallel collective is. 1d
+  // with sequence parallelism only.
+  bool sp_backward_gather = false;
+  // Megatron-LM's fused elementwise kernels instead of one kernel per layer: the MLP's bias +
+  // GeLU (bias_gelu), each sub-layer's output bias + dropout + residual add (bias_dropout_add),
+  // so the bias layers run inside them, the residual add is no glue of its own and the MLP has
+  // no dropout on its hidden features (Megatron's MLP applies none). Norms (apex's fused
+  // LayerNorm) and the unfused attention's softmax (scale, mask and softmax in one kernel) are
+  // one kernel each already. 1d only.
+  bool fused_elementwise = false;
+  // The data-parallel gradient reduction after the whole backward (Megatron-LM's local DDP)
+  // instead of each layer's overlapping the next layer's backward (PyTorch DDP's buckets, the
+  // reference's).
+  bool dp_after_backward = false;
+  // How it runs a low-precision layout (fp8_recipe and the fp8_* keys; recipe: its FP8 recipe,
+  // None: it runs bf16 only). The recipe a layout runs is layout_fp8's.
+  Fp8Policy fp8;
+  // How it splits the blocks over pipeline stages where the layout's first_stage_blocks and
+  // last_stage_blocks give no counts (stage_partition: even or nanotron; model/plan.hpp:
+  // stage_blocks).
+  StagePartition stage_partition = StagePartition::Even;
+  // The MoE layer's permutation and router kernels (moe_permutation; 1d only). None: not costed
+  // apart (the reference's).
+  MoePermutation moe_permutation = MoePermutation::None;
+  bool operator==(const Mechanisms&) const = default;
+};
+
+// The FP8 policy a layout of precision p runs under the mechanisms: the runtime's, with the
+// recipe of p (layout_recipe: mxfp8's and nvfp4's own, else the runtime's FP8 recipe).
+inline Fp8Policy layout_fp8(const Mechanisms& mech, Precision p) {
+  Fp8Policy fp8 = mech.fp8;
+  fp8.recipe = layout_recipe(p, mech.fp8.recipe);
+  return fp8;
+}
+
 struct Execution {
   Recompute recompute = Recompute::None;
   // 1d: Megatron sequence parallelism, as the reference's 1D block already is (row projections
@@ -217,35 +264,9 @@ struct Execution {
   // and replicated over its tp1 / etp such groups. 0: the tensor-parallel degree (Megatron-Core's
   // default, expert_tensor_parallel_size = tp); expert_tensor_degree resolves it.
   std::int64_t etp = 0;
-  // Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021, sec. 4.1): without
-  // sequence parallelism each tensor-parallel rank sends 1/tp of a stage's output, which the next
-  // stage all-gathers over NVLink (not timed: 1/tp of a transfer at NVLink speed). Not searched;
-  // off, as the reference, unless a caller sets it (`validate` does for Megatron's runs).
-  bool p2p_scatter_gather = false;
-  // Megatron-LM's sequence parallelism keeps only the l/tp shard of a column projection's input
-  // and all-gathers it again in the backward for the weight gradient (its
-  // LinearWithGradAccumulationAndAsyncCommunication): one more all-gather per column projection
-  // (qkv, fc1, the LM head) in the backward, timed as every tensor-parallel collective is. 1d
-  // with sequence parallelism only. Not searched; off, as the reference, unless a caller sets it
-  // (`validate` does for Megatron's runs).
-  bool sp_backward_gather = false;
-  // The data-parallel gradient reduction after the whole backward (Megatron-LM's local DDP)
-  // instead of each layer's overlapping the next layer's backward (PyTorch DDP's buckets, the
-  // reference's). Not searched; off unless a caller sets it (`validate` does for the runs that
-  // used it).
-  bool dp_after_backward = false;
-  // Megatron-LM's fused elementwise kernels instead of one kernel per layer: the MLP's bias +
-  // GeLU (bias_gelu), each sub-layer's output bias + dropout + residual add (bias_dropout_add),
-  // so the bias layers run inside them, the residual add is no glue of its own and the MLP has
-  // no dropout on its hidden features (Megatron's MLP applies none). Norms (apex's fused
-  // LayerNorm) and the unfused attention's softmax (scale, mask and softmax in one kernel) are
-  // one kernel each already. 1d only. Not searched; off, as the reference, unless a caller sets
-  // it (`validate` does for Megatron's runs).
-  bool fused_elementwise = false;
-  // The linear layers' data type (searched: `--precision bf16,fp8`), and how the runtime runs
-  // FP8 (set from the runtime by apply_runtime; not searched).
+  // The linear layers' data type (searched: `--precision bf16,fp8`); how they run it is the
+  // runtime's (Mechanisms::fp8, layout_fp8).
   Precision precision = Precision::Bf16;
-  Fp8Policy fp8;
   // FP8 parameters (Megatron-LM's --fp8-param-gather, NeMo's fp8_params, MLPerf's FP8_PARAMS):
   // the FP8 GEMMs' weights kept in FP8 (the value and its transposed copy) in place of the bf16
   // weights and their cached FP8 copies, and gathered by the distributed optimizer in FP8.
@@ -265,15 +286,9 @@ struct Execution {
   // on the host, the rest updated on the GPU (Megatron-Core's --optimizer-offload-fraction x 100,
   // HybridDeviceOptimizer; searched: `--offload-percent 25,50,100`). 100: all of them.
   std::int64_t offload_percent = 100;
-  // How the blocks split over the pipeline stages where first_stage_blocks and last_stage_blocks
-  // give no counts (set from the runtime by apply_runtime; not searched).
-  StagePartition stage_partition = StagePartition::Even;
-  // The framework's rank order: where the data-parallel and pipeline groups sit across NVLink
-  // domains under network tiers (set from the runtime by apply_runtime; not searched).
+  // The rank order: where the data-parallel and pipeline groups sit across NVLink domains under
+  // network tiers (`--rank-order`; the runtime's rank_order unless given, runtime_defaults).
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
-  // The MoE layer's permutation and router kernels (set from the runtime by apply_runtime; not
-  // searched; 1d only).
-  MoePermutation moe_permutation = MoePermutation::None;
   bool operator==(const Execution&) const = default;
 };
 
@@ -356,7 +371,7 @@ inline std::int64_t tensor_domains(const TensorSplit& t) {
 // execute_seqp). Throws ConfigError for a layer a strategy cannot shard.
 LayerCost shard_layer(const System& s, Strategy strategy, const BlockLayer& layer, std::int64_t b,
                       const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
-                      const Execution& exec = {});
+                      const Execution& exec = {}, const Mechanisms& mech = {});
 
 // Saved activations (GB) of one block and micro-batch on one GPU, split as the block's modules,
 // as a runtime accounts them (model/step.hpp: runtime_block_activations).
@@ -384,7 +399,7 @@ struct BlockMemory {
 };
 BlockMemory block_memory(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
                          const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
-                         const Execution& exec = {});
+                         const Execution& exec = {}, const Mechanisms& mech = {});
 
 // What a built block gives beside its modules (GB, one GPU, one micro-batch): the activations a
 // pipeline stage sends to the next (the stage_input layer's buffer) and the routed experts'
@@ -397,11 +412,11 @@ struct BuiltBlock {
 // The block's MLP and attention modules for one micro-batch on one GPU, timed.
 BuiltBlock build_block(const System& s, Strategy strategy, const std::vector<BlockLayer>& block, std::int64_t b,
                        const Transformer& model, const TensorSplit& split, const AttentionMode& attention,
-                       Module& mlp, Module& sa, const Execution& exec = {});
+                       Module& mlp, Module& sa, const Execution& exec = {}, const Mechanisms& mech = {});
 
 // One end stage's extra layers for one micro-batch on one GPU, timed.
 void build_stage(const System& s, Strategy strategy, const StageLayers& layers, std::int64_t b,
                  const Transformer& model, const TensorSplit& split, const AttentionMode& attention, Module& out,
-                 const Execution& exec = {});
+                 const Execution& exec = {}, const Mechanisms& mech = {});
 
 }  // namespace perfsweep

@@ -83,15 +83,16 @@ BlockMemory least_stage_memory(const BlockMemory& block, I blocks) {
   return out;
 }
 
-BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, const std::vector<BlockLayer>& block,
-                        const std::vector<BlockLayer>& dense_block, Module& mlp, Module& sa) {
+BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, const Mechanisms& mech,
+                        const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block, Module& mlp,
+                        Module& sa) {
   const TensorSplit split = block_split(c);
-  const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec);
+  const BuiltBlock built = build_block(s, c.strategy, block, c.mbs, m, split, c.attention, mlp, sa, c.exec, mech);
   BlockSummary summary = summarize(mlp, sa, built);
   if (!mixes_blocks(m) && !dense_first(m)) return summary;
   Module dense_mlp, dense_sa;
   const BuiltBlock dense =
-      build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec);
+      build_block(s, c.strategy, dense_block, c.mbs, m, split, c.attention, dense_mlp, dense_sa, c.exec, mech);
   const BlockSummary dense_summary = summarize(dense_mlp, dense_sa, dense);
   if (mixes_blocks(m)) return mix_blocks(summary, dense_summary, 1, m.moe.every);
   summary.first_dense = std::min(m.depth, m.moe.first_dense);
@@ -101,12 +102,12 @@ BlockSummary cost_block(const System& s, const Transformer& m, const Layout& c, 
   return summary;
 }
 
-BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c,
+BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& c, const Mechanisms& mech,
                               const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block) {
   const TensorSplit split = block_split(c);
-  BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec);
+  BlockMemory mem = block_memory(s, c.strategy, block, c.mbs, m, split, c.attention, c.exec, mech);
   if (!mixes_blocks(m) && !dense_first(m)) return mem;
-  const BlockMemory dense = block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec);
+  const BlockMemory dense = block_memory(s, c.strategy, dense_block, c.mbs, m, split, c.attention, c.exec, mech);
   if (mixes_blocks(m)) return mix_block_memory(mem, dense, 1, m.moe.every);
   mem.first_dense = std::min(m.depth, m.moe.first_dense);
   mem.dense_mlp_weights = dense.mlp_weights;
@@ -118,16 +119,16 @@ void add_sums(ModuleSums& x, const ModuleSums& y) {
   for (double ModuleSums::*f : kSumFields) x.*f += y.*f;
 }
 
-StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& c, Module* first_stage,
-                            Module* last_stage) {
+StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& c, const Mechanisms& mech,
+                            Module* first_stage, Module* last_stage) {
   StageEndSums out;
   if (m.vocab_size == 0) return out;
   const StageEnds ends = describe_stage_ends(m, c.pp);
   Module first_local, last_local;
   Module& first = first_stage != nullptr ? *first_stage : first_local;
   Module& last = last_stage != nullptr ? *last_stage : last_local;
-  build_stage(s, c.strategy, ends.first, c.mbs, m, c.tensor, c.attention, first, c.exec);
-  build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec);
+  build_stage(s, c.strategy, ends.first, c.mbs, m, c.tensor, c.attention, first, c.exec, mech);
+  build_stage(s, c.strategy, ends.last, c.mbs, m, c.tensor, c.attention, last, c.exec, mech);
   out.first = sum_module(first);
   out.last = sum_module(last);
   // The loss layer's kept logits: the last stage's transient peak (the model's loss; each

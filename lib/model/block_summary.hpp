@@ -55,11 +55,11 @@ BlockMemory least_stage_memory(const BlockMemory& block, std::int64_t blocks);
 // describe_block) timed into `mlp` and `sa`, and with MoE every `moe.every` > 1 blocks the dense
 // block between (`dense_block`: describe_dense_block) mixed in; with dense first blocks the MoE
 // block with the dense block's MLP beside it (BlockSummary::dense_mlp). evaluate and the search both cost
-// blocks with these, so their steps agree to the last bit.
-BlockSummary cost_block(const System& s, const Transformer& m, const Layout& layout,
+// blocks with these, so their steps agree to the last bit. `mech`: the runtime's mechanisms.
+BlockSummary cost_block(const System& s, const Transformer& m, const Layout& layout, const Mechanisms& mech,
                         const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block, Module& mlp,
                         Module& sa);
-BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& layout,
+BlockMemory cost_block_memory(const System& s, const Transformer& m, const Layout& layout, const Mechanisms& mech,
                               const std::vector<BlockLayer>& block, const std::vector<BlockLayer>& dense_block);
 
 // x += y, field by field.
@@ -79,7 +79,7 @@ struct StageEndSums {
   double logits_gb = 0;
   double tied_head_gb = 0;
 };
-StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& layout,
+StageEndSums stage_end_sums(const System& s, const Transformer& m, const Layout& layout, const Mechanisms& mech,
                             Module* first_stage = nullptr, Module* last_stage = nullptr);
 
 }  // namespace perfsweep

@@ -30,22 +30,22 @@ double model_flops_per_token(const Transformer& m) {
   return 6 * n + 6 * blocks * D(m.h * (m.qk_head_dim() + m.value_head_dim())) * D(m.l);
 }
 
-Precision peak_precision(const System& s, const Execution& x) {
-  if (x.precision == Precision::Bf16) return Precision::Bf16;
-  const Precision p = recipe_of(x.fp8.recipe).data_type;
+Precision peak_precision(const System& s, Precision precision, Fp8Recipe recipe) {
+  if (precision == Precision::Bf16) return Precision::Bf16;
+  const Precision p = recipe_of(recipe).data_type;
   return s.*data_type(p).peak > 0 ? p : Precision::Bf16;
 }
 
 Efficiency efficiency(const Transformer& m, const System& s, std::int64_t n_gpus, std::int64_t global_batch,
-                      double step_s, const Execution* exec) {
+                      double step_s, Precision peak) {
   Efficiency e;
   e.model_flops_per_token = model_flops_per_token(m);
   e.tokens_per_s = D(global_batch) * D(m.l) / step_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / D(n_gpus);
   e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s_per_gpu * 1e-12;
   e.mfu = e.model_tflops_per_gpu / s.matrix_flops_fp16;
-  e.peak_type = exec == nullptr ? Precision::Bf16 : peak_precision(s, *exec);
-  e.mfu_precision = exec == nullptr ? e.mfu : e.model_tflops_per_gpu / s.*data_type(e.peak_type).peak;
+  e.peak_type = peak;
+  e.mfu_precision = e.model_tflops_per_gpu / s.*data_type(peak).peak;
   return e;
 }
 

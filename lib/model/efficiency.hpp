@@ -24,10 +24,10 @@ namespace perfsweep {
 
 double model_flops_per_token(const Transformer& model);
 
-// The data type whose dense tensor peak the execution's linear GEMMs are measured against: bf16,
-// else the one the runtime's recipe runs the GEMMs in (FP8, MXFP8, NVFP4: model/data_type.hpp);
-// bf16 where the system gives no peak for it.
-Precision peak_precision(const System& system, const Execution& exec);
+// The data type whose dense tensor peak a layout's linear GEMMs are measured against: bf16 for a
+// bf16 layout (`precision`), else the one `recipe` runs the GEMMs in (FP8, MXFP8, NVFP4:
+// model/data_type.hpp); bf16 where the system gives no peak for it.
+Precision peak_precision(const System& system, Precision precision, Fp8Recipe recipe);
 
 struct Efficiency {
   double model_flops_per_token = 0;  // FLOP
@@ -38,9 +38,9 @@ struct Efficiency {
   double mfu_precision = 0;          // fraction of peak_type's peak (mfu under bf16)
   Precision peak_type = Precision::Bf16;  // the data type whose peak mfu_precision is of (peak_precision)
 };
-// exec: the layout's execution, whose precision sets mfu_precision's peak (nullptr: bf16).
+// peak: the data type whose peak mfu_precision is of (peak_precision; bf16: mfu).
 Efficiency efficiency(const Transformer& model, const System& system, std::int64_t n_gpus, std::int64_t global_batch,
-                      double step_s, const Execution* exec = nullptr);
+                      double step_s, Precision peak = Precision::Bf16);
 
 // Training on `tokens` tokens (0: none asked): optimizer steps (the last one partial), time,
 // GPU-hours and, with a price per GPU-hour, the cost.

@@ -88,7 +88,7 @@ struct QuantWork {
 };
 
 // Memory-bound kernels a pass runs beside its own kernel (the MoE layer's permutation and router
-// kernels, Execution::moe_permutation): GB moved through HBM and kernels launched, timed after the
+// kernels, Mechanisms::moe_permutation): GB moved through HBM and kernels launched, timed after the
 // pass's kernel, serially, as a row gather (model/layer.cpp: routing_seconds).
 struct StreamWork {
   double gb = 0;
@@ -195,7 +195,7 @@ LayerCost activation(const System& s, const char* name, std::int64_t m);
 // SwiGLU's gate: silu(g) x u on m output elements, reading the 2m of the gated up-projection.
 LayerCost gated_activation(const System& s, const char* name, std::int64_t m);
 LayerCost dropout(const System& s, const char* name, std::int64_t m, bool recompute = false, bool remat = false);
-// Megatron-LM's fused elementwise kernels (Execution::fused_elementwise):
+// Megatron-LM's fused elementwise kernels (Mechanisms::fused_elementwise):
 // bias + GeLU on m = rows x f elements, one kernel: reads the projection's output and the f
 // biases, writes m; the backward reads dy and the saved input, writes dx, and reduces dx over the
 // rows for the bias gradient (one more read of m).

@@ -25,15 +25,20 @@ void require(bool ok, What&& what) {
   }
 }
 std::string str(I v) { return std::to_string(v); }
+// The mechanisms the layout runs under: those given, else its runtime's, else the reference's.
+const Mechanisms& mechanisms_of(const RuleInputs& in) {
+  if (in.mechanisms != nullptr) return *in.mechanisms;
+  return (in.runtime != nullptr ? *in.runtime : reference_runtime()).mechanisms;
+}
 
 // The stages' blocks of a layout with pp >= 1, or ConfigError naming the values that do not
 // partition the depth (Megatron-LM's checks of --decoder-first/last-pipeline-num-layers).
-StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
+StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c, StagePartition partition) {
   const I first = c.exec.first_stage_blocks, last = c.exec.last_stage_blocks;
   require(first >= 0, [&] { return "first_stage_blocks must be >= 0 (0: an even share), got " + str(first); });
   require(last >= 0, [&] { return "last_stage_blocks must be >= 0 (0: an even share), got " + str(last); });
   const I pp = std::max<I>(c.pp, 1);
-  if (first == 0 && last == 0 && pp > 1 && c.exec.stage_partition == StagePartition::Nanotron) {
+  if (first == 0 && last == 0 && pp > 1 && partition == StagePartition::Nanotron) {
     // the framework's own partition: any depth, no interleaving (nanotron has no interleaved schedule)
     require(c.exec.interleave == 1, [&] {
       return "the nanotron stage partition has no interleaved schedule (interleave=" + str(c.exec.interleave) + ")";
@@ -41,10 +46,10 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
     // stages past the blocks hold none (pp may exceed the depth): they pass the activations on
     return nanotron_stage_blocks(m, pp);
   }
-  require(first == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2, [&] {
+  require(first == 0 || partition == StagePartition::Even || pp < 2, [&] {
     return "first_stage_blocks=" + str(first) + ": the runtime partitions the stages itself (stage_partition nanotron)";
   });
-  require(last == 0 || c.exec.stage_partition == StagePartition::Even || pp < 2, [&] {
+  require(last == 0 || partition == StagePartition::Even || pp < 2, [&] {
     return "last_stage_blocks=" + str(last) + ": the runtime partitions the stages itself (stage_partition nanotron)";
   });
   if (first == 0 && last == 0) {
@@ -58,7 +63,7 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
                    "auto to balance the stages) under a runtime that runs uneven stages, or a pp dividing " +
                    str(m.depth) + " (" + dividing + ")"};
     }
-    return stage_blocks(m, pp, c.exec);
+    return stage_blocks(m, pp, c.exec, partition);
   }
   const std::string given = (first > 0 ? "first_stage_blocks=" + str(first) : std::string()) +
                             (first > 0 && last > 0 ? " and " : "") +
@@ -78,7 +83,7 @@ StageBlocks validate_stage_blocks(const Transformer& m, const Layout& c) {
       return leave + ", which the other " + str(others) + " stages of pp=" + str(pp) + " cannot share evenly";
     });
   }
-  return stage_blocks(m, pp, c.exec);
+  return stage_blocks(m, pp, c.exec, partition);
 }
 }  // namespace
 
@@ -186,8 +191,8 @@ void fp8_tensor_cores(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const System& s = *in.system;
   if (c.exec.precision == Precision::Bf16) return;
-  // the layout's recipe (a probe's execution may carry the runtime's alone)
-  const DataType& type = data_type(recipe_of(layout_recipe(c.exec.precision, c.exec.fp8.recipe)).data_type);
+  // the layout's recipe: its precision's own, else the runtime's
+  const DataType& type = data_type(recipe_of(layout_fp8(mechanisms_of(in), c.exec.precision).recipe).data_type);
   require(s.*type.peak > 0, [&] {
     return std::string(data_type(c.exec.precision).name) + " precision: system " + s.name + " gives no " +
            type.peak_key + " (no " + type.tensor_cores + " tensor cores)";
@@ -249,7 +254,7 @@ void stages_and_experts(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const Transformer& m = *in.model;
   require(c.exec.ep >= 1, [&] { return "ep must be a positive integer, got " + str(c.exec.ep); });
-  const StageBlocks blocks = validate_stage_blocks(m, c);
+  const StageBlocks blocks = validate_stage_blocks(m, c, mechanisms_of(in).stage_partition);
   if (m.is_moe()) {
     require(m.moe.every >= 1, [&] { return "moe.every must be a positive integer, got " + str(m.moe.every); });
     // Each stage holds whole groups of `every` blocks, so every stage has the same mix of blocks.
@@ -313,7 +318,7 @@ void interleaving(const RuleInputs& in) {
   require(x.interleave >= 1, [&] { return "interleave must be a positive integer, got " + str(x.interleave); });
   if (x.interleave == 1) return;
   require(c.pp > 1, [&] { return "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)"; });
-  const StageBlocks blocks = validate_stage_blocks(*in.model, c);
+  const StageBlocks blocks = validate_stage_blocks(*in.model, c, mechanisms_of(in).stage_partition);
   if (blocks.even()) {
     require(blocks.first % x.interleave == 0, [&] {
       return "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage";
@@ -423,7 +428,7 @@ void runtime_recompute(const RuleInputs& in) {
 }
 
 void runtime_fp8(const RuleInputs& in) {
-  require(in.layout->exec.precision == Precision::Bf16 || in.runtime->fp8.recipe != Fp8Recipe::None,
+  require(in.layout->exec.precision == Precision::Bf16 || in.runtime->mechanisms.fp8.recipe != Fp8Recipe::None,
           [&] { return runtime_named(in) + " runs no FP8 (its file gives no fp8_recipe)"; });
 }
 
@@ -435,12 +440,12 @@ void runtime_tp_comm_overlap(const RuleInputs& in) {
 
 void runtime_sequence_parallel(const RuleInputs& in) {
   const Layout& c = *in.layout;
-  require(!(in.runtime->sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD),
+  require(!(in.runtime->mechanisms.sp_backward_gather && c.exec.sequence_parallel && c.strategy != Strategy::OneD),
           [&] { return runtime_named(in) + "'s sequence parallelism is modelled for 1d only"; });
 }
 
 void runtime_fused_elementwise(const RuleInputs& in) {
-  require(!(in.runtime->fused_elementwise && in.layout->strategy != Strategy::OneD), [&] {
+  require(!(in.runtime->mechanisms.fused_elementwise && in.layout->strategy != Strategy::OneD), [&] {
     return runtime_named(in) + "'s fused elementwise kernels (Megatron's) are modelled for 1d tensor parallelism only";
   });
 }
@@ -542,8 +547,9 @@ std::string choice_refusal(RuleSubject subject, const RuleInputs& in) {
   return {};
 }
 
-void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch) {
-  refuse_first(RuleInputs{&s, &m, nullptr, &c, global_batch}, false);
+void validate_layout(const System& s, const Transformer& m, const Layout& c, I global_batch,
+                     const Mechanisms& mechanisms) {
+  refuse_first(RuleInputs{&s, &m, nullptr, &c, global_batch, &mechanisms}, false);
 }
 
 void validate_runtime_layout(const Runtime& rt, const Layout& c) {

@@ -23,6 +23,9 @@ struct RuleInputs {
   const Runtime* runtime = nullptr;  // null: the runtime's rules are not asked
   const Layout* layout = nullptr;
   std::int64_t global_batch = 0;
+  // The mechanisms the layout runs under (its stage partition, its FP8 recipe); null: the
+  // runtime's, or the reference's without one.
+  const Mechanisms* mechanisms = nullptr;
 };
 
 // What a rule is about: one option's value (decided without the model and the other degrees:
@@ -68,8 +71,10 @@ class RuleError : public ConfigError {
 std::string choice_refusal(RuleSubject subject, const RuleInputs& in);
 
 // Checks the layout against the model (divisibility, NVLink sizes), throwing ConfigError with a
-// readable reason when the reference could not express it.
-void validate_layout(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
+// readable reason when the reference could not express it; under the runtime's mechanisms (its
+// stage partition, its FP8 recipe; the reference's by default) where they decide.
+void validate_layout(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch,
+                     const Mechanisms& mechanisms = Mechanisms{});
 
 // The runtime's checks of a layout (strategies and ZeRO stages it runs), ConfigError otherwise.
 void validate_runtime_layout(const Runtime& rt, const Layout& layout);

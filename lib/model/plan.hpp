@@ -133,13 +133,14 @@ struct StageBlocks {
 // reach (pp near or beyond the depth) hold none; the last still holds the LM head. Without
 // allocating.
 StageBlocks nanotron_stage_blocks(const Transformer& m, std::int64_t pp);
-// The stages' blocks of the runtime's partition (Execution::stage_partition) where the execution
-// gives no count; Megatron-LM's otherwise (its get_num_layers_to_build): the first and last stages
-// hold the blocks the execution gives them (Execution::first_stage_blocks, last_stage_blocks), the
-// other stages the rest in equal shares; nothing given is depth / pp each. It assumes a partition
-// validate_layout accepts.
-inline StageBlocks stage_blocks(const Transformer& m, std::int64_t pp, const Execution& x) {
-  if (x.stage_partition == StagePartition::Nanotron && x.first_stage_blocks == 0 && x.last_stage_blocks == 0 &&
+// The stages' blocks of the runtime's partition (`partition`, Mechanisms::stage_partition; the
+// reference's: even) where the execution gives no count; Megatron-LM's otherwise (its
+// get_num_layers_to_build): the first and last stages hold the blocks the execution gives them
+// (Execution::first_stage_blocks, last_stage_blocks), the other stages the rest in equal shares;
+// nothing given is depth / pp each. It assumes a partition validate_layout accepts.
+inline StageBlocks stage_blocks(const Transformer& m, std::int64_t pp, const Execution& x,
+                                StagePartition partition = StagePartition::Even) {
+  if (partition == StagePartition::Nanotron && x.first_stage_blocks == 0 && x.last_stage_blocks == 0 &&
       pp > 1) [[unlikely]] {
     return nanotron_stage_blocks(m, pp);
   }
@@ -156,10 +157,10 @@ inline StageBlocks stage_blocks(const Transformer& m, std::int64_t pp, const Exe
   return b;
 }
 // Whether the stages hold different numbers of blocks: counts given, or the runtime's partition
-// (what reports show as "blocks first/middle/last").
-inline bool stages_partitioned(const Layout& c) {
+// (`partition`; what reports show as "blocks first/middle/last").
+inline bool stages_partitioned(const Layout& c, StagePartition partition) {
   return c.exec.first_stage_blocks != 0 || c.exec.last_stage_blocks != 0 ||
-         (c.pp > 1 && c.exec.stage_partition != StagePartition::Even);
+         (c.pp > 1 && partition != StagePartition::Even);
 }
 
 // How an interleaved schedule (V virtual stages a GPU) cuts each stage's blocks into V chunks, as

@@ -138,7 +138,7 @@ inline KernelSeconds calibrated_seconds(const System& system, const kernels::Cal
   }
 }
 
-// A block with fused bias-dropout-add kernels (Execution::fused_elementwise) adds the residual
+// A block with fused bias-dropout-add kernels (Mechanisms::fused_elementwise) adds the residual
 // inside them; what stays outside is the backward's sum of the two gradients at the residual fork
 // (the sub-layer's input gradient and the residual's): read two, write one, per element of the
 // residual stream, at the full hbm_bandwidth as the calibration's glue. Element counts per pass.

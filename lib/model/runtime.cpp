@@ -30,19 +30,10 @@ const Runtime& reference_runtime() {
   return r;
 }
 
-void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention) {
-  for (const RuntimeMechanism& m : kRuntimeMechanisms) exec.*m.exec = exec.*m.exec || rt.*m.runtime;
-  if (!rt.flash_attention) attention.flash = false;
-  exec.fp8 = rt.fp8;
-  exec.fp8.recipe = layout_recipe(exec.precision, rt.fp8.recipe);  // mxfp8, nvfp4: their own
-  exec.stage_partition = rt.stage_partition;
-  exec.moe_permutation = rt.moe_permutation;
-}
-
 Execution runtime_defaults(const Runtime& rt) {
   Execution x;
   x.rank_order = rt.rank_order;
-  x.fp8_params = rt.fp8.weight_gather;
+  x.fp8_params = rt.mechanisms.fp8.weight_gather;
   x.tp_comm_overlap = rt.tp_comm_overlap > 0 && rt.tp_comm_overlap_default;
   return x;
 }

@@ -78,11 +78,11 @@ struct Runtime {
   bool has_states = false;
   StateBytes states;
 
-  // Framework mechanisms on the layers (Execution's fields of the same names).
-  bool p2p_scatter_gather = false;
-  bool sp_backward_gather = false;
-  bool fused_elementwise = false;
-  bool dp_after_backward = false;
+  // The framework's mechanisms on the layers and the step (p2p_scatter_gather, sp_backward_gather,
+  // fused_elementwise, dp_after_backward, the fp8_* keys, stage_partition, moe_permutation): what
+  // the block builders and the step's composition read beside the layout (model/block.hpp).
+  Mechanisms mechanisms;
+  // Whether it runs flash attention (false: every layout's attention unfused, runtime_attention).
   bool flash_attention = true;
 
   // ZeRO-3 weight gathers and ZeRO-2/3 gradient reductions.
@@ -158,16 +158,9 @@ struct Runtime {
   // micro-batch slot of a pipelined job that spans nodes.
   double host_slot_pipelined_multinode_s = 0;
 
-  // How it runs FP8 (fp8_recipe and the fp8_* keys); recipe None: it runs bf16 only.
-  Fp8Policy fp8;
-  // How it splits the blocks over pipeline stages (stage_partition: even or nanotron).
-  StagePartition stage_partition = StagePartition::Even;
   // The order it numbers ranks in (rank_order: tp-cp-ep-dp-pp or tp-cp-ep-pp-dp): where the
-  // data-parallel and pipeline groups sit under network tiers.
+  // data-parallel and pipeline groups sit under network tiers; Execution::rank_order's default.
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
-  // The MoE layer's token permutation and router kernels it runs (moe_permutation: none, unfused,
-  // fused; Execution::moe_permutation). None: not costed apart (the reference's).
-  MoePermutation moe_permutation = MoePermutation::None;
 
   bool is_reference() const { return file.empty() && name == "reference"; }
 };
@@ -175,24 +168,29 @@ struct Runtime {
 // The built-in reference runtime (the paper's model).
 const Runtime& reference_runtime();
 
-// The framework mechanisms on the layers that a runtime sets and a caller may set on a layout
-// too (`validate` does for the measured runs): each is on where either has it on.
-struct RuntimeMechanism {
+// The runtime's on-off mechanisms (Mechanisms' flags), by their runtime file keys.
+struct MechanismFlag {
   const char* name;  // the runtime file's key
-  bool Runtime::*runtime;
-  bool Execution::*exec;
+  bool Mechanisms::*member;
 };
-inline constexpr RuntimeMechanism kRuntimeMechanisms[] = {
-    {"p2p_scatter_gather", &Runtime::p2p_scatter_gather, &Execution::p2p_scatter_gather},
-    {"sp_backward_gather", &Runtime::sp_backward_gather, &Execution::sp_backward_gather},
-    {"fused_elementwise", &Runtime::fused_elementwise, &Execution::fused_elementwise},
-    {"dp_after_backward", &Runtime::dp_after_backward, &Execution::dp_after_backward},
+inline constexpr MechanismFlag kMechanismFlags[] = {
+    {"p2p_scatter_gather", &Mechanisms::p2p_scatter_gather},
+    {"sp_backward_gather", &Mechanisms::sp_backward_gather},
+    {"fused_elementwise", &Mechanisms::fused_elementwise},
+    {"dp_after_backward", &Mechanisms::dp_after_backward},
 };
 
-// The layout's execution options with the runtime's mechanisms applied (the fields a runtime
-// decides, not searched): what compose_step and the block builders read. The rank order is the
-// layout's (runtime_defaults gives the runtime's where flags or lists leave it).
-void apply_runtime(const Runtime& rt, Execution& exec, AttentionMode& attention);
+// The attention a layout runs under the runtime: unfused where the runtime runs no flash
+// attention, else the layout's.
+inline AttentionMode runtime_attention(const Runtime& rt, AttentionMode attention) {
+  if (!rt.flash_attention) attention.flash = false;
+  return attention;
+}
+
+// The FP8 policy a layout runs under the runtime (layout_fp8 of its mechanisms).
+inline Fp8Policy layout_fp8(const Runtime& rt, const Execution& exec) {
+  return layout_fp8(rt.mechanisms, exec.precision);
+}
 
 // The values the runtime gives the options whose default is the runtime's
 // (ExecutionOption::runtime_default: rank_order), in an otherwise default execution.

@@ -117,8 +117,9 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   return with_balanced_stages(s, m, rt, layout, global_batch, [&](const Layout& c) {
     Module mlp, sa;
     return CostedLayout{
-        cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp, sa),
-        stage_end_sums(s, m, c)};
+        cost_block(s, m, c, rt.mechanisms, describe_block(m, c.attention), describe_dense_block(m, c.attention), mlp,
+                   sa),
+        stage_end_sums(s, m, c, rt.mechanisms)};
   });
 }
 
@@ -127,7 +128,7 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   Layout out = layout;
   out.exec.first_stage_blocks = 0;
   out.exec.last_stage_blocks = 0;
-  if (layout.pp < 2 || rt.stage_partition != StagePartition::Even) return out;  // else the runtime's own
+  if (layout.pp < 2 || rt.mechanisms.stage_partition != StagePartition::Even) return out;  // else the runtime's own
   if (layout.exec.interleave > 1) {
     // the slotted partition where the depth does not split evenly (there is no other to balance)
     if (m.depth % layout.pp != 0) {
@@ -143,8 +144,8 @@ Layout with_balanced_stages(const System& s, const Transformer& m, const Runtime
   Layout c = out;
   c.exec.first_stage_blocks = by_count.first;
   c.exec.last_stage_blocks = by_count.last;
-  apply_runtime(rt, c.exec, c.attention);
-  validate_layout(s, m, c, global_batch);
+  c.attention = runtime_attention(rt, c.attention);
+  validate_layout(s, m, c, global_batch, rt.mechanisms);
   validate_runtime_layout(rt, c);
   const CostedLayout block = costed(c);
   const StageBlocks balanced = balanced_stages(s, m, rt, c, block.block, block.ends);

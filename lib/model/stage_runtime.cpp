@@ -141,23 +141,24 @@ StageRuntime stage_runtime(const System& s, const Transformer& m, const Runtime&
     micro_batch += stream_seconds(s, StreamKind::Cast, KernelClass::Elementwise, bytes * kGB);
   }
   if (c.exec.precision != Precision::Bf16) {
+    const Fp8Policy fp8 = layout_fp8(rt, c.exec);
     // the FP8 GEMMs' weights quantized once per step (weight caching) or for every micro-batch,
     // and with caching both FP8 copies kept
     const double fp8_params = (layers * (block.mlp.fp8_weights_mem + block.sa.fp8_weights_mem) + extra.fp8_weights_mem) /
                               s.element_size;
     const double fp8_gemms = layers * (block.mlp.fp8_gemms + block.sa.fp8_gemms) + extra.fp8_gemms;
     QuantWork weights;
-    add_quantization(weights, recipe_of(c.exec.fp8.recipe).input, fp8_params * kGB);
+    add_quantization(weights, recipe_of(fp8.recipe).input, fp8_params * kGB);
     for (double& k : weights.kernels) k *= fp8_gemms;  // a kernel per GEMM's weight
     const double t = quantization_seconds(s, weights);
-    (c.exec.fp8.weight_cache ? step : micro_batch) += t;
-    if (c.exec.fp8.weight_cache) fp8_cache_gb = recipe_of(c.exec.fp8.recipe).cached_weight_bytes * fp8_params * kGB;
+    (fp8.weight_cache ? step : micro_batch) += t;
+    if (fp8.weight_cache) fp8_cache_gb = recipe_of(fp8.recipe).cached_weight_bytes * fp8_params * kGB;
     // FP8 parameters (Megatron-LM's --fp8-param-gather, which needs the distributed optimizer's
     // gathers): the FP8 value and its transposed copy are the FP8 GEMMs' weights, whole on each
     // GPU below ZeRO 3, and their bf16 weights are not kept.
     if (c.exec.fp8_params && c.exec.zero >= 1 && c.exec.zero < 3) {
       const double bf16_weight_bytes = (r.bytes != nullptr ? *r.bytes : state_bytes(c.exec.params)).weights;
-      fp8_cache_gb = (recipe_of(c.exec.fp8.recipe).cached_weight_bytes - bf16_weight_bytes) * fp8_params * kGB;
+      fp8_cache_gb = (recipe_of(fp8.recipe).cached_weight_bytes - bf16_weight_bytes) * fp8_params * kGB;
     }
   }
   if (rt.zero_grad_bytes > 0) {

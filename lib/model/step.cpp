@@ -178,7 +178,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
     traffic.stride = replicas.stride;
     traffic.expert_stride = experts.stride;
   }
-  const StageBlocks partition = stage_blocks(m, c.pp, c.exec);
+  const Mechanisms& mech = rt.mechanisms;
+  const StageBlocks partition = stage_blocks(m, c.pp, c.exec, mech.stage_partition);
   // multi-token prediction's blocks (model/block.hpp describe_stage_ends) are the last stage's
   // beside its own (with pp = 1 the one stage's)
   StageBlocks blocks = partition;
@@ -196,8 +197,8 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
   };
   StepCosts out;
   const BlockSummary head_block = block_of(0, blocks.first);
-  out.dp_row = data_parallel(s, head_block, blocks.first, group, group_fast, !c.exec.dp_after_backward, traffic);
-  if (c.exec.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
+  out.dp_row = data_parallel(s, head_block, blocks.first, group, group_fast, !mech.dp_after_backward, traffic);
+  if (mech.p2p_scatter_gather && !c.exec.sequence_parallel && c.tensor.tp1 > 1) [[unlikely]] {
     BlockSummary scattered = block;
     scattered.p2p_volume_gb /= D(c.tensor.tp1);
     out.pp_row =
@@ -279,7 +280,7 @@ StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt,
       any_costed = true;
     };
     auto dp_of = [&](const BlockSummary& stage_block_sums, I stage_blocks_count) {
-      return data_parallel(s, stage_block_sums, stage_blocks_count, group, group_fast, !c.exec.dp_after_backward,
+      return data_parallel(s, stage_block_sums, stage_blocks_count, group, group_fast, !mech.dp_after_backward,
                            traffic);
     };
     const LayerResult head_row = out.dp_row;
@@ -317,13 +318,14 @@ Evaluation evaluate(const System& s, const Transformer& m, const Layout& c, I gl
 
 Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout, I global_batch) {
   Layout c = layout;
-  apply_runtime(rt, c.exec, c.attention);
-  validate_layout(s, m, c, global_batch);
+  c.attention = runtime_attention(rt, c.attention);
+  const Mechanisms& mech = rt.mechanisms;
+  validate_layout(s, m, c, global_batch, mech);
   validate_runtime_layout(rt, c);
   Evaluation ev;
-  const BlockSummary block =
-      cost_block(s, m, c, describe_block(m, c.attention), describe_dense_block(m, c.attention), ev.mlp, ev.sa);
-  const StageEndSums ends = stage_end_sums(s, m, c, &ev.first_stage, &ev.last_stage);
+  const BlockSummary block = cost_block(s, m, c, mech, describe_block(m, c.attention),
+                                        describe_dense_block(m, c.attention), ev.mlp, ev.sa);
+  const StageEndSums ends = stage_end_sums(s, m, c, mech, &ev.first_stage, &ev.last_stage);
   StepCosts step = compose_step(s, m, rt, c, block, global_batch, ends);
   ev.dp_row = step.dp_row;
   ev.pp_row = step.pp_row;
@@ -334,10 +336,12 @@ Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, co
   ev.model.active_params = D(params.active);
   ev.model_section = m.extends_reference();
   ev.throughput = D(global_batch) / ev.totals.t;
-  ev.efficiency = efficiency(m, s, c.n_gpus(), global_batch, ev.totals.t, &c.exec);
+  const Precision peak = peak_precision(s, c.exec.precision, layout_fp8(rt, c.exec).recipe);
+  ev.efficiency = efficiency(m, s, c.n_gpus(), global_batch, ev.totals.t, peak);
   ev.fits = !(ev.totals.mem > ev.totals.mem_limit) && fits_host(s, ev.totals);
   ev.runtime = rt.name;
   ev.runtime_hash = rt.content_hash;
+  ev.stage_partition = mech.stage_partition;
   ev.param_layout = param_layout_text(rt, c.exec.params);
   ev.capacity_in_gib = rt.capacity_in_gib && !s.hbm_capacity_exact;
   ev.capacity_gb = ev.capacity_in_gib ? s.hbm_capacity * kGbPerGib : s.hbm_capacity;

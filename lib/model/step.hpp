@@ -155,7 +155,8 @@ struct StepCosts {
 // reduction of its own weights.
 StepCosts compose_step(const System& s, const Transformer& m, const Layout& layout, const BlockSummary& block,
                        std::int64_t global_batch, const StageEndSums& ends = {});
-// The same under a runtime (the layout's execution options with apply_runtime already applied).
+// The same under a runtime: the layout's execution options with the runtime's mechanisms
+// (Runtime::mechanisms) and its attention (runtime_attention).
 StepCosts compose_step(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                        const BlockSummary& block, std::int64_t global_batch, const StageEndSums& ends = {});
 
@@ -174,6 +175,9 @@ struct Evaluation {
   // The runtime it was composed under, for reports (reference: the built-in, hash 0).
   std::string runtime = "reference";
   std::uint64_t runtime_hash = 0;
+  // How the runtime splits the blocks over pipeline stages where the layout gives no counts
+  // (Mechanisms::stage_partition), for reports' stages.
+  StagePartition stage_partition = StagePartition::Even;
   // The parameter layout it was composed with, as reports name it (runtime.hpp: param_layout_text:
   // the --layout choice, or the runtime's own bytes per parameter).
   std::string param_layout;
@@ -189,7 +193,8 @@ struct Evaluation {
 };
 
 Evaluation evaluate(const System& s, const Transformer& m, const Layout& layout, std::int64_t global_batch);
-// Under a runtime: apply_runtime on the layout, then the same composition.
+// Under a runtime: the layout with the runtime's attention, costed with its mechanisms, the same
+// composition.
 Evaluation evaluate(const System& s, const Transformer& m, const Runtime& rt, const Layout& layout,
                     std::int64_t global_batch);
 

@@ -118,12 +118,12 @@ namespace {
 // model/transformer.hpp (head_dim, QK-norm, post-norms, MLA), as Megatron-Core with Transformer
 // Engine keeps them: each norm's input, each GEMM's input (a column projection with sequence
 // parallelism its l / t shard), Q, K, V, the core's output and log-sum-exp.
-double megatron_attention_activations(const Transformer& m, const Layout& c, double gemm_in, double replicated) {
+double megatron_attention_activations(const Transformer& m, const Layout& c, bool fp8, double gemm_in,
+                                      double replicated) {
   const double t = D(c.tensor.tp1);
   const double e = D(m.e), heads = D(m.h) / t;
   const double kv = m.kv() >= c.tensor.tp1 ? D(m.kv()) / t : 1.0;
   const double qk = D(m.qk_head_dim()), v = D(m.value_head_dim());
-  const bool fp8 = c.exec.precision != Precision::Bf16 && c.exec.fp8.saved_inputs;
   // the first norm's input and the projections' shared input
   double sa = 2 * e * replicated + gemm_in * e * replicated;
   if (m.is_mla()) {
@@ -141,7 +141,7 @@ double megatron_attention_activations(const Transformer& m, const Layout& c, dou
 }
 }  // namespace
 
-BlockActivations megatron_block_activations(const Transformer& m, const Layout& c) {
+BlockActivations megatron_block_activations(const Transformer& m, const Layout& c, const Mechanisms& mech) {
   // Bytes per token of one block, bf16 (2 bytes) unless said: Table 2's terms.
   const double t = D(c.tensor.tp1);
   const bool sp = c.exec.sequence_parallel;
@@ -159,7 +159,7 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
     return a;
   }
   // A GEMM's input kept in FP8 (1 byte) under fp8 precision with the runtime's saved_inputs.
-  const bool fp8 = c.exec.precision != Precision::Bf16 && c.exec.fp8.saved_inputs;
+  const bool fp8 = c.exec.precision != Precision::Bf16 && mech.fp8.saved_inputs;
   const double gemm_in = fp8 ? 1.0 : 2.0;
   // attention: the norm's input, the qkv projection's input, Q, K, V, the core's output (the
   // output projection's input) and its fp32 log-sum-exp per head, the dropout mask; with FP8 the
@@ -167,7 +167,7 @@ BlockActivations megatron_block_activations(const Transformer& m, const Layout& 
   double sa = 2 * e * replicated + gemm_in * e * replicated + 2 * heads * hd + 2 * 2 * kv * hd + 2 * heads * hd +
               4 * heads + mask;
   if (fp8) sa += 1 * heads * hd;
-  if (m.extends_attention()) [[unlikely]] sa = megatron_attention_activations(m, c, gemm_in, replicated) + mask;
+  if (m.extends_attention()) [[unlikely]] sa = megatron_attention_activations(m, c, fp8, gemm_in, replicated) + mask;
   if (!c.attention.flash && c.exec.recompute != Recompute::Selective) {
     // unfused attention keeps the softmax output (2), its dropout mask (1) and output (2) per score
     sa += (2 + (m.has_dropout() ? 3 : 0)) * heads * D(m.l);
@@ -186,7 +186,7 @@ std::optional<BlockActivations> runtime_block_activations(const Transformer& m, 
   if (c.strategy != Strategy::OneD) return std::nullopt;
   switch (rt.activations) {
     case ActivationAccounting::Reference: return std::nullopt;
-    case ActivationAccounting::Megatron: return megatron_block_activations(m, c);
+    case ActivationAccounting::Megatron: return megatron_block_activations(m, c, rt.mechanisms);
     case ActivationAccounting::Autocast: return autocast_block_activations(m, c);
   }
   return std::nullopt;

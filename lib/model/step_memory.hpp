@@ -41,8 +41,11 @@ double memory_limit_gb(const System& s, const Runtime& rt);
 
 // Megatron-LM's saved activations of one block and micro-batch (GB per GPU, runtime activations:
 // megatron), split as the block's modules: Korthikanti et al. 2022, Table 2 (34 sbh/t with
-// sequence parallelism and flash attention for GPT-3), generalized to GQA, SwiGLU and no dropout.
-BlockActivations megatron_block_activations(const Transformer& m, const Layout& layout);
+// sequence parallelism and flash attention for GPT-3), generalized to GQA, SwiGLU and no dropout;
+// the GEMMs' inputs in FP8 where the layout's precision is low and the mechanisms keep them so
+// (Fp8Policy::saved_inputs).
+BlockActivations megatron_block_activations(const Transformer& m, const Layout& layout,
+                                            const Mechanisms& mech = Mechanisms{});
 
 // A block's saved activations as the runtime accounts them (megatron, autocast; 1d), or nullopt
 // where the block's own buffers (the reference's accounting) stand. An MoE block's MLP keeps its

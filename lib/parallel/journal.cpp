@@ -19,7 +19,9 @@
 namespace perfsweep {
 namespace {
 
-constexpr char kMagic[8] = {'P', 'S', 'W', 'E', 'E', 'P', 'J', '2'};
+// The journal's version: J3's records carry the user's execution options alone (the runtime's
+// mechanisms are the problem's, not the layout's); a journal of another version is refused whole.
+constexpr char kMagic[8] = {'P', 'S', 'W', 'E', 'E', 'P', 'J', '3'};
 constexpr std::uint32_t kRecordMagic = 0x52435350;  // "PSCR"
 // magic, fingerprint hash, payload length | payload | checksum of fingerprint hash and payload
 constexpr std::size_t kRecordOverhead = sizeof(std::uint32_t) + 3 * sizeof(std::uint64_t);
@@ -93,30 +95,15 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.params), static_cast<unsigned>(ParamLayout::Amp)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.precision), static_cast<unsigned>(kPrecisionNames.size() - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.schedule), static_cast<unsigned>(PipelineSchedule::DualPipe)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.fp8.recipe), static_cast<unsigned>(std::size(kLowPrecisionRecipes) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(std::size(kCpCommNames) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.offload), static_cast<unsigned>(Offload::Activations)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.stage_partition),
-                   static_cast<unsigned>(StagePartition::Nanotron)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.rank_order),
-                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter)) &&
-      byte_at_most(bytes, offsetof(Candidate, layout.exec.moe_permutation),
-                   static_cast<unsigned>(std::size(kMoePermutationNames) - 1));
+                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),
-                               offsetof(Candidate, layout.exec.p2p_scatter_gather),
-                               offsetof(Candidate, layout.exec.sp_backward_gather),
-                               offsetof(Candidate, layout.exec.dp_after_backward),
-                               offsetof(Candidate, layout.exec.fused_elementwise),
-                               offsetof(Candidate, layout.exec.fp8.fused_casts),
-                               offsetof(Candidate, layout.exec.fp8.weight_cache),
-                               offsetof(Candidate, layout.exec.fp8.weight_gather),
                                offsetof(Candidate, layout.exec.fp8_params),
-                               offsetof(Candidate, layout.exec.tp_comm_overlap),
-                               offsetof(Candidate, layout.exec.fp8.lm_head),
-                               offsetof(Candidate, layout.exec.fp8.saved_inputs),
-                               offsetof(Candidate, layout.exec.fp8.quantized_gather)};
+                               offsetof(Candidate, layout.exec.tp_comm_overlap)};
   if (!enums_ok) return false;
   for (const std::size_t offset : bools) {
     if (!byte_at_most(bytes, offset, 1)) return false;

@@ -144,7 +144,7 @@ void check_output_paths(const SweepPlan& plan) {
 // The output and journal schema: a resumed journal must hold records of the same layout, and
 // its results must go into a file of the same columns.
 std::string schema_text(Strategy strategy) {
-  std::string s = "perfsweep/1 journal PSWEEPJ2 candidate " + std::to_string(sizeof(Candidate)) + " counters " +
+  std::string s = "perfsweep/1 journal PSWEEPJ3 candidate " + std::to_string(sizeof(Candidate)) + " counters " +
                   std::to_string(sizeof(SearchCounters)) + " totals";
   for (const TotalsField& f : kTotalsFields) s += std::string(" ") + f.name;
   Layout probe;
@@ -157,16 +157,14 @@ std::string schema_text(Strategy strategy) {
 bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
 // Whether a layout is one the search builds for the problem: its execution one of the
-// combinations of the problem's choices on top of what the runtime sets (search.cpp:
-// apply_runtime on a default layout, then each dimension's value), the attention as the runtime
-// sets it, and the layout valid for the model and system (validate_layout throws otherwise).
+// combinations of the problem's choices (each searched option's value, the others at Execution's
+// defaults), the attention as the runtime sets it, and the layout valid for the model and system
+// under the runtime's mechanisms (validate_layout throws otherwise).
 // Costing again cannot see a field the cost does not read (ep of a dense model, an option the
 // runtime fixes), so such fields are checked here. The stages' blocks are the search's partition,
 // which costing again checks.
 bool searchable(const SearchProblem& p, const Layout& l) {
-  Execution base;
-  AttentionMode attention = p.attention;
-  apply_runtime(p.runtime, base, attention);
+  const AttentionMode attention = runtime_attention(p.runtime, p.attention);
   if (attention.flash != l.attention.flash || attention.recompute != l.attention.recompute) return false;
   // what the search never sets, and the cost does not read (block_split derives the expert
   // and expert tensor-parallel groups from the execution; one SUMMA block outside 2d)
@@ -175,15 +173,15 @@ bool searchable(const SearchProblem& p, const Layout& l) {
   Execution x = l.exec;
   x.first_stage_blocks = 0;
   x.last_stage_blocks = 0;
-  // what the runtime sets, with the searched options' values
-  Execution expected = base;
+  // the searched options' values
+  Execution expected;
   for (const ExecutionOption& o : kExecutionOptions) {
     if (o.searched()) o.set(expected, o.get(x));
   }
   if (!(expected == x)) return false;
   // each a value of the choices (the first where it does not apply), the context-parallel degree too
   if (!listed_in(p.exec, l)) return false;
-  validate_layout(p.system, p.model, l, p.global_batch);
+  validate_layout(p.system, p.model, l, p.global_batch, p.runtime.mechanisms);
   return true;
 }
 
@@ -485,9 +483,9 @@ std::vector<SweepBest> log_summary(const SweepPlan& plan, const SweepRun& sweep,
     spdlog::info("{}: best at {} GPUs: {}", b.group, b.n_gpus, best_summary(b, o));
     {
       const SearchProblem& p = b.problem;
-      Execution x = b.best.layout.exec;
-      x.fp8 = p.runtime.fp8;
-      const Efficiency e = efficiency(p.model, p.system, b.n_gpus, p.global_batch, b.best.totals.t, &x);
+      const Execution& x = b.best.layout.exec;
+      const Precision peak = peak_precision(p.system, x.precision, p.runtime.mechanisms.fp8.recipe);
+      const Efficiency e = efficiency(p.model, p.system, b.n_gpus, p.global_batch, b.best.totals.t, peak);
       for (const std::string& w : prediction_caveats(b.group + " at " + std::to_string(b.n_gpus) + " GPUs", p.system,
                                                      p.runtime, b.n_gpus, e, x.precision)) {
         spdlog::warn("{}", w);

@@ -236,7 +236,6 @@ void walk_configs(const System& sys, const Transformer& model, Strategy strategy
         x.attention = attention;
         x.exec.first_stage_blocks = stages.first_stage_blocks;
         x.exec.last_stage_blocks = stages.last_stage_blocks;
-        x.exec.stage_partition = r.runtime.stage_partition;  // the framework's partition
         at(x, choice, reject);
       }
     }
@@ -297,8 +296,10 @@ std::int64_t layout_points(const System& sys, const Transformer& model, const La
 // as the search caches them: a row composed from them is evaluate's to the last bit.
 class CostedBlocks {
  public:
-  CostedBlocks(const System& sys, const Transformer& model) : sys_(sys), model_(model) {}
-  // Of a layout with the runtime applied; ConfigError where cost_block refuses it.
+  // mech: the runtime's mechanisms, the same for every layout.
+  CostedBlocks(const System& sys, const Transformer& model, const Mechanisms& mech)
+      : sys_(sys), model_(model), mech_(mech) {}
+  // Of a layout with the runtime's attention; ConfigError where cost_block refuses it.
   const CostedLayout& get(const Layout& x) {
     Key key{};
     const auto axes = block_axis_codes(x);
@@ -317,9 +318,9 @@ class CostedBlocks {
     auto it = costed_.find(key);
     if (it == costed_.end()) {
       Module mlp, sa;
-      CostedLayout c{cost_block(sys_, model_, x, describe_block(model_, x.attention),
+      CostedLayout c{cost_block(sys_, model_, x, mech_, describe_block(model_, x.attention),
                                 describe_dense_block(model_, x.attention), mlp, sa),
-                     stage_end_sums(sys_, model_, x)};
+                     stage_end_sums(sys_, model_, x, mech_)};
       it = costed_.emplace(key, std::move(c)).first;
     }
     return it->second;
@@ -331,7 +332,7 @@ class CostedBlocks {
   // evaluate's totals, throughput and fit of a placed layout, from these blocks.
   ConfigRow row(const Runtime& rt, const Layout& placed, std::int64_t global_batch) {
     Layout x = placed;
-    apply_runtime(rt, x.exec, x.attention);
+    x.attention = runtime_attention(rt, x.attention);
     validate_runtime_layout(rt, x);
     const CostedLayout& c = get(x);
     ConfigRow row;
@@ -347,6 +348,7 @@ class CostedBlocks {
   using Key = std::array<std::int64_t, kBlockCostAxes + kBlockCostOptions + 7>;
   const System& sys_;
   const Transformer& model_;
+  const Mechanisms& mech_;
   std::map<Key, CostedLayout> costed_;
 };
 
@@ -420,10 +422,8 @@ class ConfigBound {
     if (micro_batches == 0) return 0;
     double block_s = std::numeric_limits<double>::infinity();
     if (!placed_blocks(c, choice, block_s) || !(block_s < std::numeric_limits<double>::infinity())) return 0;
-    Layout x = c;
-    apply_runtime(r_.runtime, x.exec, x.attention);
-    return step_seconds_lower_bound(block_s, micro_batches, fullest_blocks(x.pp), x.pp, x.exec.interleave,
-                                    x.exec.schedule == PipelineSchedule::OneFOneB);
+    return step_seconds_lower_bound(block_s, micro_batches, fullest_blocks(c.pp), c.pp, c.exec.interleave,
+                                    c.exec.schedule == PipelineSchedule::OneFOneB);
   }
 
  private:
@@ -454,7 +454,7 @@ class ConfigBound {
     perfsweep::for_each_placement(sys_, model_, c, choice, [&](const Layout& placed) {
       if (!ok) return;
       Layout x = placed;
-      apply_runtime(r_.runtime, x.exec, x.attention);
+      x.attention = runtime_attention(r_.runtime, x.attention);
       double pass = -1;  // no bound
       try {
         pass = block_pass_seconds(tp_hidden_, costed_.get(x).block, fullest_blocks(x.pp));
@@ -524,7 +524,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
   out.refused_by_rule.assign(layout_rules().size(), 0);
   ExecutionChoices choices = r.choices;
   fill_runtime_defaults(r.runtime, choices);  // as walk_configs lists them
-  CostedBlocks blocks(sys, model);
+  CostedBlocks blocks(sys, model, r.runtime.mechanisms);
   ConfigBound bound(sys, model, r, choices, global_batch, blocks);
   const bool prune = r.prune && r.keep > 0 && r.by_throughput;
   // The throughput a row must beat to enter the list: the last of a full list of rows that fit
@@ -546,7 +546,7 @@ ConfigSweep sweep_configs(const System& sys, const Transformer& model, Strategy 
     const bool balance = r.balance_stages || (!r.stages_given && balances_where_uneven(r.runtime, model, c));
     try {
       if (balance) c = blocks.balanced(r.runtime, c, global_batch);
-      validate_layout(sys, model, c, global_batch);
+      validate_layout(sys, model, c, global_batch, r.runtime.mechanisms);
     } catch (const ConfigError& e) {
       if (const auto* broken = dynamic_cast<const RuleError*>(&e)) ++out.refused_by_rule[broken->rule()];
       reject(e.what());

@@ -20,9 +20,9 @@ namespace perfsweep {
 SystemConfigRow make_row(ConfigRow r, std::size_t system, const SystemRun& run, const Transformer& model,
                          std::int64_t global_batch, double tokens) {
   SystemConfigRow x;
-  Execution exec = r.layout.exec;
-  exec.fp8 = run.runtime.fp8;  // the precision's peak as the runtime runs it (FP8 or MXFP8)
-  x.efficiency = efficiency(model, run.sys, r.layout.n_gpus(), global_batch, r.totals.t, &exec);
+  // the precision's peak as the runtime's recipe runs it (FP8 or MXFP8)
+  const Precision peak = peak_precision(run.sys, r.layout.exec.precision, run.runtime.mechanisms.fp8.recipe);
+  x.efficiency = efficiency(model, run.sys, r.layout.n_gpus(), global_batch, r.totals.t, peak);
   x.budget = training_budget(x.efficiency, r.layout.n_gpus(), global_batch, model.l, tokens, run.price);
   x.cost_per_mtok = run.price > 0 ? run.price / 3600 / x.efficiency.tokens_per_s_per_gpu * 1e6 : 0;
   x.config = std::move(r);

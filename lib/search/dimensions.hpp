@@ -105,7 +105,8 @@ inline bool splits_evenly(const Transformer& m, std::int64_t pp) {
 // but the reference's, partitioning them as Megatron-LM's given counts do) where pp does not split
 // the blocks evenly.
 inline bool balances_where_uneven(const Runtime& rt, const Transformer& m, const Layout& c) {
-  return !rt.is_reference() && rt.stage_partition == StagePartition::Even && c.pp > 1 && !splits_evenly(m, c.pp);
+  return !rt.is_reference() && rt.mechanisms.stage_partition == StagePartition::Even && c.pp > 1 &&
+         !splits_evenly(m, c.pp);
 }
 
 }  // namespace perfsweep

@@ -12,8 +12,12 @@ namespace perfsweep {
 Evaluation evaluate_request(EstimateRequest& r) {
   const std::int64_t cp = r.layout.tensor.cp;
   if (r.balance_stages) r.layout = with_balanced_stages(r.system, r.model, r.runtime, r.layout, r.global_batch);
-  // Positivity of every degree is checked before placements are enumerated.
-  validate_layout(r.system, r.model, r.layout, r.global_batch);
+  // Positivity of every degree is checked before placements are enumerated, the stages under the
+  // runtime's partition; the precision against the runtime's recipe next, with the option lists
+  // (check_runtime_choices: its message names the flag).
+  Mechanisms stages;
+  stages.stage_partition = r.runtime.mechanisms.stage_partition;
+  validate_layout(r.system, r.model, r.layout, r.global_batch, stages);
   {
     ExecutionChoices one = choices_of(r.layout.exec, cp);
     check_runtime_choices(r.system, r.runtime, r.layout.strategy, one);

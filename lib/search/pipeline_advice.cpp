@@ -29,7 +29,7 @@ std::vector<PipelineAlternative> pipeline_alternatives(const System& system, con
     Layout c = layout;
     c.exec.interleave = v;
     // an uneven depth: the slotted partition where the given one does not cut into chunks
-    const StageBlocks given = stage_blocks(model, c.pp, c.exec);
+    const StageBlocks given = stage_blocks(model, c.pp, c.exec, runtime.mechanisms.stage_partition);
     if (!given.even() && !interleaved_chunks(given, c.pp, v).valid) {
       const StageBlocks slotted = slotted_stages(model.depth, c.pp, v);
       if (slotted.first == 0) continue;

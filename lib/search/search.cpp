@@ -228,8 +228,7 @@ namespace {
 // The problem with the runtime's attention (a runtime without flash attention describes its
 // blocks with the unfused core) and its values of the options left to it (the rank order).
 SearchProblem with_runtime_attention(SearchProblem p) {
-  Execution unused;
-  apply_runtime(p.runtime, unused, p.attention);
+  p.attention = runtime_attention(p.runtime, p.attention);
   fill_runtime_defaults(p.runtime, p.exec);
   return p;
 }
@@ -242,7 +241,7 @@ void compose_candidate(const System& sys, const SearchProblem& p, bool even, con
                        const StageEndSums& ends, Candidate& cand) {
   Layout& c = cand.layout;
   // the balanced partition where the runtime's is Megatron-LM's (given counts); its own otherwise
-  if (!even && c.exec.stage_partition == StagePartition::Even) [[unlikely]] {
+  if (!even && p.runtime.mechanisms.stage_partition == StagePartition::Even) [[unlikely]] {
     const StageBlocks stages = balanced_stages(sys, p.model, p.runtime, c, block, ends);
     c.exec.first_stage_blocks = stages.first;
     c.exec.last_stage_blocks = stages.last;
@@ -312,7 +311,7 @@ void check_runtime_choices(const System& s, const Runtime& rt, Strategy strategy
   // rules of that option (model/layout_rules.cpp) decide it.
   Layout probe;
   probe.strategy = strategy;
-  apply_runtime(rt, probe.exec, probe.attention);
+  probe.attention = runtime_attention(rt, probe.attention);
   const RuleInputs in{&s, nullptr, &rt, &probe, 0};
   auto number = [](std::int64_t v) { return std::to_string(v); };
   auto enum_name = [](const auto& names) {
@@ -398,8 +397,9 @@ Candidate Searcher::evaluate(std::int64_t n, const Layout& layout, bool& fits) {
   Candidate cand;
   cand.layout = layout;
   Layout& c = cand.layout;
-  const BlockSummary block = cost_block(sys, p.model, c, block_, dense_block_, mlp_, sa_);
-  compose_candidate(sys, p, splits_evenly(p.model, c.pp), block, stage_end_sums(sys, p.model, c), cand);
+  const Mechanisms& mech = p.runtime.mechanisms;
+  const BlockSummary block = cost_block(sys, p.model, c, mech, block_, dense_block_, mlp_, sa_);
+  compose_candidate(sys, p, splits_evenly(p.model, c.pp), block, stage_end_sums(sys, p.model, c, mech), cand);
   // the capacity itself under the reference; with offload the host's memory too
   fits = !(cand.mem > memory_limit_gb(sys, p.runtime)) && fits_host(sys, cand.totals);
   return cand;
@@ -448,8 +448,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   c.tensor.tp1 = split.tp1;
   c.tensor.tp2 = split.tp2;
   c.tensor.cp = split.cp;
-  c.attention = p.attention;
-  apply_runtime(p.runtime, c.exec, c.attention);  // the framework's mechanisms, the same for every candidate
+  c.attention = p.attention;  // the runtime's (with_runtime_attention)
+  const Mechanisms& mech = p.runtime.mechanisms;  // the framework's, the same for every candidate
   const std::int64_t seqp = parallel_grid(c).group(without(plan_of(p.strategy).replicas, grid_axes("dp"))).size;
 
   // The dimensions the nest walks: a dimension of one listed value (SearchDimension::listed) is set
@@ -569,7 +569,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
   const std::int64_t every = p.model.is_moe() ? p.model.moe.every : 1;
   auto block_memory_of = [&](const Layout& l) -> const BlockMemory& {
     return cache_->memory.get({block_axis_codes(l, false), false, block_cost_codes(l.exec)},
-                              [&] { return cost_block_memory(sys, p.model, l, block_, dense_block_); });
+                              [&] { return cost_block_memory(sys, p.model, l, mech, block_, dense_block_); });
   };
   // A block's saved activations (GB) as the runtime accounts them.
   auto block_activations = [&](const Layout& l, const BlockMemory& mem) {
@@ -600,7 +600,8 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
                        block_cost_codes(l.exec)};
     return cache_->blocks.get(key, [&] {
       ++shared.module_evaluations;
-      return CostedBlock{cost_block(sys, p.model, l, block_, dense_block_, mlp_, sa_), stage_end_sums(sys, p.model, l)};
+      return CostedBlock{cost_block(sys, p.model, l, mech, block_, dense_block_, mlp_, sa_),
+                         stage_end_sums(sys, p.model, l, mech)};
     });
   };
 
@@ -882,7 +883,7 @@ void Searcher::run(std::int64_t n, const TensorSplit& split, std::span<const dou
                       cache_->changed(d);
                       chosen[depth] = &value;
                       counted &= ~recount[depth];
-                      if (depth == 0) fullest_blocks = fullest_stage_blocks(p.model, c.pp, c.exec.stage_partition);
+                      if (depth == 0) fullest_blocks = fullest_stage_blocks(p.model, c.pp, mech.stage_partition);
                       if (p.prune && (depth == 0 || depth == mbs_depth) && memory_floor(depth) > largest_capacity) {
                         skip(leaves_below(depth + 1), false);
                         return false;

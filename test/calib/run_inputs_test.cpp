@@ -95,26 +95,6 @@ TEST(RunInputs, FlagDefaultsAreTheReferenceExecution) {
   EXPECT_EQ(execution_arguments(Execution{}), "--recompute none --sp on --zero 1 --interleave 1 --layout reference --ep 1");
 }
 
-// A mechanism the layout sets moves into the runtime, named after it, and the step is the same.
-TEST(RunInputs, LayoutMechanismsMoveIntoTheRuntime) {
-  const System s = load_system(kRoot / "systems" / "selene_a100.yaml");
-  const Runtime megatron = load_runtime_named("megatron");
-  const Transformer m = load_model(kRoot / "models" / "gpt_1_3b.yaml");
-  Layout local_ddp;
-  local_ddp.tensor.tp1 = 2;
-  local_ddp.tensor.nv1 = 2;
-  local_ddp.dp = 4;
-  local_ddp.nv_dp = 4;
-  local_ddp.exec.dp_after_backward = true;
-  const Runtime rt = runtime_with_layout_mechanisms(megatron, local_ddp);
-  EXPECT_EQ(rt.name, "megatron_dp_after_backward");
-  EXPECT_TRUE(rt.dp_after_backward);
-  Layout bare = local_ddp;
-  bare.exec.dp_after_backward = false;
-  EXPECT_EQ(evaluate(s, m, rt, bare, 64).totals.t, evaluate(s, m, megatron, local_ddp, 64).totals.t);
-  EXPECT_EQ(runtime_with_layout_mechanisms(megatron, bare).name, "megatron");
-}
-
 TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "perfsweep_run_inputs_test";
   std::filesystem::remove_all(dir);
@@ -123,13 +103,14 @@ TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   Transformer small = load_model(kRoot / "models" / "gpt_1_3b.yaml");
   Transformer longer = small;
   longer.l = 4096;  // another content under the same name
+  Runtime local_ddp = megatron;  // Megatron's local DDP
+  local_ddp.name = "megatron_dp_after_backward";
+  local_ddp.mechanisms.dp_after_backward = true;
   Layout c;
   c.tensor.tp1 = 2;
   c.dp = 4;
-  Layout local_ddp = c;
-  local_ddp.exec.dp_after_backward = true;
   const std::vector<RunInput> runs{{"a", &small, &megatron, c, 64},
-                                   {"b", &small, &megatron, local_ddp, 64},
+                                   {"b", &small, &local_ddp, c, 64},
                                    {"c", &longer, &megatron, c, 32}};
   const RunInputsWritten w = write_inputs(dir, s, runs);
   EXPECT_EQ(w.lines, 3u);
@@ -152,7 +133,7 @@ TEST(RunInputs, WritesEachFileOnceAndALinePerRun) {
   EXPECT_EQ(back.kernel_calibration->gemm[0][0].efficiency, s.kernel_calibration->gemm[0][0].efficiency);
   EXPECT_EQ(back.runtime, "");
   EXPECT_EQ(back.ib_bandwidth, s.ib_bandwidth);
-  EXPECT_TRUE(load_runtime(dir / "runtimes" / "megatron_dp_after_backward.yaml").dp_after_backward);
+  EXPECT_TRUE(load_runtime(dir / "runtimes" / "megatron_dp_after_backward.yaml").mechanisms.dp_after_backward);
   std::filesystem::remove_all(dir);
 }
 

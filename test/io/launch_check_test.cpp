@@ -293,7 +293,7 @@ Sweep sweep_lines() {
   for (const char* name : {"megatron", "nemo"}) {
     Runtime gather = load_runtime_named(name);
     gather.name += " with fp8_weight_gather";
-    gather.fp8.weight_gather = true;
+    gather.mechanisms.fp8.weight_gather = true;
     runtimes.push_back(gather);
   }
   Runtime unfused = load_runtime_named("megatron");
@@ -309,7 +309,7 @@ Sweep sweep_lines() {
           for (std::int64_t zero = 0; zero <= 3; ++zero) {
             if (!rt.runs(Strategy::OneD) || !rt.runs_zero(zero)) continue;
             for (Precision precision : {Precision::Bf16, Precision::Fp8}) {
-              if (precision == Precision::Fp8 && rt.fp8.recipe == Fp8Recipe::None) continue;
+              if (precision == Precision::Fp8 && rt.mechanisms.fp8.recipe == Fp8Recipe::None) continue;
               for (int k = 0; k < 4; ++k) {
                 const Offload offload = static_cast<Offload>(k);
                 if (!rt.runs_offload(offload)) continue;
@@ -335,15 +335,14 @@ Sweep sweep_lines() {
                   x.first_stage_blocks = shape.first;
                   x.last_stage_blocks = shape.last;
                   x.rank_order = rt.rank_order;
-                  x.stage_partition = rt.stage_partition;  // as estimate and the search set it
                   x.sequence_parallel = sp;
                   if (m.is_moe()) x.ep = std::min<std::int64_t>(2, c.dp);
                   set_placement(c, placed_axes(c.strategy), rank_order_shares(c, sys.nvlink_size));
                   Layout applied = c;
-                  apply_runtime(rt, applied.exec, applied.attention);
+                  applied.attention = runtime_attention(rt, applied.attention);
                   const std::int64_t global_batch = c.dp * 16;
                   try {
-                    validate_layout(sys, m, applied, global_batch);
+                    validate_layout(sys, m, applied, global_batch, rt.mechanisms);
                     validate_runtime_layout(rt, applied);
                   } catch (const ConfigError&) {
                     ++s.refused;

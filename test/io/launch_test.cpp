@@ -94,7 +94,7 @@ std::vector<LaunchLine> many_lines(LaunchFramework f) {
             rt.tp_comm_overlap = variant % 2 == 0 ? 0.5 : 0;
             if (p != ParamLayout::Reference) {  // FP8 in each recipe, weights gathered in FP8 or not
               c.exec.precision = Precision::Fp8;
-              rt.fp8 = Fp8Policy{static_cast<Fp8Recipe>(1 + static_cast<std::size_t>(variant) %
+              rt.mechanisms.fp8 = Fp8Policy{static_cast<Fp8Recipe>(1 + static_cast<std::size_t>(variant) %
                                                                 (std::size(kLowPrecisionRecipes) - 1)),
                                  true, true, variant % 2 == 1};
             }
@@ -215,7 +215,7 @@ TEST(Launch, MegatronLlama70b) {
 TEST(Launch, MegatronLlama70bFp8) {
   Llama70b l;
   l.layout.exec.precision = Precision::Fp8;
-  l.runtime.fp8 = Fp8Policy{Fp8Recipe::Delayed, true, true};
+  l.runtime.mechanisms.fp8 = Fp8Policy{Fp8Recipe::Delayed, true, true};
   const std::string text = launch_arguments_text(l.line(LaunchFramework::Megatron));
   EXPECT_NE(text.find("--bf16 --accumulate-allreduce-grads-in-fp32 --fp8-format hybrid --fp8-recipe delayed "
                       "--attention-backend flash"),
@@ -225,7 +225,7 @@ TEST(Launch, MegatronLlama70bFp8) {
   l.layout.exec.fp8_params = true;  // --fp8-params on (or a runtime's fp8_weight_gather: runtime_defaults)
   EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Megatron)).find("--fp8-recipe delayed --fp8-param-gather"),
             std::string::npos);
-  l.runtime.fp8.recipe = Fp8Recipe::Current;
+  l.runtime.mechanisms.fp8.recipe = Fp8Recipe::Current;
   // NeMo's precision plugin sets the model config's FP8 fields: they go to trainer.plugins
   EXPECT_NE(launch_arguments_text(l.line(LaunchFramework::Nemo))
                 .find("trainer.plugins.fp8=hybrid trainer.plugins.fp8_recipe=tensorwise trainer.plugins.fp8_param_gather=True"),

@@ -68,18 +68,17 @@ TEST(Efficiency, MfuOfThePrecisionsOwnPeak) {
   s.matrix_flops_fp16 = 989.4;
   s.matrix_flops_fp8 = 1979;
   s.matrix_flops_mxfp8 = 3000;
-  Execution x;
-  const Efficiency bf16 = efficiency(m, s, 64, 512, 4.0, &x);
+  const auto of = [&](Precision p, Fp8Recipe recipe) {
+    return efficiency(m, s, 64, 512, 4.0, peak_precision(s, p, recipe));
+  };
+  const Efficiency bf16 = of(Precision::Bf16, Fp8Recipe::Delayed);
   EXPECT_EQ(bf16.mfu_precision, bf16.mfu);
-  x.precision = Precision::Fp8;
-  x.fp8.recipe = Fp8Recipe::Delayed;
-  const Efficiency fp8 = efficiency(m, s, 64, 512, 4.0, &x);
+  const Efficiency fp8 = of(Precision::Fp8, Fp8Recipe::Delayed);
   EXPECT_EQ(fp8.mfu, bf16.mfu);  // the convention of published runs: of bf16's peak, whatever the precision
   EXPECT_DOUBLE_EQ(fp8.mfu_precision, fp8.model_tflops_per_gpu / 1979);
-  x.fp8.recipe = Fp8Recipe::Mxfp8;
-  EXPECT_DOUBLE_EQ(efficiency(m, s, 64, 512, 4.0, &x).mfu_precision, fp8.model_tflops_per_gpu / 3000);
+  EXPECT_DOUBLE_EQ(of(Precision::Fp8, Fp8Recipe::Mxfp8).mfu_precision, fp8.model_tflops_per_gpu / 3000);
   s.matrix_flops_mxfp8 = 0;
-  EXPECT_DOUBLE_EQ(efficiency(m, s, 64, 512, 4.0, &x).mfu_precision, fp8.mfu);
+  EXPECT_DOUBLE_EQ(of(Precision::Fp8, Fp8Recipe::Mxfp8).mfu_precision, fp8.mfu);
   EXPECT_EQ(efficiency(m, s, 64, 512, 4.0).mfu_precision, bf16.mfu);  // no execution: bf16
 }
 

@@ -84,7 +84,7 @@ void for_each_block_case(F&& f) {
       const std::vector<BlockLayer> block = describe_block(m, c.attention);
       const std::vector<BlockLayer> dense_block = describe_dense_block(m, c.attention);
       Module mlp, sa;
-      f(m, c, [&](const Layout& x) { return cost_block(s, m, x, block, dense_block, mlp, sa); });
+      f(m, c, [&](const Layout& x) { return cost_block(s, m, x, {}, block, dense_block, mlp, sa); });
     }
   }
 }
@@ -123,14 +123,14 @@ TEST(ExecutionOptions, BlockOptionsChangeTheBlock) {
   const std::vector<BlockLayer> block = describe_block(m, c.attention);
   const std::vector<BlockLayer> dense_block = describe_dense_block(m, c.attention);
   Module mlp, sa;
-  const BlockSummary base = cost_block(s, m, c, block, dense_block, mlp, sa);
+  const BlockSummary base = cost_block(s, m, c, {}, block, dense_block, mlp, sa);
   Layout full = c;
   full.exec.recompute = Recompute::Full;
-  const BlockSummary recomputed = cost_block(s, m, full, block, dense_block, mlp, sa);
+  const BlockSummary recomputed = cost_block(s, m, full, {}, block, dense_block, mlp, sa);
   EXPECT_FALSE(same(recomputed.mlp, base.mlp));  // full recomputation keeps only the block's input
   Layout plain = c;
   plain.exec.sequence_parallel = false;
-  EXPECT_FALSE(same(cost_block(s, m, plain, block, dense_block, mlp, sa).mlp, base.mlp));  // all-reduces
+  EXPECT_FALSE(same(cost_block(s, m, plain, {}, block, dense_block, mlp, sa).mlp, base.mlp));  // all-reduces
   for (const char* key : {"recompute", "sp", "ep", "precision", "cp_comm"}) {
     const ExecutionOption* o = find_execution_option(key);
     ASSERT_NE(o, nullptr) << key;

@@ -1,4 +1,4 @@
-// The MoE layer's token permutation and router kernels (Execution::moe_permutation, a runtime's
+// The MoE layer's token permutation and router kernels (Mechanisms::moe_permutation, a runtime's
 // moe_permutation) against bytes worked out by hand from Megatron-Core's alltoall dispatcher, on the
 // made-up system of common/round_system.hpp (2-byte elements, GB = 1e-9 bytes, HBM 1000 GB/s at the
 // roofline's full bandwidth, 20 us a kernel without a kernel calibration).
@@ -44,7 +44,7 @@ Layout layout() {
 Runtime runtime(MoePermutation p) {
   Runtime rt;
   rt.name = "moe_permutation_test";
-  rt.moe_permutation = p;
+  rt.mechanisms.moe_permutation = p;
   return rt;
 }
 

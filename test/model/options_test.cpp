@@ -309,17 +309,19 @@ TEST(Vocabulary, EndStagesAreUnequal) {
 TEST(MegatronExecution, SequenceParallelBackwardGather) {
   const Transformer m = small(64, 4, 256, 16);
   const std::vector<BlockLayer> block = describe_block(m, {});
-  Execution gather;
+  Mechanisms gather;
   gather.sp_backward_gather = true;
   const TensorSplit split{4, 1, 4, 1, 1};
   const LayerCost plain = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc1"), 2, m, split, {});
-  const LayerCost again = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc1"), 2, m, split, {}, gather);
+  const LayerCost again =
+      shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc1"), 2, m, split, {}, {}, gather);
   ASSERT_EQ(plain.comm_bwd.count, 1);
   ASSERT_EQ(again.comm_bwd.count, 2);
   EXPECT_EQ(again.comm_bwd.items[0].type, CommType::ReduceScatter);
   EXPECT_EQ(again.comm_bwd.items[1].type, CommType::AllGather);
   EXPECT_DOUBLE_EQ(again.comm_bwd.items[1].volume_gb, plain.comm_bwd.items[0].volume_gb);
-  const LayerCost row = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {}, gather);
+  const LayerCost row =
+      shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {}, {}, gather);
   const LayerCost row_plain = shard_layer(round_system(), Strategy::OneD, layer_named(block, "fc2"), 2, m, split, {});
   EXPECT_EQ(row.comm_bwd.count, row_plain.comm_bwd.count);
   EXPECT_DOUBLE_EQ(row.comm_bwd.items[0].volume_gb, row_plain.comm_bwd.items[0].volume_gb);
@@ -333,11 +335,11 @@ TEST(MegatronExecution, FusedElementwiseBytes) {
   const Transformer m = small(64, 4, 256, 16);
   const std::vector<BlockLayer> block = describe_block(m, {});
   const std::vector<BlockLayer> block_unfused = describe_block(m, {false, false});
-  Execution fused;
+  Mechanisms fused;
   fused.fused_elementwise = true;
   const TensorSplit split{4, 1, 4, 1, 1};
-  const auto shard = [&](const char* name, const Execution& x) {
-    return shard_layer(s, Strategy::OneD, layer_named(block, name), 2, m, split, {}, x);
+  const auto shard = [&](const char* name, const Mechanisms& mech) {
+    return shard_layer(s, Strategy::OneD, layer_named(block, name), 2, m, split, {}, {}, mech);
   };
   // The biases run inside the next kernel, the hidden dropout does not exist: no time, no buffer.
   for (const char* name : {"fc1-bias", "dpr1", "fc2-bias", "vproj-bias"}) {
@@ -374,16 +376,16 @@ TEST(MegatronExecution, FusedElementwiseBytes) {
   Transformer with_vocab = m;
   with_vocab.vocab_size = 1000;
   const StageEnds ends = describe_stage_ends(with_vocab, 1);
-  EXPECT_EQ(shard_layer(s, Strategy::OneD, ends.last.layers[0], 2, with_vocab, split, {}, fused).glue, Glue::None);
+  EXPECT_EQ(shard_layer(s, Strategy::OneD, ends.last.layers[0], 2, with_vocab, split, {}, {}, fused).glue, Glue::None);
   // Unchanged: the attention's softmax (one kernel already), and every layer without the option.
   const BlockLayer& softmax_layer = layer_named(block_unfused, "softmax");
-  EXPECT_DOUBLE_EQ(shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}, fused).mem_fwd,
+  EXPECT_DOUBLE_EQ(shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}, {}, fused).mem_fwd,
                    shard_layer(s, Strategy::OneD, softmax_layer, 2, m, split, {false, false}).mem_fwd);
   EXPECT_DOUBLE_EQ(shard("dpr2", {}).mem_fwd, (2 * 512) * 2e-9 + 512 * 1e-9);
   // 1d only: a runtime with the fused kernels refuses another strategy (model/layout_rules.cpp).
   Runtime fusing;
   fusing.name = "fusing";
-  fusing.fused_elementwise = true;
+  fusing.mechanisms.fused_elementwise = true;
   fusing.strategies = 0x7;
   fusing.zero_stages = 0xF;
   Layout seqp;
@@ -402,8 +404,9 @@ TEST(MegatronExecution, DataParallelAfterBackward) {
   c.dp = 4;
   c.nv_dp = 4;
   const Evaluation overlapped = evaluate(round_system(), m, c, 8);
-  c.exec.dp_after_backward = true;
-  const Evaluation after = evaluate(round_system(), m, c, 8);
+  Runtime local_ddp = reference_runtime();  // the reference's step with Megatron's local DDP
+  local_ddp.mechanisms.dp_after_backward = true;
+  const Evaluation after = evaluate(round_system(), m, local_ddp, c, 8);
   EXPECT_GT(after.dp_row.t, overlapped.dp_row.t);
   EXPECT_GT(after.totals.t, overlapped.totals.t);
 }

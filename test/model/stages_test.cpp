@@ -186,13 +186,17 @@ TEST(BalancedStages, LlamaPartition) {
             "moe.every=4");
 }
 
-std::string partition_error(std::int64_t depth, std::int64_t pp, const Execution& x) {
+// `partition`: the runtime's (Mechanisms::stage_partition).
+std::string partition_error(std::int64_t depth, std::int64_t pp, const Execution& x,
+                            StagePartition partition = StagePartition::Even) {
   Transformer m = test::small_model();
   m.depth = depth;
   Layout c;
   c.pp = pp;
   c.exec = x;
-  return config_error([&] { validate_layout(round_system(), m, c, 64); });
+  Mechanisms mech;
+  mech.stage_partition = partition;
+  return config_error([&] { validate_layout(round_system(), m, c, 64, mech); });
 }
 
 TEST(UnevenStages, ErrorsNameThePartition) {
@@ -291,11 +295,7 @@ Transformer nanotron_model(std::int64_t depth, std::int64_t e, std::int64_t f, s
   return m;
 }
 
-Execution nanotron_stages() {
-  Execution x;
-  x.stage_partition = StagePartition::Nanotron;
-  return x;
-}
+constexpr StagePartition kNanotron = StagePartition::Nanotron;
 
 TEST(NanotronStages, PartitionByHand) {
   // Llama 2 7B's shape: a block 4 x 4096^2 + 3 x 11008 x 4096 = 202,375,168, the head 32000 x
@@ -303,25 +303,25 @@ TEST(NanotronStages, PartitionByHand) {
   // (1,619,001,344) do not pass it, 9 do; half is passed at 17 blocks (3,440,377,856 against
   // 3,303,538,688 > 16 blocks' 3,238,002,688), three quarters at 25 (5,059,379,200 > 4,955,308,032
   // > 24 blocks' 4,857,004,032): 9, 8, 8 and 7 blocks.
-  const StageBlocks llama = stage_blocks(nanotron_model(32, 4096, 11008, 32000), 4, nanotron_stages());
+  const StageBlocks llama = stage_blocks(nanotron_model(32, 4096, 11008, 32000), 4, {}, kNanotron);
   EXPECT_EQ(text(llama), "9/8/7");
   EXPECT_EQ(llama.middle_index, 1);
   // e = f = 10: a block 700, the head 112 x 10 = 1120 (1.6 blocks); total 12,320, a quarter 3,080
   // (4.4 blocks): stages close after 5, 9 and 14 blocks: 5, 4, 5 and 2. The middle costed is the
   // fuller one, the third stage.
-  const StageBlocks uneven = stage_blocks(nanotron_model(16, 10, 10, 112), 4, nanotron_stages());
+  const StageBlocks uneven = stage_blocks(nanotron_model(16, 10, 10, 112), 4, {}, kNanotron);
   EXPECT_EQ(text(uneven), "5/5/2");
   EXPECT_EQ(uneven.middle_index, 2);
   // More stages than blocks: a block passes each share (350 of 2,800), so the four blocks fill the
   // first four stages and the other four hold none.
-  const StageBlocks sparse = stage_blocks(nanotron_model(4, 10, 10, 0), 8, nanotron_stages());
+  const StageBlocks sparse = stage_blocks(nanotron_model(4, 10, 10, 0), 8, {}, kNanotron);
   EXPECT_EQ(text(sparse), "1/1/0");
   // One stage: every block; counts given: Megatron-LM's partition as before.
-  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 1, nanotron_stages())), "16/16/16");
-  Execution given = nanotron_stages();
+  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 1, {}, kNanotron)), "16/16/16");
+  Execution given;
   given.first_stage_blocks = 3;
   given.last_stage_blocks = 5;
-  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 4, given)), "3/4/5");
+  EXPECT_EQ(text(stage_blocks(nanotron_model(16, 10, 10, 112), 4, given, kNanotron)), "3/4/5");
 }
 
 // A partition Megatron-LM's counts can express (9, 8, 8, 7) costs the same through either, bit for
@@ -330,18 +330,20 @@ TEST(NanotronStages, PartitionByHand) {
 // GB of states and 5 x 0.5 x 4 in flight: 54 GB.
 TEST(NanotronStages, ComposedStageByStage) {
   const Transformer llama = nanotron_model(32, 4096, 11008, 32000);
+  Runtime by_cost_runtime = reference_runtime();  // the reference's step with nanotron's partition
+  by_cost_runtime.mechanisms.stage_partition = kNanotron;
   Layout by_cost;
   by_cost.pp = 4;
-  by_cost.exec = nanotron_stages();
   Layout by_count;
   by_count.pp = 4;
   by_count.exec = stages(9, 7);
-  const Totals a = compose_step(round_system(), llama, by_cost, round_block(), 32, round_ends()).totals;
+  const Totals a =
+      compose_step(round_system(), llama, by_cost_runtime, by_cost, round_block(), 32, round_ends()).totals;
   const Totals b = compose_step(round_system(), llama, by_count, round_block(), 32, round_ends()).totals;
   for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.*f.member, b.*f.member) << f.name;
 
-  const StepCosts step =
-      compose_step(round_system(), nanotron_model(16, 10, 10, 112), by_cost, round_block(), 32, round_ends());
+  const StepCosts step = compose_step(round_system(), nanotron_model(16, 10, 10, 112), by_cost_runtime, by_cost,
+                                     round_block(), 32, round_ends());
   EXPECT_EQ(step.totals.t, 542.5);
   EXPECT_EQ(step.model.time_stage, 0);
   EXPECT_EQ(step.totals.mem, 54.0);
@@ -350,15 +352,16 @@ TEST(NanotronStages, ComposedStageByStage) {
 
 // The runtime's partition takes any depth but no given counts and no interleaving.
 TEST(NanotronStages, ErrorsNameTheRuntimesPartition) {
-  EXPECT_EQ(partition_error(126, 16, nanotron_stages()), "");
-  EXPECT_EQ(partition_error(28, 32, nanotron_stages()), "");
-  Execution x = nanotron_stages();
+  EXPECT_EQ(partition_error(126, 16, {}, kNanotron), "");
+  EXPECT_EQ(partition_error(28, 32, {}, kNanotron), "");
+  Execution x;
   x.first_stage_blocks = 7;
-  EXPECT_EQ(partition_error(126, 16, x),
+  EXPECT_EQ(partition_error(126, 16, x, kNanotron),
             "first_stage_blocks=7: the runtime partitions the stages itself (stage_partition nanotron)");
-  x = nanotron_stages();
+  x = Execution{};
   x.interleave = 2;
-  EXPECT_EQ(partition_error(126, 16, x), "the nanotron stage partition has no interleaved schedule (interleave=2)");
+  EXPECT_EQ(partition_error(126, 16, x, kNanotron),
+            "the nanotron stage partition has no interleaved schedule (interleave=2)");
 }
 
 
@@ -526,11 +529,11 @@ TEST(MultiTokenPrediction, OneMoreBlockAndItsLayersOnTheLastStage) {
   EXPECT_EQ(p.total - p.mtp, count_parameters(mtp_model(0)).total);
   EXPECT_EQ(p.active, count_parameters(mtp_model(0)).active);
   const double bytes = 2e-9;  // GB per bf16 weight
-  EXPECT_DOUBLE_EQ(stage_end_sums(round_system(), mtp_model(1), c).tied_head_gb, 1000 * 1024 * bytes);
-  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(0), c).tied_head_gb, 0.0);
+  EXPECT_DOUBLE_EQ(stage_end_sums(round_system(), mtp_model(1), c, {}).tied_head_gb, 1000 * 1024 * bytes);
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(0), c, {}).tied_head_gb, 0.0);
   Layout one = c;
   one.pp = 1;
-  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(1), one).tied_head_gb, 0.0);  // the embedding's own table
+  EXPECT_EQ(stage_end_sums(round_system(), mtp_model(1), one, {}).tied_head_gb, 0.0);  // the embedding's own table
   // MFU's model FLOPs count the module and its head
   EXPECT_GT(mtp.efficiency.model_flops_per_token, plain.efficiency.model_flops_per_token);
 }

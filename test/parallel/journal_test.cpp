@@ -273,6 +273,25 @@ TEST_F(JournalTest, RecordsWithAnInvalidFieldAreDroppedEvenWithAValidChecksum) {
   EXPECT_EQ(scan.damaged, 0u);
 }
 
+// A journal of the former version (PSWEEPJ2: its records carried the runtime's mechanisms in each
+// layout's execution) is refused whole, saying what to run, and left as it is.
+TEST_F(JournalTest, AJournalOfTheFormerVersionIsRefused) {
+  write_journal("run A", 1);
+  std::string data = bytes_of(path_);
+  ASSERT_EQ(data.substr(0, 8), "PSWEEPJ3");
+  data[7] = '2';
+  write_bytes(path_, data);
+  std::string message;
+  try {
+    resume("run A");
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("not a journal of this perfsweep version; remove it or run with --restart"), std::string::npos)
+      << message;
+  EXPECT_EQ(bytes_of(path_), data);
+}
+
 TEST_F(JournalTest, AnEmptyOrTruncatedJournalSaysSoAndWhatToRun) {
   for (const std::size_t size : {std::size_t{0}, std::size_t{5}, std::size_t{12}}) {
     write_journal("run A", 1);

@@ -151,24 +151,25 @@ TEST(Fp8, GathersTheQuantizedInput) {
   };
   const TensorSplit split{4, 1, 4, 1, 1};
   Execution x;
-  x.sp_backward_gather = true;
   x.precision = Precision::Fp8;
-  x.fp8 = Fp8Policy{Fp8Recipe::Delayed, true};
-  Execution quantized = x;
+  Mechanisms gathered;
+  gathered.sp_backward_gather = true;
+  gathered.fp8 = Fp8Policy{Fp8Recipe::Delayed, true};
+  Mechanisms quantized = gathered;
   quantized.fp8.quantized_gather = true;
   const System s = h100();
-  const auto cost = [&](const BlockLayer& y, const Execution& e) {
-    return shard_layer(s, Strategy::OneD, y, 1, m, split, {}, e);
+  const auto cost = [&](const BlockLayer& y, const Mechanisms& mech, const Execution& e) {
+    return shard_layer(s, Strategy::OneD, y, 1, m, split, {}, e, mech);
   };
   for (const char* norm : {"ln1", "ln2"}) {
-    const LayerCost plain = cost(named(block, norm), x), fp8 = cost(named(block, norm), quantized);
+    const LayerCost plain = cost(named(block, norm), gathered, x), fp8 = cost(named(block, norm), quantized, x);
     ASSERT_EQ(fp8.comm_fwd.items[0].type, CommType::AllGather);
     EXPECT_DOUBLE_EQ(plain.comm_fwd.items[0].volume_gb, elements * 2e-9) << norm;
     EXPECT_DOUBLE_EQ(fp8.comm_fwd.items[0].volume_gb, elements * 1e-9) << norm;
     EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[0].volume_gb, elements * 2e-9) << norm;  // the gradient's reduce-scatter
   }
   for (const char* gemm : {"qkv", "fc1"}) {
-    const LayerCost fp8 = cost(named(block, gemm), quantized);
+    const LayerCost fp8 = cost(named(block, gemm), quantized, x);
     ASSERT_EQ(fp8.comm_bwd.count, 2);
     EXPECT_EQ(fp8.comm_bwd.items[0].type, CommType::ReduceScatter);
     EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[0].volume_gb, elements * 2e-9) << gemm;
@@ -176,26 +177,28 @@ TEST(Fp8, GathersTheQuantizedInput) {
     EXPECT_DOUBLE_EQ(fp8.comm_bwd.items[1].volume_gb, elements * 1e-9) << gemm;
   }
   // bf16 layouts and runtimes that gather in bf16 move 2 bytes
-  Execution bf16 = quantized;
+  Execution bf16 = x;
   bf16.precision = Precision::Bf16;
-  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), bf16).comm_fwd.items[0].volume_gb, elements * 2e-9);
-  EXPECT_DOUBLE_EQ(cost(named(block, "qkv"), bf16).comm_bwd.items[1].volume_gb, elements * 2e-9);
-  Execution nvfp4 = quantized;
+  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), quantized, bf16).comm_fwd.items[0].volume_gb, elements * 2e-9);
+  EXPECT_DOUBLE_EQ(cost(named(block, "qkv"), quantized, bf16).comm_bwd.items[1].volume_gb, elements * 2e-9);
+  Execution nvfp4 = x;
   nvfp4.precision = Precision::Nvfp4;
-  nvfp4.fp8.recipe = Fp8Recipe::Nvfp4;
-  nvfp4.fp8.fused_casts = false;
-  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), nvfp4).comm_fwd.items[0].volume_gb, elements * 0.5625e-9);
+  Mechanisms nvfp4_quantized = quantized;
+  nvfp4_quantized.fp8.recipe = Fp8Recipe::Nvfp4;
+  nvfp4_quantized.fp8.fused_casts = false;
+  EXPECT_DOUBLE_EQ(cost(named(block, "ln1"), nvfp4_quantized, nvfp4).comm_fwd.items[0].volume_gb,
+                   elements * 0.5625e-9);
   // the final norm: bf16 for a bf16 LM head, FP8 for an FP8 one
   const BlockLayer ln_f = describe_stage_ends(m, 2).last.layers[0];
   ASSERT_EQ(std::string(ln_f.name), "ln_f");
-  EXPECT_DOUBLE_EQ(cost(ln_f, quantized).comm_fwd.items[0].volume_gb, elements * 2e-9);
-  Execution head = quantized;
+  EXPECT_DOUBLE_EQ(cost(ln_f, quantized, x).comm_fwd.items[0].volume_gb, elements * 2e-9);
+  Mechanisms head = quantized;
   head.fp8.lm_head = true;
-  EXPECT_DOUBLE_EQ(cost(ln_f, head).comm_fwd.items[0].volume_gb, elements * 1e-9);
+  EXPECT_DOUBLE_EQ(cost(ln_f, head, x).comm_fwd.items[0].volume_gb, elements * 1e-9);
   // an MoE layer's norm before its router
   const Transformer moe = load_model(kRoot / "models" / "mixtral_8x7b.yaml");
   const BlockLayer moe_norm = named(describe_block(moe, {}), "ln2");
-  const LayerCost moe_cost = shard_layer(s, Strategy::OneD, moe_norm, 1, moe, split, {}, quantized);
+  const LayerCost moe_cost = shard_layer(s, Strategy::OneD, moe_norm, 1, moe, split, {}, x, quantized);
   EXPECT_DOUBLE_EQ(moe_cost.comm_fwd.items[0].volume_gb, static_cast<double>(moe.l * moe.e) * 2e-9);
 }
 
@@ -205,7 +208,7 @@ TEST(Fp8, RuntimeKeysAreInertAtBf16) {
   const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
   Runtime plain = load_runtime_named("megatron");
   const Runtime with_fp8 = plain;
-  plain.fp8 = Fp8Policy{};
+  plain.mechanisms.fp8 = Fp8Policy{};
   const Layout c = one_d(2, 4, 1);
   const Evaluation a = evaluate(s, m, plain, c, 64), b = evaluate(s, m, with_fp8, c, 64);
   for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
@@ -230,11 +233,11 @@ TEST(Fp8, StepOnCalibratedH100) {
   EXPECT_GT(fp8.totals.t_optimizer, bf16.totals.t_optimizer);  // the weights' quantization
   // Weight quantization per micro-batch: 16 micro-batches instead of once per step.
   Runtime no_cache = rt;
-  no_cache.fp8.weight_cache = false;
+  no_cache.mechanisms.fp8.weight_cache = false;
   const Evaluation every = evaluate(s, m, no_cache, c, 64);
   const double fp8_params = 8030261248.0 / 2;  // an upper bound: all of a tp=2 GPU's parameters
   QuantWork weights;
-  add_quantization(weights, recipe_of(rt.fp8.recipe).input, fp8_params * 1e-9);
+  add_quantization(weights, recipe_of(rt.mechanisms.fp8.recipe).input, fp8_params * 1e-9);
   for (double& k : weights.kernels) k *= 4 * 32;
   const double once = quantization_seconds(s, weights);
   EXPECT_GT(every.totals.t_optimizer - fp8.totals.t_optimizer, 0);
@@ -292,7 +295,7 @@ TEST(Fp8, RefusedWhereItCannotRun) {
             std::string::npos);
   EXPECT_NE(config_error(h100(), m, load_runtime_named("deepspeed"), c).find("runs no FP8"), std::string::npos);
   Runtime mx = mg;
-  mx.fp8.recipe = Fp8Recipe::Mxfp8;
+  mx.mechanisms.fp8.recipe = Fp8Recipe::Mxfp8;
   EXPECT_NE(config_error(h100(), m, mx, c).find("matrix_flops_mxfp8"), std::string::npos);
   c.strategy = Strategy::TwoDSeqp;
   c.tensor.tp2 = 1;
@@ -333,11 +336,11 @@ TEST(Fp8, Nvfp4ByHand) {
   Layout l = one_d(2, 4, 1);
   l.exec.precision = Precision::Fp8;
   Runtime rt = load_runtime_named("megatron");
-  rt.fp8.recipe = Fp8Recipe::Nvfp4;
+  rt.mechanisms.fp8.recipe = Fp8Recipe::Nvfp4;
   EXPECT_NE(config_error(h100(), m, rt, l).find("gives no matrix_flops_fp4 (no FP4 tensor cores)"), std::string::npos);
   const Evaluation fp4 = evaluate(s, m, rt, l, 64);
   Runtime mx = rt;
-  mx.fp8.recipe = Fp8Recipe::Mxfp8;
+  mx.mechanisms.fp8.recipe = Fp8Recipe::Mxfp8;
   EXPECT_LT(fp4.totals.t_comp, evaluate(s, m, mx, l, 64).totals.t_comp);
   // its MFU of the FP4 peak, named as the data type (the report's "% of the nvfp4 peak")
   EXPECT_EQ(fp4.efficiency.peak_type, Precision::Nvfp4);
@@ -355,7 +358,7 @@ TEST(Fp8, DataTypeByNameRunsItsRecipe) {
   const System b200 = load_system(kRoot / "systems" / "B200-calibrated.yaml");
   const Transformer m = load_model(kRoot / "models" / "llama3_8b.yaml");
   const Runtime nemo = load_runtime_named("nemo");
-  ASSERT_EQ(nemo.fp8.recipe, Fp8Recipe::Current);
+  ASSERT_EQ(nemo.mechanisms.fp8.recipe, Fp8Recipe::Current);
   for (const auto& [type, recipe] : {std::pair{Precision::Nvfp4, Fp8Recipe::Nvfp4}, std::pair{Precision::Mxfp8, Fp8Recipe::Mxfp8}}) {
     SCOPED_TRACE(kPrecisionNames[static_cast<std::size_t>(type)]);
     Layout named = one_d(2, 4, 1);
@@ -363,7 +366,7 @@ TEST(Fp8, DataTypeByNameRunsItsRecipe) {
     Layout fp8 = named;
     fp8.exec.precision = Precision::Fp8;
     Runtime as_recipe = nemo;
-    as_recipe.fp8.recipe = recipe;
+    as_recipe.mechanisms.fp8.recipe = recipe;
     const Evaluation a = evaluate(b200, m, nemo, named, 64), b = evaluate(b200, m, as_recipe, fp8, 64);
     for (const TotalsField& f : kTotalsFields) EXPECT_EQ(a.totals.*f.member, b.totals.*f.member) << f.name;
     EXPECT_EQ(a.efficiency.peak_type, type);

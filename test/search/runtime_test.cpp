@@ -137,11 +137,11 @@ TEST(Runtime, NemoIsMegatronWithTheRecipesSettings) {
   expected.name = "nemo";
   expected.states.gradients = 2;
   expected.zero_grad_bytes = 2;
-  expected.fp8.recipe = Fp8Recipe::Current;
-  expected.fp8.fused_casts = false;
+  expected.mechanisms.fp8.recipe = Fp8Recipe::Current;
+  expected.mechanisms.fp8.fused_casts = false;
   expected.context_parallel &= static_cast<std::uint8_t>(~(1u << static_cast<unsigned>(CpComm::AllToAllP2P)));
   expected.launch = static_cast<std::int8_t>(LaunchFramework::Nemo);
-  expected.moe_permutation = MoePermutation::Fused;
+  expected.mechanisms.moe_permutation = MoePermutation::Fused;
   EXPECT_EQ(runtime_to_yaml(nemo), runtime_to_yaml(expected));
   for (const char* system :
        {"H100-calibrated.yaml", "H200-calibrated.yaml", "B200-calibrated.yaml", "B300-calibrated.yaml",
@@ -163,9 +163,9 @@ TEST(Runtime, Llama3FileStatesThePaper) {
   EXPECT_EQ(rt.offload, 1);  // none only
   EXPECT_EQ(rt.zero_gather, Cadence::PerMicroBatch);  // ZeRO-3 (resharded weights) only
   EXPECT_EQ(rt.zero_reduce, Cadence::PerStep);
-  EXPECT_EQ(rt.fp8.recipe, Fp8Recipe::None);
+  EXPECT_EQ(rt.mechanisms.fp8.recipe, Fp8Recipe::None);
   EXPECT_EQ(rt.activations, ActivationAccounting::Megatron);
-  for (const RuntimeMechanism& k : kRuntimeMechanisms) EXPECT_EQ(rt.*k.runtime, mg.*k.runtime) << k.name;
+  for (const MechanismFlag& k : kMechanismFlags) EXPECT_EQ(rt.mechanisms.*k.member, mg.mechanisms.*k.member) << k.name;
   EXPECT_EQ(rt.flash_attention, mg.flash_attention);
   EXPECT_EQ(rt.tp_comm_overlap, 0);
   EXPECT_EQ(rt.optimizer_bytes, mg.optimizer_bytes);
@@ -234,8 +234,8 @@ TEST(Runtime, SearchUnderNanotronsPartition) {
   for (const Candidate& c : top.items()) {
     pps.insert(c.layout.pp);
     EXPECT_EQ(c.layout.exec.first_stage_blocks, 0);
-    EXPECT_EQ(c.layout.exec.stage_partition, StagePartition::Nanotron);
   }
+  EXPECT_EQ(p.runtime.mechanisms.stage_partition, StagePartition::Nanotron);
   EXPECT_TRUE(pps.contains(3) || pps.contains(6) || pps.contains(12)) << "no pipeline depth that does not divide 32";
 }
 
@@ -343,12 +343,8 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.has_states, b.has_states);
   EXPECT_EQ(a.states, b.states);
-  EXPECT_EQ(a.p2p_scatter_gather, b.p2p_scatter_gather);
-  EXPECT_EQ(a.sp_backward_gather, b.sp_backward_gather);
-  EXPECT_EQ(a.fused_elementwise, b.fused_elementwise);
-  EXPECT_EQ(a.dp_after_backward, b.dp_after_backward);
+  EXPECT_TRUE(a.mechanisms == b.mechanisms);
   EXPECT_EQ(a.flash_attention, b.flash_attention);
-  EXPECT_TRUE(a.fp8 == b.fp8);
   EXPECT_EQ(a.zero_gather, b.zero_gather);
   EXPECT_EQ(a.dp_overlap, b.dp_overlap);
   EXPECT_EQ(a.zero_reduce, b.zero_reduce);
@@ -370,9 +366,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.strategies, b.strategies);
   EXPECT_EQ(a.zero_stages, b.zero_stages);
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
-  EXPECT_EQ(a.stage_partition, b.stage_partition);
   EXPECT_EQ(a.rank_order, b.rank_order);
-  EXPECT_EQ(a.moe_permutation, b.moe_permutation);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -388,7 +382,8 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.name = "yes";  // a YAML boolean unless quoted
   odd.has_states = true;
   odd.states = StateBytes{4.1, 2.2, 4.3, 0.1, 8.7, 1.9, 4.05, 2.01};
-  odd.p2p_scatter_gather = odd.sp_backward_gather = odd.fused_elementwise = odd.dp_after_backward = true;
+  Mechanisms& mech = odd.mechanisms;
+  mech.p2p_scatter_gather = mech.sp_backward_gather = mech.fused_elementwise = mech.dp_after_backward = true;
   odd.flash_attention = false;
   odd.zero_gather = odd.zero_reduce = Cadence::PerMicroBatch;
   odd.dp_overlap = DpOverlap::Chunk;
@@ -408,12 +403,12 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   odd.allocator_reserve = 0.049;
   odd.loss_transient_logits = 1.5;
   odd.optimizer_transient_bytes = 12.25;
-  odd.fp8 = Fp8Policy{Fp8Recipe::Mxfp8, true, false, true, true, false};
+  mech.fp8 = Fp8Policy{Fp8Recipe::Mxfp8, true, false, true, true, false};
   odd.strategies = 0x5;   // 1d and 2d-seqp
   odd.zero_stages = 0xA;  // 1 and 3
-  odd.stage_partition = StagePartition::Nanotron;
+  mech.stage_partition = StagePartition::Nanotron;
   odd.rank_order = RankOrder::PipelineInnerDataOuter;
-  odd.moe_permutation = MoePermutation::Unfused;
+  mech.moe_permutation = MoePermutation::Unfused;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
