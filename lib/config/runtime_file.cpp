@@ -97,11 +97,12 @@ constexpr auto kOffloadKeyNames = key_names(kOffloadNames);                // Of
 constexpr auto kStagePartitionKeyNames = key_names(kStagePartitionNames);  // StagePartition
 constexpr auto kRankOrderKeyNames = key_names(kRankOrderNames);            // RankOrder
 constexpr auto kMoePermutationKeyNames = key_names(kMoePermutationNames);  // MoePermutation
+constexpr auto kMoeDispatcherKeyNames = key_names(kMoeDispatcherNames);    // MoeDispatcher
 constexpr auto kLaunchKeyNames = key_names(kLaunchFrameworkNames);         // LaunchFramework
 constexpr const char* kOtherKeys[] = {"name",        "description", "states",     "strategies",
                                       "zero_stages", "zero_gather", "zero_reduce", "dp_overlap", "activations",
                                       "fp8_recipe",  "context_parallel", "offload", "stage_partition",
-                                      "rank_order",  "launch",      "moe_permutation"};
+                                      "rank_order",  "launch",      "moe_permutation", "moe_dispatcher"};
 
 class Reader {
  public:
@@ -247,6 +248,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
   rt.rank_order = static_cast<RankOrder>(choice("rank_order", kRankOrderKeyNames, 0));
   rt.launch = static_cast<std::int8_t>(choice("launch", kLaunchKeyNames, -1));
   mech.moe_permutation = static_cast<MoePermutation>(choice("moe_permutation", kMoePermutationKeyNames, 0));
+  rt.moe_dispatcher = static_cast<MoeDispatcher>(choice("moe_dispatcher", kMoeDispatcherKeyNames, 0));
   if (mech.fp8.recipe == Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) {
       if (root[k.name] && mech.fp8.*k.member != Fp8Policy{}.*k.member) {
@@ -274,7 +276,7 @@ Runtime load_runtime(const std::filesystem::path& path) {
         rt.zero_reduce != plain.zero_reduce || rt.dp_overlap != plain.dp_overlap || rt.strategies != plain.strategies || rt.zero_stages != plain.zero_stages ||
         rt.context_parallel != plain.context_parallel || rt.offload != plain.offload || rt.launch != plain.launch ||
         given.stage_partition != plain.mechanisms.stage_partition || rt.rank_order != plain.rank_order ||
-        given.moe_permutation != plain.mechanisms.moe_permutation) {
+        given.moe_permutation != plain.mechanisms.moe_permutation || rt.moe_dispatcher != plain.moe_dispatcher) {
       r.fail("name", "'reference' is the paper's model; a runtime that changes it needs another name");
     }
     for (const NumberKey& k : kNumberKeys) {
@@ -343,6 +345,9 @@ std::string runtime_to_yaml(const Runtime& rt) {
   if (rt.launch >= 0) out += "launch: " + named(kLaunchKeyNames, rt.launch) + "\n";
   if (mech.moe_permutation != MoePermutation::None) {
     out += "moe_permutation: " + named(kMoePermutationKeyNames, mech.moe_permutation) + "\n";
+  }
+  if (rt.moe_dispatcher != MoeDispatcher::AllToAll) {
+    out += "moe_dispatcher: " + named(kMoeDispatcherKeyNames, rt.moe_dispatcher) + "\n";
   }
   if (mech.fp8.recipe != Fp8Recipe::None) {
     for (const Fp8BoolKey& k : kFp8BoolKeys) out += std::string(k.name) + ": " + (mech.fp8.*k.member ? "true" : "false") + "\n";

@@ -214,7 +214,13 @@ bool whole_rope_theta(const Transformer& m) {
   return m.rope_theta > 0 && m.rope_theta == static_cast<double>(static_cast<std::int64_t>(m.rope_theta));
 }
 
-std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, std::int64_t tp) {
+// Whether the layout's MoE layers dispatch through DeepEP (Execution::moe_dispatcher) over more
+// than one GPU.
+bool deepep_dispatch(const Transformer& m, const Layout& c) {
+  return m.is_moe() && c.exec.ep > 1 && c.exec.moe_dispatcher == MoeDispatcher::DeepEp;
+}
+
+std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, std::int64_t tp, bool deepep) {
   const char* yes = "True";
   const char* no = "False";
   std::vector<CoreValue> v = {
@@ -255,8 +261,10 @@ std::vector<CoreValue> core_config(const Transformer& m, Recompute recompute, st
     v.push_back({"num_moe_experts", num(m.moe.experts)});
     v.push_back({"moe_router_topk", num(m.moe.top_k)});
     v.push_back({"moe_ffn_hidden_size", num(m.moe.ffn_dim)});
-    // the estimate's dispatch and combine are all-to-alls over the expert-parallel group
-    v.push_back({"moe_token_dispatcher_type", "alltoall"});
+    // the estimate's dispatch and combine: all-to-alls over the expert-parallel group, or DeepEP's
+    // through the flex dispatcher (Execution::moe_dispatcher)
+    v.push_back({"moe_token_dispatcher_type", deepep ? "flex" : "alltoall"});
+    if (deepep) v.push_back({"moe_enable_deepep", yes});
     // an integer N: one MoE block in every N (Megatron-Core puts it first in each group, the
     // estimate last; every stage holds whole groups, so each stage's blocks are the same)
     if (m.moe.every > 1) v.push_back({"moe_layer_freq", num(m.moe.every)});
@@ -306,6 +314,7 @@ constexpr MegatronSpelling kMegatronSwitches[] = {
     {"multi_latent_attention", "--multi-latent-attention", nullptr},
     {"share_embeddings_and_output_weights", nullptr, "--untie-embeddings-and-output-weights"},
     {"moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", nullptr},
+    {"moe_enable_deepep", "--moe-enable-deepep", nullptr},
 };
 struct MegatronDefault {
   std::string_view field, value;
@@ -546,7 +555,7 @@ void megatron_line(const LaunchInput& in, Builder& b) {
   b.add("--global-batch-size", num(in.global_batch));
   b.add("--max-position-embeddings", num(m.l));
   if (m.vocab_size > 0) b.add("--vocab-size", num(m.vocab_size));
-  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1)) {
+  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1, deepep_dispatch(m, c))) {
     const std::string_view field = v.field;
     if (field == "num_query_groups") {
       if (m.kv() == m.h) continue;
@@ -704,7 +713,7 @@ void nemo_line(const LaunchInput& in, Builder& b) {
   b.add("data.micro_batch_size", num(c.mbs));
   b.add("data.global_batch_size", num(in.global_batch));
 
-  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1)) {
+  for (const CoreValue& v : core_config(m, effective_recompute(c), c.tensor.tp1, deepep_dispatch(m, c))) {
     b.add(std::string("model.config.") + v.field, v.value);
   }
   note_numerics(b, m, c.tensor.tp1, "the recipe's model.config.rotary_base", "the recipe's layernorm_epsilon");
@@ -824,6 +833,8 @@ void torchtitan_line(const LaunchInput& in, Builder& b) {
     if (expert_tensor_degree(c) != 1 && expert_tensor_degree(c) != c.tensor.tp1) {
       b.note("torchtitan splits an expert over 1 or tp GPUs; the estimate's etp lies between");
     }
+    if (deepep_dispatch(m, c)) b.note("the estimate's DeepEP dispatch (moe_dispatcher=deepep) is not set here: give it "
+                                      "in the job's torchtitan configuration where its release has one");
   }
   if (c.tensor.tp1 > 1 && !c.exec.sequence_parallel) {
     b.note("torchtitan's tensor parallelism is always sequence-parallel; the estimate costs it without");

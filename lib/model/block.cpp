@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "model/moe_dispatch.hpp"
 #include "model/precision.hpp"
 
 namespace perfsweep {
@@ -234,20 +235,27 @@ std::array<StreamWork, 2> moe_routing_work(const System& s, const BlockLayer& y,
 // (replicated over tp), the dispatch of every token the GPU's expert group routes, the combine of
 // the 1/etp of them each rank of the group holds after the experts' reduce-scatter. With a
 // permutation (Mechanisms::moe_permutation) its kernels and the router's ride on these layers
-// (moe_routing_work), and they replace the all-to-all's own read and write of the rows.
+// (moe_routing_work), and they replace the all-to-all's own read and write of the rows. A
+// deduplicating dispatcher (Execution::moe_dispatcher) sends the share of the rows a token's
+// reach over the expert-parallel group gives (model/moe_dispatch.hpp), on the all-to-all's legs.
 LayerCost shard_moe(const System& s, const BlockLayer& y, I tokens, const Transformer& m, const TensorSplit& t,
-                    const char* strategy, MoePermutation permutation = MoePermutation::None) {
+                    const char* strategy, MoePermutation permutation = MoePermutation::None,
+                    MoeDispatcher dispatcher = MoeDispatcher::AllToAll) {
   LayerCost c;
   switch (y.role) {
     case Role::Router: c = column_projection(s, y.name, tokens, y.in, y.out, kOneGpu); break;
     case Role::Dispatch:
-      c = all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out, t.ep, t.nv_ep,
+    case Role::Combine: {
+      const I rows = routed_tokens(m, expert_group_tokens(t, tokens)) * y.out;
+      c = all_to_all(s, y.name, y.role == Role::Dispatch ? rows : rows / expert_split(t).gpus, t.ep, t.nv_ep,
                      tensor_domains(t));
+      if (dispatcher == MoeDispatcher::DeepEp) [[unlikely]] {
+        const double share = dedup_dispatch_share(m.moe, t.ep, t.nv_ep);
+        c.comm_fwd.items[0].volume_gb *= share;
+        c.comm_bwd.items[0].volume_gb *= share;
+      }
       break;
-    case Role::Combine:
-      c = all_to_all(s, y.name, routed_tokens(m, expert_group_tokens(t, tokens)) * y.out / expert_split(t).gpus,
-                     t.ep, t.nv_ep, tensor_domains(t));
-      break;
+    }
     default: unsupported(y, strategy);
   }
   if (permutation != MoePermutation::None) [[unlikely]] {
@@ -378,7 +386,7 @@ LayerCost shard_1d(const System& s, const BlockLayer& y, I b, const Transformer&
       return cross_entropy(s, y.name, b * l, vocab_per_gpu(y.out, tp), {tp, nv}, m.logits_dtype);
     case Role::Router:
     case Role::Dispatch:
-    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d", mech.moe_permutation);
+    case Role::Combine: return shard_moe(s, y, b * l, m, t, "1d", mech.moe_permutation, x.moe_dispatcher);
   }
   unsupported(y, "1d");
 }

@@ -168,6 +168,17 @@ inline constexpr const char* kRankOrderNames[] = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp
 enum class MoePermutation : std::uint8_t { None, Unfused, Fused };
 inline constexpr const char* kMoePermutationNames[] = {"none", "unfused", "fused"};
 
+// How a MoE layer's dispatch and combine move the routed tokens over the expert-parallel group
+// (Execution::moe_dispatcher; model/moe_dispatch.hpp):
+//  AllToAll  a copy of a token for each of its routed experts, to the GPU holding it (Megatron-Core's
+//            alltoall token dispatcher: permute by expert, then all-to-all; the reference's)
+//  DeepEp    a copy of a token for each GPU holding one of its experts, and across NVLink domains
+//            one for each domain, forwarded over NVLink there; the combine sums a GPU's experts'
+//            outputs of a token before it sends them back (DeepEP's normal kernels and HybridEP,
+//            Megatron-Core's flex token dispatcher: --moe-token-dispatcher-type flex)
+enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp };
+inline constexpr const char* kMoeDispatcherNames[] = {"alltoall", "deepep"};
+
 struct Fp8Policy {
   Fp8Recipe recipe = Fp8Recipe::None;
   // The casts of the norms' outputs into the GEMMs after them and of the activation's output
@@ -289,6 +300,9 @@ struct Execution {
   // The rank order: where the data-parallel and pipeline groups sit across NVLink domains under
   // network tiers (`--rank-order`; the runtime's rank_order unless given, runtime_defaults).
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
+  // How the MoE layer's dispatch and combine move the routed tokens (searched: `--moe-dispatcher
+  // alltoall,deepep`; the runtime's moe_dispatcher where not given).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool operator==(const Execution&) const = default;
 };
 

@@ -50,6 +50,8 @@ struct ExecutionChoices {
   std::vector<bool> fp8_params{};
   // Tensor-parallel communication overlap on or off; empty: the runtime's, as rank_order.
   std::vector<bool> tp_comm_overlap{};
+  // The MoE dispatcher; empty: the runtime's, as rank_order.
+  std::vector<MoeDispatcher> moe_dispatcher{};
   bool operator==(const ExecutionChoices&) const = default;
 };
 
@@ -265,6 +267,17 @@ inline constexpr std::array kExecutionOptions = [] {
           "--tp-comm-overlap, Transformer Engine's userbuffers; NeMo's tp_comm_overlap): on hides the runtime's "
           "tp_comm_overlap share of each; default: the runtime's (tp_comm_overlap_default; docs/runtimes.md)",
           [](const Layout& c) { return c.tensor.tp1 * c.tensor.tp2 > 1; }),
+      [] {
+        ExecutionOption o = d::named<&X::moe_dispatcher, &C::moe_dispatcher>(
+            "moe_dispatcher", "--moe-dispatcher",
+            "how a mixture-of-experts layer's dispatch and combine move the routed tokens: alltoall (a copy a "
+            "token and routed expert, Megatron-Core's alltoall dispatcher) or deepep (a copy a token and GPU "
+            "holding one of its experts, one a NVLink domain across domains: DeepEP, HybridEP; Megatron-Core's "
+            "flex dispatcher; docs/models.md); default: the runtime's moe_dispatcher",
+            kMoeDispatcherNames, changed, block, 0, [](const Layout& c) { return c.exec.ep > 1; });
+        o.runtime_default = true;
+        return o;
+      }(),
   };
 }();
 

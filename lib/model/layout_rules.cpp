@@ -187,6 +187,15 @@ void fp8_one_d(const RuleInputs& in) {
   });
 }
 
+void dispatcher_one_d(const RuleInputs& in) {
+  const Layout& c = *in.layout;
+  if (c.exec.moe_dispatcher == MoeDispatcher::AllToAll || c.exec.ep <= 1) return;
+  require(c.strategy == Strategy::OneD, [&] {
+    return std::string("moe_dispatcher=") + kMoeDispatcherNames[static_cast<std::size_t>(c.exec.moe_dispatcher)] +
+           " is modelled for 1d tensor parallelism only";
+  });
+}
+
 void fp8_tensor_cores(const RuleInputs& in) {
   const Layout& c = *in.layout;
   const System& s = *in.system;
@@ -494,6 +503,7 @@ constexpr LayoutRule kLayoutRules[] = {
     {"offload_host_link", RuleSubject::Offload, RuleOwner::System, reason_of<offload_host_link>},
     {"offload_layout", RuleSubject::Layout, RuleOwner::Model, reason_of<offload_layout>},
     {"fp8_one_d", RuleSubject::Precision, RuleOwner::Model, reason_of<fp8_one_d>},
+    {"dispatcher_one_d", RuleSubject::Layout, RuleOwner::Model, reason_of<dispatcher_one_d>},
     {"fp8_tensor_cores", RuleSubject::Precision, RuleOwner::System, reason_of<fp8_tensor_cores>},
     {"latent_attention", RuleSubject::Layout, RuleOwner::Model, reason_of<latent_attention>},
     {"tensor_split", RuleSubject::Layout, RuleOwner::Model, reason_of<tensor_split>},

@@ -33,6 +33,7 @@ const Runtime& reference_runtime() {
 Execution runtime_defaults(const Runtime& rt) {
   Execution x;
   x.rank_order = rt.rank_order;
+  x.moe_dispatcher = rt.moe_dispatcher;
   x.fp8_params = rt.mechanisms.fp8.weight_gather;
   x.tp_comm_overlap = rt.tp_comm_overlap > 0 && rt.tp_comm_overlap_default;
   return x;

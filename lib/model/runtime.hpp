@@ -161,6 +161,9 @@ struct Runtime {
   // The order it numbers ranks in (rank_order: tp-cp-ep-dp-pp or tp-cp-ep-pp-dp): where the
   // data-parallel and pipeline groups sit under network tiers; Execution::rank_order's default.
   RankOrder rank_order = RankOrder::DataInnerPipelineOuter;
+  // How its MoE layers dispatch and combine tokens unless the layout says (moe_dispatcher:
+  // alltoall, deepep; Execution::moe_dispatcher).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
 
   bool is_reference() const { return file.empty() && name == "reference"; }
 };

@@ -98,7 +98,9 @@ bool decode_candidate(std::string_view bytes, Candidate& c) {
       byte_at_most(bytes, offsetof(Candidate, layout.exec.cp_comm), static_cast<unsigned>(std::size(kCpCommNames) - 1)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.offload), static_cast<unsigned>(Offload::Activations)) &&
       byte_at_most(bytes, offsetof(Candidate, layout.exec.rank_order),
-                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter));
+                   static_cast<unsigned>(RankOrder::PipelineInnerDataOuter)) &&
+      byte_at_most(bytes, offsetof(Candidate, layout.exec.moe_dispatcher),
+                   static_cast<unsigned>(std::size(kMoeDispatcherNames) - 1));
   const std::size_t bools[] = {offsetof(Candidate, layout.attention.flash),
                                offsetof(Candidate, layout.attention.recompute),
                                offsetof(Candidate, layout.exec.sequence_parallel),

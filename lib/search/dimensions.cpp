@@ -227,6 +227,8 @@ constexpr SearchDimension kDimensions[] = {
      .set = [](Layout& c, const Choice& v) { c.exec.ep = v.v[0]; }},
     {.name = "etp", .changes_memory = true, .changes_block = true, .depends_on = "", .values = expert_tensor_values,
      .set = [](Layout& c, const Choice& v) { c.exec.etp = v.v[0]; }},
+    // the MoE dispatcher (with ep > 1): the dispatch and combine's volumes
+    option_dimension<option_index("moe_dispatcher")>(false, "ep"),
     // the precisions check_runtime_choices leaves (fp8 where the runtime, strategy and system run it)
     option_dimension<option_index("precision")>(true, ""),
     // FP8 parameters: the weights' bytes and the gathers' (with a low precision only)

@@ -433,7 +433,7 @@ def check_json(text):
 
 # configs' CSV columns of names: the system, the strategy, the execution options by name, attention
 TEXT_COLUMNS = ('system', 'strategy', 'attention', 'launch', 'recompute', 'sp', 'layout', 'precision', 'schedule',
-                'cp_comm', 'offload', 'rank_order', 'fp8_params', 'tp_comm_overlap')
+                'cp_comm', 'offload', 'rank_order', 'fp8_params', 'tp_comm_overlap', 'moe_dispatcher')
 
 
 def check_csv(text):

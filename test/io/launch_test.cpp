@@ -305,6 +305,15 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
   EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, {grouped, c, rt, 256, 8}))
                 .find("--moe-token-dispatcher-type alltoall --moe-router-num-groups 4 --moe-router-group-topk 2 "),
             std::string::npos);
+  // DeepEP's dispatch: Megatron-Core's flex dispatcher with DeepEP on
+  Layout deepep = c;
+  deepep.exec.moe_dispatcher = MoeDispatcher::DeepEp;
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, deepep, rt, 256, 8}))
+                .find("--moe-token-dispatcher-type flex --moe-enable-deepep "),
+            std::string::npos);
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Nemo, {model, deepep, rt, 256, 8}))
+                .find("model.config.moe_token_dispatcher_type=flex model.config.moe_enable_deepep=True"),
+            std::string::npos);
 
   const LaunchLine titan = launch_line(LaunchFramework::Torchtitan, {model, c, rt, 256, 8});
   const std::string args = launch_arguments_text(titan);

@@ -6,9 +6,14 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "common/layouts.hpp"
+#include "common/round_system.hpp"
+#include "common/small_models.hpp"
 #include "model/moe_dispatch.hpp"
+#include "model/step.hpp"
 
 namespace perfsweep {
 namespace {
@@ -86,6 +91,34 @@ TEST(MoeDispatch, AgreesWithDrawnTokens) {
   for (const auto& [o, units] : {std::pair{moe(128, 8), 8}, std::pair{moe(256, 8, 8, 4), 8},
                                   std::pair{moe(256, 8, 8, 4), 64}, std::pair{moe(256, 8, 8, 4), 4}}) {
     EXPECT_NEAR(expected_units_reached(o, units), drawn_reach(o, units, 20000), 0.03) << o.experts << " " << units;
+  }
+}
+
+// The dispatcher in a layer's cost: test::small_moe's blocks of 4 experts, top 2, on 1d with
+// dp = 4 in one NVLink domain and ep = 2 (2 experts a GPU): a GPU misses both of a token's draws
+// with probability C(2, 2) / C(4, 2) = 1/6, so a token reaches 5/3 GPUs and DeepEP sends 5/6 of
+// the all-to-all's 2 rows a token (16 tokens a GPU, e = 16, 2-byte elements), in the dispatch and
+// in the combine, forward and backward.
+TEST(MoeDispatch, DeepEpSendsTheReachedShare) {
+  const System s = test::round_system();
+  const Transformer m = test::small_moe(2, 1);
+  Layout c = test::one_d(1, 4, 1);
+  c.nv_dp = 4;
+  c.exec.ep = 2;
+  const double alltoall = 16 * 2 * 16 * 2e-9;
+  for (const MoeDispatcher d : {MoeDispatcher::AllToAll, MoeDispatcher::DeepEp}) {
+    c.exec.moe_dispatcher = d;
+    const Evaluation ev = evaluate(s, m, c, 4);
+    const double share = d == MoeDispatcher::DeepEp ? 5.0 / 6 : 1.0;
+    int seen = 0;
+    for (int i = 0; i < ev.mlp.count; ++i) {
+      const LayerCost& k = ev.mlp.layers[static_cast<std::size_t>(i)].cost;
+      if (std::string(k.name) != "dispatch" && std::string(k.name) != "combine") continue;
+      ++seen;
+      EXPECT_DOUBLE_EQ(k.comm_fwd.items[0].volume_gb, share * alltoall) << k.name;
+      EXPECT_DOUBLE_EQ(k.comm_bwd.items[0].volume_gb, share * alltoall) << k.name;
+    }
+    EXPECT_EQ(seen, 2);
   }
 }
 

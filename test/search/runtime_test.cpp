@@ -276,6 +276,7 @@ TEST(Runtime, LoaderErrorsNameFileAndKey) {
   fails_with("name: x\nrank_order: tp-dp-pp\n",
              "rank_order: expected one of tp-cp-ep-dp-pp, tp-cp-ep-pp-dp, got 'tp-dp-pp'");
   fails_with("name: x\nrank_order: [tp-cp-ep-pp-dp]\n", "rank_order: expected a single value, got a list");
+  fails_with("name: x\nmoe_dispatcher: hybrid\n", "moe_dispatcher: expected one of alltoall, deepep, got 'hybrid'");
   fails_with("name: reference\nrank_order: tp-cp-ep-pp-dp\n", "needs another name");
   fails_with("name: x\nlaunch: deepspeed\n", "launch: expected one of megatron, nemo, torchtitan, got 'deepspeed'");
   fails_with("name: reference\nlaunch: megatron\n", "needs another name");
@@ -367,6 +368,7 @@ void expect_same_runtime(const Runtime& a, const Runtime& b) {
   EXPECT_EQ(a.zero_stages, b.zero_stages);
   EXPECT_EQ(a.host_slot_pipelined_multinode_s, b.host_slot_pipelined_multinode_s);
   EXPECT_EQ(a.rank_order, b.rank_order);
+  EXPECT_EQ(a.moe_dispatcher, b.moe_dispatcher);
 }
 
 // runtime_to_yaml reads back to the same runtime: every shipped runtime, and one whose every field
@@ -409,6 +411,7 @@ TEST(Runtime, WrittenFileReadsBackTheSame) {
   mech.stage_partition = StagePartition::Nanotron;
   odd.rank_order = RankOrder::PipelineInnerDataOuter;
   mech.moe_permutation = MoePermutation::Unfused;
+  odd.moe_dispatcher = MoeDispatcher::DeepEp;
   runtimes.push_back(odd);
   for (const Runtime& rt : runtimes) {
     SCOPED_TRACE(rt.name);
