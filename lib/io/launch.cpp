@@ -396,6 +396,10 @@ LineStages line_stages(const Transformer& m, const Layout& c) {
   return {even.first, even.last, true};
 }
 void note_stages(Builder& b, const Transformer& m, const Layout& c, const char* framework) {
+  if (c.exec.layout_chunk_blocks > 0) {
+    b.note(std::string("the estimate's uneven interleaved chunks (--pipeline-layout) are ") + framework +
+           "'s pipeline_model_parallel_layout, which the line leaves out: give it the same layout");
+  }
   if (!line_stages(m, c).changed) return;
   const StageBlocks est = stage_blocks(m, c.pp, c.exec);
   const LineStages line = line_stages(m, c);

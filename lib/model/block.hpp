@@ -274,6 +274,11 @@ struct Execution {
   // The MoE layer's permutation and router kernels (set from the runtime by apply_runtime; not
   // searched; 1d only).
   MoePermutation moe_permutation = MoePermutation::None;
+  // A pipeline layout's uneven interleaved chunks (Megatron-Core's pipeline_model_parallel_layout,
+  // estimate's --pipeline-layout): the blocks of every chunk but the first stage's first and the
+  // last stage's last, which hold the rest of their stages' blocks. 0: the chunks as
+  // interleaved_chunks cuts the stages (model/plan.hpp).
+  std::int64_t layout_chunk_blocks = 0;
   bool operator==(const Execution&) const = default;
 };
 
