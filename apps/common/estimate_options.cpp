@@ -8,6 +8,7 @@
 #include "common/execution_options.hpp"
 #include "common/model_flags.hpp"
 #include "config/inputs.hpp"
+#include "config/pipeline_layout.hpp"
 #include "config/runtime_file.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -32,6 +33,11 @@ void add_estimate_flags(CLI::App& app, EstimateOptions& o) {
   add_execution_options(app, o.exec, false);
   o.budget.add_to(app);
   add_stage_options(app, o.exec);
+  app.add_option("--pipeline-layout", o.pipeline_layout,
+                 "the layers of each pipeline chunk as Megatron-Core's pipeline_model_parallel_layout spells them "
+                 "(E embedding, t decoder block, m MTP layer, L loss, | between chunks, x*N and (...)*N repeat; "
+                 "pp x interleave chunks, chunk i on stage i % pp), e.g. 'Et*4|(t*4|)*14tmL': the stages' blocks "
+                 "and, interleaved, uneven chunks (not with --first/--last-stage-blocks)");
   app.add_flag("--train-step", o.train_step,
                "one GPU's whole training step as PyTorch eager with bf16 autocast runs it: --runtime pytorch_amp "
                "(its casts, gradient accumulation, optimizer, host launches and peak memory) with ZeRO 0 "
@@ -103,10 +109,21 @@ EstimateRequest estimate_request(const EstimateOptions& o) {
     if (nv) a.set_nv(layout, *nv);
     r.all_placed = r.all_placed && (nv || a.degree(layout) == a.omitted_at);
   }
+  if (!o.pipeline_layout.empty()) {
+    if (stage_blocks_given(o.exec)) {
+      throw InputError("--pipeline-layout gives the stages' blocks: --first-stage-blocks and --last-stage-blocks "
+                       "cannot be given with it");
+    }
+    const PipelineLayoutStages stages =
+        pipeline_layout_stages(o.pipeline_layout, "--pipeline-layout", layout.pp, layout.exec.interleave, r.model);
+    layout.exec.first_stage_blocks = stages.first_stage_blocks;
+    layout.exec.last_stage_blocks = stages.last_stage_blocks;
+    layout.exec.layout_chunk_blocks = stages.layout_chunk_blocks;
+  }
   // --first-stage-blocks auto, or neither given where pp does not split the depth evenly under a
   // framework's runtime (as the search): balanced on evaluation for a given placement, else for each one tried.
-  r.balance_stages = balances_stages(o.exec) ||
-                     (!stage_blocks_given(o.exec) && balances_where_uneven(r.runtime, r.model, layout));
+  r.balance_stages = balances_stages(o.exec) || (!stage_blocks_given(o.exec) && o.pipeline_layout.empty() &&
+                                                  balances_where_uneven(r.runtime, r.model, layout));
   if (r.balance_stages && !balances_stages(o.exec)) {
     spdlog::info("pp={} does not divide depth {}: the stages balanced (--first-stage-blocks and "
                  "--last-stage-blocks choose others)",

@@ -27,6 +27,9 @@ struct EstimateOptions {
   AxisFlags<std::int64_t> axes;  // --tp --tp1 --tp2 --dp --pp and the --nv-* shares (model/axes.hpp)
   AttentionOptions attention;
   ExecutionFlags exec;
+  // --pipeline-layout: Megatron-Core's pipeline_model_parallel_layout ("" not given;
+  // config/pipeline_layout.hpp), the stages' blocks in place of --first/--last-stage-blocks.
+  std::string pipeline_layout;
   bool train_step = false;
   cli::BudgetOptions budget;
 };

@@ -410,9 +410,13 @@ LineStages line_stages(const LaunchInput& in) {
   return {even.first, even.last, true};
 }
 void note_stages(Builder& b, const LaunchInput& in, const char* framework) {
+  const auto [m, c, x] = parts(in);
+  if (c.exec.layout_chunk_blocks > 0) {
+    b.note(std::string("the estimate's uneven interleaved chunks (--pipeline-layout) are ") + framework +
+           "'s pipeline_model_parallel_layout, which the line leaves out: give it the same layout");
+  }
   const LineStages line = line_stages(in);
   if (!line.changed) return;
-  const auto [m, c, x] = parts(in);
   const StageBlocks est = stage_blocks(m, c.pp, x, in.runtime.mechanisms.stage_partition);
   b.note("the runtime's stage partition (" + num(est.first) + " blocks on the first stage, up to " + num(est.middle) +
          " on a middle one, " + num(est.last) + " on the last) has no " + framework +

@@ -599,11 +599,17 @@ std::string estimate_text(const Evaluation& ev, const Layout& layout, const Syst
   if (shows_execution(ev, layout)) {
     o << "execution: " << execution_text(layout.exec, ev.param_layout) << "\n";
   }
-  if (partitioned(ev, layout)) {
+  if (partitioned(ev, layout) || layout.exec.layout_chunk_blocks > 0) {
     const StageBlocks b = stage_blocks(model, layout.pp, layout.exec, ev.stage_partition);
     o << "pipeline stages: " << b.first << " blocks on the first, ";
     if (layout.pp > 2) o << b.middle << " on each of the " << layout.pp - 2 << " middle ones, ";
-    o << b.last << " on the last\n";
+    o << b.last << " on the last";
+    if (b.chunk > 0) {
+      const std::int64_t v = layout.exec.interleave;
+      o << "; chunks of " << b.chunk << " blocks, the first stage's first " << b.first - (v - 1) * b.chunk
+        << " and the last stage's last " << b.last - (v - 1) * b.chunk;
+    }
+    o << "\n";
   }
   const bool runtime = ev.under_runtime();
   if (runtime) o << "runtime: " << ev.runtime << " (docs/runtimes.md)\n";

@@ -303,6 +303,11 @@ struct Execution {
   // How the MoE layer's dispatch and combine move the routed tokens (searched: `--moe-dispatcher
   // alltoall,deepep`; the runtime's moe_dispatcher where not given).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  // A pipeline layout's uneven interleaved chunks (Megatron-Core's pipeline_model_parallel_layout,
+  // estimate's --pipeline-layout): the blocks of every chunk but the first stage's first and the
+  // last stage's last, which hold the rest of their stages' blocks. 0: the chunks as
+  // interleaved_chunks cuts the stages (model/plan.hpp).
+  std::int64_t layout_chunk_blocks = 0;
   bool operator==(const Execution&) const = default;
 };
 

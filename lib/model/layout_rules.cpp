@@ -328,6 +328,19 @@ void interleaving(const RuleInputs& in) {
   if (x.interleave == 1) return;
   require(c.pp > 1, [&] { return "interleave=" + str(x.interleave) + " needs pipeline stages (pp > 1)"; });
   const StageBlocks blocks = validate_stage_blocks(*in.model, c, mechanisms_of(in).stage_partition);
+  if (x.layout_chunk_blocks != 0) {
+    // a pipeline layout's chunks: each stage's total its chunks', the first and last stages'
+    // end chunks holding what the regular chunks leave
+    const I chunk = x.layout_chunk_blocks, rest = (x.interleave - 1) * chunk;
+    require(chunk > 0 && (c.pp <= 2 || blocks.middle == x.interleave * chunk) && blocks.first >= rest &&
+                blocks.last >= rest,
+            [&] {
+              return "layout_chunk_blocks=" + str(chunk) + " does not cut the stages' blocks (" + str(blocks.first) +
+                     " on the first stage, " + str(blocks.middle) + " on a middle one, " + str(blocks.last) +
+                     " on the last) into " + str(x.interleave) + " chunks";
+            });
+    return;
+  }
   if (blocks.even()) {
     require(blocks.first % x.interleave == 0, [&] {
       return "interleave=" + str(x.interleave) + " does not divide the " + str(blocks.first) + " blocks of a stage";

@@ -53,18 +53,14 @@ std::int64_t leading_blocks_on_stage(const StageBlocks& b, std::int64_t pp, std:
   auto overlap = [&](I start, I count) { return std::clamp<I>(leading - start, 0, count); };
   if (pp < 2) return overlap(0, b.first);
   const InterleavedChunks chunks = interleave > 1 ? interleaved_chunks(b, pp, interleave) : InterleavedChunks{};
-  if (!chunks.valid) {
+  if (!chunks.valid && (b.chunk == 0 || interleave < 2)) {
     const I start = stage == 0 ? 0 : b.first + (stage - 1) * b.middle;
     return overlap(start, stage == 0 ? b.first : stage == pp - 1 ? b.last : b.middle);
   }
   I start = 0, held = 0;
   for (I v = 0; v < interleave && start < leading; ++v) {
     for (I k = 0; k < pp && start < leading; ++k) {
-      const I count = k == 0 ? b.first : k == pp - 1 ? b.last : b.middle;
-      I size = chunks.embedding_slot || chunks.loss_slot ? chunks.slots / interleave : count / interleave;
-      if ((chunks.embedding_slot && k == 0 && v == 0) || (chunks.loss_slot && k == pp - 1 && v == interleave - 1)) {
-        --size;
-      }
+      const I size = chunk_blocks(b, chunks, pp, interleave, k, v);
       if (k == stage) held += overlap(start, size);
       start += size;
     }

@@ -123,6 +123,9 @@ struct StageBlocks {
   // partition) the first holding the most blocks, `middle` of them; its index sets the
   // micro-batches in flight there.
   std::int64_t middle_index = 1;
+  // Execution::layout_chunk_blocks: a pipeline layout's chunk, every one but the first stage's
+  // first and the last stage's last (0: the chunks interleaved_chunks cuts).
+  std::int64_t chunk = 0;
   // Every stage holds as many blocks (the reference's depth / pp): one stage stands for them all.
   bool even() const { return first == middle && last == middle; }
 };
@@ -154,6 +157,7 @@ inline StageBlocks stage_blocks(const Transformer& m, std::int64_t pp, const Exe
   // pp <= 2 has no middle stage: it takes the first's count, so that an even split reads even
   b.middle = pp > 2 ? share : b.first;
   if (pp == 1) b.last = b.first;
+  b.chunk = x.layout_chunk_blocks;
   return b;
 }
 // Whether the stages hold different numbers of blocks: counts given, or the runtime's partition
@@ -190,6 +194,20 @@ inline InterleavedChunks interleaved_chunks(const StageBlocks& b, std::int64_t p
   out.loss_slot = b.last == k - 1;
   out.slots = k;
   return out;
+}
+// The blocks of chunk v (of V) of stage k: a pipeline layout's (b.chunk > 0), else as `chunks`
+// (valid) cuts them.
+inline std::int64_t chunk_blocks(const StageBlocks& b, const InterleavedChunks& chunks, std::int64_t pp,
+                                 std::int64_t v_count, std::int64_t k, std::int64_t v) {
+  if (b.chunk > 0) {
+    if (k == 0 && v == 0) return b.first - (v_count - 1) * b.chunk;
+    if (k == pp - 1 && v == v_count - 1) return b.last - (v_count - 1) * b.chunk;
+    return b.chunk;
+  }
+  const std::int64_t count = k == 0 ? b.first : k == pp - 1 ? b.last : b.middle;
+  std::int64_t size = chunks.embedding_slot || chunks.loss_slot ? chunks.slots / v_count : count / v_count;
+  if ((chunks.embedding_slot && k == 0 && v == 0) || (chunks.loss_slot && k == pp - 1 && v == v_count - 1)) --size;
+  return size;
 }
 // The slotted partition of depth blocks over pp stages for V chunks a stage (interleaved_chunks):
 // k = ceil(depth / pp) slots a stage, the loss filling one of the last stage's and, with two slots

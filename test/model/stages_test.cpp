@@ -418,6 +418,23 @@ TEST(DenseFirstBlocks, LeadingBlocksOnEachStage) {
   EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 1), 1);
   EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 3), 1);
   EXPECT_EQ(leading_blocks_on_stage(slotted, 16, 8, 3, 4), 0);
+  // a pipeline layout's chunks (Megatron Bridge's "Et|(tt|)*30mL" on pp 8 x 4: 7 + 6 x 8 + 6, chunks
+  // of 2 but the first, 1): block 0 on stage 0, blocks 1-2 in stage 1's first chunk
+  StageBlocks layout{7, 8, 6};
+  layout.chunk = 2;
+  EXPECT_EQ(leading_blocks_on_stage(layout, 8, 4, 3, 0), 1);
+  EXPECT_EQ(leading_blocks_on_stage(layout, 8, 4, 3, 1), 2);
+  EXPECT_EQ(leading_blocks_on_stage(layout, 8, 4, 3, 2), 0);
+  // "Et*4|(t*4|)*14tmL" on pp 4 x 4 (16 + 2 x 16 + 13, chunks of 4): the 3 in stage 0's first chunk
+  StageBlocks four{16, 16, 13};
+  four.chunk = 4;
+  EXPECT_EQ(leading_blocks_on_stage(four, 4, 4, 3, 0), 3);
+  EXPECT_EQ(leading_blocks_on_stage(four, 4, 4, 3, 1), 0);
+  const InterleavedChunks none;
+  EXPECT_EQ(chunk_blocks(four, none, 4, 4, 3, 3), 1);
+  EXPECT_EQ(chunk_blocks(four, none, 4, 4, 0, 0), 4);
+  EXPECT_EQ(chunk_blocks(layout, none, 8, 4, 0, 0), 1);
+  EXPECT_EQ(chunk_blocks(layout, none, 8, 4, 7, 3), 0);
 }
 
 // 12 blocks on 4 stages, 32 micro-batches, no vocabulary. Stage 0 holds the 3 dense blocks:
