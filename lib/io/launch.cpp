@@ -409,11 +409,41 @@ LineStages line_stages(const LaunchInput& in) {
   const StageBlocks even = balanced_stages(m.depth, c.pp, m.is_moe() ? m.moe.every : 1, 1, 0, 0, 0);
   return {even.first, even.last, true};
 }
+// A layout's uneven interleaved chunks (Execution::layout_chunk_blocks, from --pipeline-layout) in
+// Megatron-Core's pipeline_model_parallel_layout syntax: the embedding with the first stage's first
+// chunk, the MTP layers and the loss with the last stage's last, every other chunk
+// layout_chunk_blocks blocks ("Et*4|(t*4|)*14tmL"); empty without such chunks.
+std::string pipeline_layout_text(const Transformer& m, const Layout& c) {
+  const Execution& x = c.exec;
+  const std::int64_t k = x.layout_chunk_blocks;
+  if (k <= 0) return {};
+  std::string text;
+  const auto blocks = [&text](std::int64_t n) {
+    if (n <= 0) return;
+    text += 't';
+    if (n > 1) text.append("*").append(num(n));
+  };
+  const std::int64_t regular = c.pp * x.interleave - 2;
+  text += 'E';
+  blocks(x.first_stage_blocks - (x.interleave - 1) * k);
+  text += '|';
+  if (regular > 1) text += '(';
+  if (regular > 0) {
+    blocks(k);
+    text += '|';
+  }
+  if (regular > 1) text.append(")*").append(num(regular));
+  blocks(x.last_stage_blocks - (x.interleave - 1) * k);
+  text.append(static_cast<std::size_t>(m.mtp_layers), 'm');
+  text += 'L';
+  return text;
+}
+
 void note_stages(Builder& b, const LaunchInput& in, const char* framework) {
   const auto [m, c, x] = parts(in);
   if (c.exec.layout_chunk_blocks > 0) {
-    b.note(std::string("the estimate's uneven interleaved chunks (--pipeline-layout) are ") + framework +
-           "'s pipeline_model_parallel_layout, which the line leaves out: give it the same layout");
+    b.note(std::string("the estimate's uneven interleaved chunks (--pipeline-layout) have no ") + framework +
+           " form: the line cuts the stages' blocks as its own schedule does");
   }
   const LineStages line = line_stages(in);
   if (!line.changed) return;
@@ -510,14 +540,20 @@ void megatron_line(const LaunchInput& in, Builder& b) {
 
   b.add("--tensor-model-parallel-size", num(c.tensor.tp1));
   b.add("--pipeline-model-parallel-size", num(c.pp));
-  if (x.interleave > 1) b.add("--num-virtual-stages-per-pipeline-rank", num(x.interleave));
-  const InterleavedChunks chunks = slotted_chunks(m, c);
-  if (chunks.embedding_slot) b.add("--account-for-embedding-in-pipeline-split");
-  if (chunks.loss_slot) b.add("--account-for-loss-in-pipeline-split");
-  const LineStages stages = line_stages(in);
-  if (!chunks.valid && stages.first > 0) b.add("--decoder-first-pipeline-num-layers", num(stages.first));
-  if (!chunks.valid && stages.last > 0) b.add("--decoder-last-pipeline-num-layers", num(stages.last));
-  note_stages(b, in, "Megatron-LM");
+  // a pipeline layout gives the virtual stages and every stage's blocks itself
+  const std::string layout = pipeline_layout_text(m, c);
+  if (!layout.empty()) {
+    b.add("--pipeline-model-parallel-layout", layout);
+  } else {
+    if (x.interleave > 1) b.add("--num-virtual-stages-per-pipeline-rank", num(x.interleave));
+    const InterleavedChunks chunks = slotted_chunks(m, c);
+    if (chunks.embedding_slot) b.add("--account-for-embedding-in-pipeline-split");
+    if (chunks.loss_slot) b.add("--account-for-loss-in-pipeline-split");
+    const LineStages stages = line_stages(in);
+    if (!chunks.valid && stages.first > 0) b.add("--decoder-first-pipeline-num-layers", num(stages.first));
+    if (!chunks.valid && stages.last > 0) b.add("--decoder-last-pipeline-num-layers", num(stages.last));
+    note_stages(b, in, "Megatron-LM");
+  }
   if (sequence_parallel(c)) b.add("--sequence-parallel");
   if (m.is_moe() && x.ep > 1) b.add("--expert-model-parallel-size", num(x.ep));
   // Megatron-Core's default expert_tensor_parallel_size is tp
@@ -660,15 +696,20 @@ void nemo_line(const LaunchInput& in, Builder& b) {
     b.add("model.config.cpu_offloading_weights", no);
   }
   b.add("trainer.strategy.sequence_parallel", sequence_parallel(c) ? yes : no);
-  const InterleavedChunks chunks = slotted_chunks(m, c);
-  if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
-  if (chunks.loss_slot) b.add("trainer.strategy.account_for_loss_in_pipeline_split", yes);
-  const LineStages stages = line_stages(in);
-  if (!chunks.valid && stages.first > 0) {
-    b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(stages.first));
+  const std::string layout = pipeline_layout_text(m, c);
+  if (!layout.empty()) {
+    b.add("trainer.strategy.pipeline_model_parallel_layout", layout);
+  } else {
+    const InterleavedChunks chunks = slotted_chunks(m, c);
+    if (chunks.embedding_slot) b.add("trainer.strategy.account_for_embedding_in_pipeline_split", yes);
+    if (chunks.loss_slot) b.add("trainer.strategy.account_for_loss_in_pipeline_split", yes);
+    const LineStages stages = line_stages(in);
+    if (!chunks.valid && stages.first > 0) {
+      b.add("trainer.strategy.num_layers_in_first_pipeline_stage", num(stages.first));
+    }
+    if (!chunks.valid && stages.last > 0) b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(stages.last));
+    note_stages(b, in, "NeMo");
   }
-  if (!chunks.valid && stages.last > 0) b.add("trainer.strategy.num_layers_in_last_pipeline_stage", num(stages.last));
-  note_stages(b, in, "NeMo");
   if (m.is_moe()) b.add("trainer.strategy.expert_model_parallel_size", num(x.ep));
   // MegatronStrategy takes no expert tensor-parallel size here; the model's config does (default tp)
   if (m.is_moe() && expert_tensor_degree(c) != c.tensor.tp1) {

@@ -305,6 +305,22 @@ TEST(Launch, MegatronMixtralInterleavedExpertParallel) {
   EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Megatron, {grouped, c, rt, 256, 8}))
                 .find("--moe-token-dispatcher-type alltoall --moe-router-num-groups 4 --moe-router-group-topk 2 "),
             std::string::npos);
+  // A pipeline layout's uneven chunks (4 stages of 2 chunks: 3 blocks in the first stage's first,
+  // 5 in the last stage's last, 4 in the 6 others) as Megatron-Core's layout string, which gives
+  // the virtual stages itself
+  Layout chunked = c;
+  chunked.exec.first_stage_blocks = 7;
+  chunked.exec.last_stage_blocks = 9;
+  chunked.exec.layout_chunk_blocks = 4;
+  const std::string chunked_args = launch_arguments_text(launch_line(LaunchFramework::Megatron, {model, chunked, rt, 256, 8}));
+  EXPECT_NE(chunked_args.find("--pipeline-model-parallel-size 4 --pipeline-model-parallel-layout 'Et*3|(t*4|)*6t*5L' "),
+            std::string::npos)
+      << chunked_args;
+  EXPECT_EQ(chunked_args.find("--num-virtual-stages-per-pipeline-rank"), std::string::npos);
+  EXPECT_EQ(chunked_args.find("--decoder-first-pipeline-num-layers"), std::string::npos);
+  EXPECT_NE(launch_arguments_text(launch_line(LaunchFramework::Nemo, {model, chunked, rt, 256, 8}))
+                .find("trainer.strategy.pipeline_model_parallel_layout='Et*3|(t*4|)*6t*5L'"),
+            std::string::npos);
   // DeepEP's dispatch: Megatron-Core's flex dispatcher with DeepEP on
   Layout deepep = c;
   deepep.exec.moe_dispatcher = MoeDispatcher::DeepEp;
