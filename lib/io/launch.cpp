@@ -415,25 +415,26 @@ LineStages line_stages(const LaunchInput& in) {
 // layout_chunk_blocks blocks ("Et*4|(t*4|)*14tmL"); empty without such chunks.
 std::string pipeline_layout_text(const Transformer& m, const Layout& c) {
   const Execution& x = c.exec;
-  const std::int64_t k = x.layout_chunk_blocks;
-  if (k <= 0) return {};
+  if (x.layout_chunk_blocks <= 0) return {};
+  const StageBlocks b = stage_blocks(m, c.pp, x);
+  const std::int64_t v = x.interleave, regular = c.pp * v - 2;
   std::string text;
-  const auto blocks = [&text](std::int64_t n) {
+  const auto blocks = [&](std::int64_t k, std::int64_t chunk) {
+    const std::int64_t n = chunk_blocks(b, InterleavedChunks{}, c.pp, v, k, chunk);
     if (n <= 0) return;
     text += 't';
     if (n > 1) text.append("*").append(num(n));
   };
-  const std::int64_t regular = c.pp * x.interleave - 2;
   text += 'E';
-  blocks(x.first_stage_blocks - (x.interleave - 1) * k);
+  blocks(0, 0);
   text += '|';
   if (regular > 1) text += '(';
   if (regular > 0) {
-    blocks(k);
+    blocks(1 % c.pp, 1 / c.pp);  // a regular chunk: the one after the first
     text += '|';
   }
   if (regular > 1) text.append(")*").append(num(regular));
-  blocks(x.last_stage_blocks - (x.interleave - 1) * k);
+  blocks(c.pp - 1, v - 1);
   text.append(static_cast<std::size_t>(m.mtp_layers), 'm');
   text += 'L';
   return text;
